@@ -1,0 +1,219 @@
+// Package clients builds the Kafka clients Chronos uses from one validated
+// Config: sarama configs for goka (a fresh *sarama.Config per builder, since
+// goka writes ClientID into the config it is given) and franz-go options for
+// the dispatch producer, the ticker, the admin client and the tools.
+//
+// Defaults differ from goka's on purpose: acks=all with the idempotent
+// producer (goka defaults to acks=1), a 5 ms linger instead of a 100 ms flush
+// timer, lz4 compression, and new consumer groups start at the oldest offset
+// so commands produced before the first start are not skipped.
+package clients
+
+import (
+	"errors"
+	"fmt"
+	"hash"
+	"strings"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/lovoo/goka"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// Acks settings.
+const (
+	AcksAll    = "all"    // every in-sync replica (default; required for idempotence)
+	AcksLeader = "leader" // the partition leader only
+	AcksNone   = "none"   // fire and forget
+)
+
+// Config is the Kafka connection and producer configuration shared by every
+// client of one instance. Use Default and override fields; Validate reports
+// every problem. A value; safe for concurrent use.
+type Config struct {
+	// Brokers are the bootstrap brokers, host:port.
+	Brokers []string
+	// ClientID prefixes the client ids Chronos sends (default "chronos").
+	ClientID string
+	// Acks is all (default), leader or none.
+	Acks string
+	// Idempotent enables the idempotent producer (default true; needs acks=all).
+	Idempotent bool
+	// Linger is how long a producer waits to fill a batch (default 5ms).
+	Linger time.Duration
+	// BatchBytes is the largest batch a producer sends (default 1 MiB).
+	BatchBytes int
+	// Compression is none, gzip, snappy, lz4 (default) or zstd.
+	Compression string
+}
+
+// Default returns the default configuration for brokers.
+func Default(brokers ...string) Config {
+	return Config{Brokers: brokers, ClientID: "chronos", Acks: AcksAll, Idempotent: true,
+		Linger: 5 * time.Millisecond, BatchBytes: 1 << 20, Compression: "lz4"}
+}
+
+// Validate reports every problem with c.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("clients: no brokers"))
+	}
+	for _, b := range c.Brokers {
+		if !strings.Contains(b, ":") {
+			errs = append(errs, fmt.Errorf("clients: broker %q is not host:port", b))
+		}
+	}
+	switch c.Acks {
+	case AcksAll, AcksLeader, AcksNone:
+	default:
+		errs = append(errs, fmt.Errorf("clients: acks %q, want all, leader or none", c.Acks))
+	}
+	if c.Idempotent && c.Acks != AcksAll {
+		errs = append(errs, errors.New("clients: the idempotent producer needs acks=all"))
+	}
+	if c.Linger < 0 || c.Linger > time.Minute {
+		errs = append(errs, fmt.Errorf("clients: linger %s, want 0..1m", c.Linger))
+	}
+	if c.BatchBytes < 1<<10 || c.BatchBytes > 64<<20 {
+		errs = append(errs, fmt.Errorf("clients: batch bytes %d, want 1KiB..64MiB", c.BatchBytes))
+	}
+	if _, err := c.saramaCodec(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) saramaCodec() (sarama.CompressionCodec, error) {
+	switch c.Compression {
+	case "none", "":
+		return sarama.CompressionNone, nil
+	case "gzip":
+		return sarama.CompressionGZIP, nil
+	case "snappy":
+		return sarama.CompressionSnappy, nil
+	case "lz4":
+		return sarama.CompressionLZ4, nil
+	case "zstd":
+		return sarama.CompressionZSTD, nil
+	}
+	return 0, fmt.Errorf("clients: compression %q, want none, gzip, snappy, lz4 or zstd", c.Compression)
+}
+
+func (c Config) kgoCodec() kgo.CompressionCodec {
+	switch c.Compression {
+	case "gzip":
+		return kgo.GzipCompression()
+	case "snappy":
+		return kgo.SnappyCompression()
+	case "lz4":
+		return kgo.Lz4Compression()
+	case "zstd":
+		return kgo.ZstdCompression()
+	}
+	return kgo.NoCompression()
+}
+
+// Sarama returns a new *sarama.Config for one goka builder.
+func (c Config) Sarama() *sarama.Config {
+	s := goka.DefaultConfig()
+	s.Version = sarama.V3_6_0_0
+	s.ClientID = c.ClientID
+	s.Consumer.Offsets.Initial = sarama.OffsetOldest
+	s.Producer.Return.Successes = true
+	s.Producer.Flush.Frequency = c.Linger
+	if c.Linger == 0 {
+		s.Producer.Flush.Frequency = time.Millisecond
+	}
+	s.Producer.Flush.Bytes = c.BatchBytes
+	s.Producer.MaxMessageBytes = c.BatchBytes
+	s.Producer.Compression, _ = c.saramaCodec()
+	switch c.Acks {
+	case AcksAll:
+		s.Producer.RequiredAcks = sarama.WaitForAll
+	case AcksLeader:
+		s.Producer.RequiredAcks = sarama.WaitForLocal
+	default:
+		s.Producer.RequiredAcks = sarama.NoResponse
+	}
+	if c.Idempotent {
+		s.Producer.Idempotent = true
+		s.Net.MaxOpenRequests = 1
+	}
+	return s
+}
+
+// GokaProcessorOptions returns the goka options that make a processor use
+// this configuration, each builder with its own sarama config.
+func (c Config) GokaProcessorOptions() []goka.ProcessorOption {
+	return []goka.ProcessorOption{
+		goka.WithProducerBuilder(c.producerBuilder()),
+		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(c.Sarama())),
+		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(c.Sarama())),
+		goka.WithTopicManagerBuilder(c.TopicManagerBuilder()),
+	}
+}
+
+// GokaViewOptions returns the goka options for a view.
+func (c Config) GokaViewOptions() []goka.ViewOption {
+	return []goka.ViewOption{
+		goka.WithViewConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(c.Sarama())),
+		goka.WithViewTopicManagerBuilder(c.TopicManagerBuilder()),
+	}
+}
+
+// TopicManagerBuilder returns goka's topic manager with replication 1 for
+// tables it would create (Chronos creates every topic itself beforehand).
+func (c Config) TopicManagerBuilder() goka.TopicManagerBuilder {
+	tm := goka.NewTopicManagerConfig()
+	tm.Table.Replication = 1
+	tm.Stream.Replication = 1
+	return goka.TopicManagerBuilderWithConfig(c.Sarama(), tm)
+}
+
+func (c Config) producerBuilder() goka.ProducerBuilder {
+	cfg := c.Sarama()
+	return func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
+		cfg.ClientID = clientID
+		cfg.Producer.Partitioner = sarama.NewCustomHashPartitioner(hasher)
+		return goka.NewProducer(brokers, cfg)
+	}
+}
+
+// Kgo returns franz-go options for a client of this configuration: seeds,
+// client id, producer settings and goka-compatible partitioning.
+func (c Config) Kgo(extra ...kgo.Opt) []kgo.Opt {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(c.Brokers...),
+		kgo.ClientID(c.ClientID),
+		kgo.RecordPartitioner(topology.Partitioner()),
+		kgo.ProducerLinger(c.Linger),
+		kgo.ProducerBatchMaxBytes(int32(c.BatchBytes)),
+		kgo.ProducerBatchCompression(c.kgoCodec()),
+		kgo.MaxBufferedRecords(1 << 20),
+	}
+	switch c.Acks {
+	case AcksAll:
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	case AcksLeader:
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()))
+	default:
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()))
+	}
+	if !c.Idempotent {
+		opts = append(opts, kgo.DisableIdempotentWrite())
+	}
+	return append(opts, extra...)
+}
+
+// NewKgo returns a franz-go client of this configuration.
+func (c Config) NewKgo(extra ...kgo.Opt) (*kgo.Client, error) {
+	cl, err := kgo.NewClient(c.Kgo(extra...)...)
+	if err != nil {
+		return nil, fmt.Errorf("clients: %w", err)
+	}
+	return cl, nil
+}

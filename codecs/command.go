@@ -1,0 +1,126 @@
+package codecs
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+)
+
+// Command operations on chronos-jobs.
+const (
+	OpPut    = "put"
+	OpDelete = "delete"
+	OpPause  = "pause"
+	OpResume = "resume"
+	OpFire   = "fire"
+)
+
+// CommandVersion is the only command version this release understands.
+const CommandVersion = 1
+
+// CommandMsg is a command as written to chronos-jobs (key = job id).
+type CommandMsg struct {
+	V         int             `json:"v"`
+	Op        string          `json:"op"`
+	ID        string          `json:"id,omitempty"`
+	Job       *JobDef         `json:"job,omitempty"`
+	TriggerID string          `json:"trigger_id,omitempty"`
+	Payload   json.RawMessage `json:"payload,omitempty"`
+}
+
+// Command is a validated command.
+type Command struct {
+	Op  string
+	ID  string
+	Job Job // put only
+	// TriggerID names a manual fire (fire only; "" lets the processor
+	// derive a stable one from the record's position).
+	TriggerID string
+	// Payload overrides the job's payload for one manual fire (nil: none).
+	Payload []byte
+}
+
+// EncodeCommand marshals a command message; it sets V.
+func EncodeCommand(m CommandMsg) ([]byte, error) {
+	m.V = CommandVersion
+	return json.Marshal(m)
+}
+
+// DecodeCommand parses and validates a chronos-jobs record. key is the
+// record key (the job id); an "id" in the value must equal it.
+func DecodeCommand(key, value []byte, lim Limits) (Command, error) {
+	var m CommandMsg
+	if err := strictUnmarshal(value, &m); err != nil {
+		return Command{}, err
+	}
+	if m.V != CommandVersion {
+		return Command{}, errorf(CodeUnknownVersion, "v", "version %d is not supported (this release reads v=%d)", m.V, CommandVersion)
+	}
+	id := string(key)
+	if m.ID != "" && m.ID != id {
+		return Command{}, errorf(CodeInvalidID, "id", "id %q does not match the record key %q", m.ID, id)
+	}
+	if err := ValidateID(id); err != nil {
+		return Command{}, err
+	}
+	c := Command{Op: m.Op, ID: id}
+	switch m.Op {
+	case OpPut:
+		if m.Job == nil {
+			return Command{}, errorf(CodeInvalidField, "job", "put needs a job definition")
+		}
+		j, err := m.Job.Validate(lim)
+		if err != nil {
+			return Command{}, err
+		}
+		c.Job = j
+	case OpFire:
+		if len(m.TriggerID) > MaxIDLen {
+			return Command{}, errorf(CodeInvalidField, "trigger_id", "trigger id is %d bytes, the limit is %d", len(m.TriggerID), MaxIDLen)
+		}
+		p, err := compactPayload(m.Payload, lim)
+		if err != nil {
+			return Command{}, err
+		}
+		c.TriggerID, c.Payload = m.TriggerID, p
+	case OpDelete, OpPause, OpResume:
+	default:
+		return Command{}, errorf(CodeUnknownOp, "op", "unknown op %q; want put, delete, pause, resume or fire", m.Op)
+	}
+	if m.Op != OpPut && m.Job != nil {
+		return Command{}, errorf(CodeUnknownField, "job", "only put takes a job definition")
+	}
+	if m.Op != OpFire && (m.TriggerID != "" || len(m.Payload) > 0) {
+		return Command{}, errorf(CodeUnknownField, "payload", "only fire takes trigger_id and payload")
+	}
+	return c, nil
+}
+
+// strictUnmarshal decodes exactly one JSON value and rejects unknown fields.
+func strictUnmarshal(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errorf(CodeMalformed, "", "trailing data after the JSON value")
+	}
+	return nil
+}
+
+func jsonError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return errorf(CodeMalformed, te.Field, "wrong type: %s cannot hold a JSON %s", te.Type, te.Value)
+	}
+	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
+		return errorf(CodeUnknownField, "", "%s", strings.TrimPrefix(msg, "json: "))
+	}
+	if errors.Is(err, io.EOF) {
+		return errorf(CodeMalformed, "", "empty value")
+	}
+	return errorf(CodeMalformed, "", "%v", err)
+}

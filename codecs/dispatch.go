@@ -1,0 +1,138 @@
+package codecs
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// Triggers of a dispatch event.
+const (
+	TriggerSchedule = "schedule" // the job's own schedule
+	TriggerBucket   = "bucket"   // a named bucket trigger
+	TriggerManual   = "manual"   // a fire command
+)
+
+// DispatchVersion is the version of dispatch events this release writes.
+const DispatchVersion = 1
+
+// Dispatch is one fire, as written to chronos-dispatch (key = job id).
+type Dispatch struct {
+	V           int             `json:"v"`
+	FireID      string          `json:"fire_id"`
+	JobID       string          `json:"job_id"`
+	Trigger     string          `json:"trigger"`
+	ScheduledAt time.Time       `json:"scheduled_at"`
+	FiredAt     time.Time       `json:"fired_at"`
+	Missed      int64           `json:"missed"`
+	Bucket      string          `json:"bucket,omitempty"`
+	TriggerID   string          `json:"trigger_id,omitempty"`
+	Payload     json.RawMessage `json:"payload,omitempty"`
+}
+
+// ScheduledFireID is the fire id of a scheduled fire: "<job id>@<scheduled
+// time, RFC 3339 UTC>".
+func ScheduledFireID(jobID string, at time.Time) string {
+	return jobID + "@" + at.UTC().Format(time.RFC3339Nano)
+}
+
+// TriggeredFireID is the fire id of a bucket or manual fire: "<job id>@<trigger id>".
+func TriggeredFireID(jobID, triggerID string) string { return jobID + "@" + triggerID }
+
+// AppendDispatch appends the JSON encoding of d to dst. It is the hot path
+// of the fan-out: no reflection, one allocation at most (growing dst).
+// d.Payload must be valid compact JSON (the scheduler stores it that way).
+func AppendDispatch(dst []byte, d *Dispatch) []byte {
+	dst = append(dst, `{"v":`...)
+	dst = strconv.AppendInt(dst, DispatchVersion, 10)
+	dst = append(dst, `,"fire_id":`...)
+	dst = appendString(dst, d.FireID)
+	dst = append(dst, `,"job_id":`...)
+	dst = appendString(dst, d.JobID)
+	dst = append(dst, `,"trigger":"`...)
+	dst = append(dst, d.Trigger...)
+	dst = append(dst, `","scheduled_at":"`...)
+	dst = d.ScheduledAt.UTC().AppendFormat(dst, time.RFC3339Nano)
+	dst = append(dst, `","fired_at":"`...)
+	dst = d.FiredAt.UTC().AppendFormat(dst, time.RFC3339Nano)
+	dst = append(dst, `","missed":`...)
+	dst = strconv.AppendInt(dst, d.Missed, 10)
+	if d.Bucket != "" {
+		dst = append(dst, `,"bucket":`...)
+		dst = appendString(dst, d.Bucket)
+	}
+	if d.TriggerID != "" {
+		dst = append(dst, `,"trigger_id":`...)
+		dst = appendString(dst, d.TriggerID)
+	}
+	if len(d.Payload) > 0 {
+		dst = append(dst, `,"payload":`...)
+		dst = append(dst, d.Payload...)
+	}
+	return append(dst, '}')
+}
+
+// DecodeDispatch parses a dispatch event (for consumers, tests and tools).
+func DecodeDispatch(b []byte) (Dispatch, error) {
+	var d Dispatch
+	if err := json.Unmarshal(b, &d); err != nil {
+		return Dispatch{}, jsonError(err)
+	}
+	if d.V != DispatchVersion {
+		return Dispatch{}, errorf(CodeUnknownVersion, "v", "dispatch version %d is not supported", d.V)
+	}
+	return d, nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string, escaping like encoding/json
+// (including <, >, & and U+2028/U+2029); invalid UTF-8 becomes U+FFFD.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

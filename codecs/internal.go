@@ -1,0 +1,77 @@
+package codecs
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Tick is a chronos-clock record: one instance's wall time.
+type Tick struct {
+	Time     time.Time `json:"t"`
+	Instance string    `json:"instance,omitempty"`
+}
+
+// Kinds of shard triggers and loopback messages.
+const (
+	KindAdvance  = "advance"  // fire everything due up to T
+	KindBucket   = "bucket"   // fire the active jobs of a bucket
+	KindComplete = "complete" // loopback: mark a one-shot job completed
+)
+
+// ShardTrigger is a chronos-shard-triggers record (key = a shard key) and
+// also the scheduler's loopback message for continuing a bounded fan-out.
+type ShardTrigger struct {
+	Kind string    `json:"kind"`
+	T    time.Time `json:"t"`
+	// Continuation cursor (loopback only): the fan-out resumes after this
+	// due entry, or after this bucket member.
+	AfterAt  time.Time `json:"after_at,omitzero"`
+	AfterKey string    `json:"after_key,omitempty"`
+	// Bucket fires.
+	Bucket    string          `json:"bucket,omitempty"`
+	TriggerID string          `json:"trigger_id,omitempty"`
+	Payload   json.RawMessage `json:"payload,omitempty"`
+	// Complete: the job version that fired.
+	Version uint64 `json:"version,omitempty"`
+}
+
+// EncodeInternal marshals an internal message (Tick or ShardTrigger).
+func EncodeInternal(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil { // cannot happen for these types
+		panic(err)
+	}
+	return b
+}
+
+// DecodeTick parses a clock tick.
+func DecodeTick(b []byte) (Tick, error) {
+	var t Tick
+	if err := json.Unmarshal(b, &t); err != nil {
+		return Tick{}, jsonError(err)
+	}
+	if t.Time.IsZero() {
+		return Tick{}, errorf(CodeMalformed, "t", "tick without a time")
+	}
+	return t, nil
+}
+
+// DecodeShardTrigger parses a shard trigger or loopback message.
+func DecodeShardTrigger(b []byte) (ShardTrigger, error) {
+	var s ShardTrigger
+	if err := json.Unmarshal(b, &s); err != nil {
+		return ShardTrigger{}, jsonError(err)
+	}
+	switch s.Kind {
+	case KindAdvance, KindBucket, KindComplete:
+	default:
+		return ShardTrigger{}, errorf(CodeUnknownOp, "kind", "unknown shard trigger kind %q", s.Kind)
+	}
+	return s, nil
+}
+
+// String is a short description for logs.
+func (s ShardTrigger) String() string {
+	return fmt.Sprintf("%s T=%s bucket=%q after=%s/%q", s.Kind, s.T.Format(time.RFC3339Nano), s.Bucket, s.AfterAt.Format(time.RFC3339Nano), s.AfterKey)
+}

@@ -1,0 +1,194 @@
+package codecs
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/chronos-scheduler/chronos/schedule"
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// Misfire policies for fires later than the job's misfire grace.
+const (
+	MisfireSkip     = "skip"      // count them as missed, fire none
+	MisfireFireOnce = "fire_once" // one fire for the latest missed time (default)
+	MisfireFireAll  = "fire_all"  // fire each, at most MaxCatchUp per advance
+)
+
+// Defaults and limits of job definitions.
+const (
+	DefaultMisfireGrace = 60 * time.Second
+	MaxMisfireGrace     = 7 * 24 * time.Hour
+	DefaultMaxPayload   = 64 << 10
+	MaxIDLen            = 256
+	MaxBucketLen        = 256
+)
+
+// Limits bounds what a command may carry. The zero value is not valid; use
+// DefaultLimits.
+type Limits struct {
+	// MaxPayload is the largest payload in bytes (default 64 KiB).
+	MaxPayload int
+}
+
+// DefaultLimits returns the default limits.
+func DefaultLimits() Limits { return Limits{MaxPayload: DefaultMaxPayload} }
+
+// JobDef is a job definition as written in JSON: the body of PUT /v1/jobs/{id}
+// and the "job" field of a put command. Exactly one of Cron, Every, At.
+type JobDef struct {
+	Cron          string          `json:"cron,omitempty"`
+	Every         string          `json:"every,omitempty"`
+	At            string          `json:"at,omitempty"`
+	TZ            string          `json:"tz,omitempty"`
+	Start         string          `json:"start,omitempty"`
+	End           string          `json:"end,omitempty"`
+	Payload       json.RawMessage `json:"payload,omitempty"`
+	Bucket        string          `json:"bucket,omitempty"`
+	MisfirePolicy string          `json:"misfire_policy,omitempty"`
+	MisfireGrace  string          `json:"misfire_grace,omitempty"`
+}
+
+// Job is a validated job definition.
+type Job struct {
+	Spec          schedule.Spec
+	Payload       []byte // compact JSON, nil when none
+	Bucket        string
+	MisfirePolicy string
+	MisfireGrace  time.Duration
+}
+
+// ValidateID checks a job id: 1..256 bytes of UTF-8 without control
+// characters, not starting with the reserved shard-key prefix.
+func ValidateID(id string) error {
+	switch {
+	case id == "":
+		return errorf(CodeInvalidID, "id", "empty job id")
+	case len(id) > MaxIDLen:
+		return errorf(CodeInvalidID, "id", "job id is %d bytes, the limit is %d", len(id), MaxIDLen)
+	case !utf8.ValidString(id):
+		return errorf(CodeInvalidID, "id", "job id is not valid UTF-8")
+	case strings.HasPrefix(id, topology.ShardKeyPrefix):
+		return errorf(CodeReservedID, "id", "job ids may not start with the reserved prefix %q", topology.ShardKeyPrefix)
+	}
+	for _, r := range id {
+		if r < 0x20 || r == 0x7f {
+			return errorf(CodeInvalidID, "id", "job id contains control character %U", r)
+		}
+	}
+	return nil
+}
+
+// Validate turns a definition into a Job, reporting the first problem as *Error.
+func (d JobDef) Validate(lim Limits) (Job, error) {
+	spec, err := d.spec()
+	if err != nil {
+		return Job{}, err
+	}
+	if _, err := schedule.Parse(spec); err != nil {
+		var se *schedule.Error
+		if errors.As(err, &se) {
+			return Job{}, &Error{Code: CodeInvalidSchedule, Field: se.Field, Reason: se.Reason}
+		}
+		return Job{}, errorf(CodeInvalidSchedule, "schedule", "%v", err)
+	}
+	j := Job{Spec: spec, Bucket: d.Bucket, MisfirePolicy: d.MisfirePolicy, MisfireGrace: DefaultMisfireGrace}
+	if j.Payload, err = compactPayload(d.Payload, lim); err != nil {
+		return Job{}, err
+	}
+	if err := validateBucket(d.Bucket); err != nil {
+		return Job{}, err
+	}
+	switch d.MisfirePolicy {
+	case "":
+		j.MisfirePolicy = MisfireFireOnce
+	case MisfireSkip, MisfireFireOnce, MisfireFireAll:
+	default:
+		return Job{}, errorf(CodeInvalidField, "misfire_policy", "unknown policy %q; want skip, fire_once or fire_all", d.MisfirePolicy)
+	}
+	if d.MisfireGrace != "" {
+		g, err := time.ParseDuration(d.MisfireGrace)
+		if err != nil || g < 0 || g > MaxMisfireGrace {
+			return Job{}, errorf(CodeInvalidField, "misfire_grace", "want a duration from 0s to %s, got %q", MaxMisfireGrace, d.MisfireGrace)
+		}
+		j.MisfireGrace = g
+	}
+	return j, nil
+}
+
+func (d JobDef) spec() (schedule.Spec, error) {
+	s := schedule.Spec{Cron: d.Cron, TZ: d.TZ}
+	var err error
+	if d.Every != "" {
+		if s.Every, err = time.ParseDuration(d.Every); err != nil {
+			return s, errorf(CodeInvalidSchedule, "every", "not a duration (like 30s, 5m, 1h): %q", d.Every)
+		}
+		if s.Every <= 0 {
+			return s, errorf(CodeInvalidSchedule, "every", "must be at least 1s, got %q", d.Every)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		in   string
+		out  *time.Time
+	}{{"at", d.At, &s.At}, {"start", d.Start, &s.Start}, {"end", d.End, &s.End}} {
+		if f.in == "" {
+			continue
+		}
+		if *f.out, err = time.Parse(time.RFC3339Nano, f.in); err != nil {
+			return s, errorf(CodeInvalidSchedule, f.name, "not an RFC 3339 time (like 2026-01-02T15:04:05Z): %q", f.in)
+		}
+	}
+	return s, nil
+}
+
+func compactPayload(p json.RawMessage, lim Limits) ([]byte, error) {
+	if len(p) == 0 || bytes.Equal(p, []byte("null")) {
+		return nil, nil
+	}
+	if len(p) > lim.MaxPayload {
+		return nil, errorf(CodePayloadTooLarge, "payload", "payload is %d bytes, the limit is %d", len(p), lim.MaxPayload)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, p); err != nil {
+		return nil, errorf(CodeInvalidField, "payload", "not valid JSON: %v", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func validateBucket(b string) error {
+	if len(b) > MaxBucketLen {
+		return errorf(CodeInvalidField, "bucket", "bucket is %d bytes, the limit is %d", len(b), MaxBucketLen)
+	}
+	if !utf8.ValidString(b) {
+		return errorf(CodeInvalidField, "bucket", "bucket is not valid UTF-8")
+	}
+	for _, r := range b {
+		if r < 0x20 || r == 0x7f {
+			return errorf(CodeInvalidField, "bucket", "bucket contains control character %U", r)
+		}
+	}
+	return nil
+}
+
+// Def turns a Job back into its JSON definition (times in RFC 3339, UTC).
+func (j Job) Def() JobDef {
+	d := JobDef{Cron: j.Spec.Cron, TZ: j.Spec.TZ, Bucket: j.Bucket, MisfirePolicy: j.MisfirePolicy,
+		MisfireGrace: j.MisfireGrace.String(), Payload: j.Payload}
+	if j.Spec.Every > 0 {
+		d.Every = j.Spec.Every.String()
+	}
+	d.At, d.Start, d.End = formatTime(j.Spec.At), formatTime(j.Spec.Start), formatTime(j.Spec.End)
+	return d
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}

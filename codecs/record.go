@@ -1,0 +1,224 @@
+package codecs
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/chronos-scheduler/chronos/schedule"
+)
+
+// Status of a job record.
+type Status uint8
+
+// Job statuses.
+const (
+	StatusActive    Status = 1
+	StatusPaused    Status = 2
+	StatusCompleted Status = 3 // a one-shot job that fired, or a job past its end
+)
+
+func (s Status) String() string {
+	switch s {
+	case StatusActive:
+		return "active"
+	case StatusPaused:
+		return "paused"
+	case StatusCompleted:
+		return "completed"
+	}
+	return fmt.Sprintf("status(%d)", uint8(s))
+}
+
+// Record tags: the first byte of every table value.
+const (
+	tagJob   = 'J'
+	tagShard = 'S'
+	// recordFormat is the binary layout version, the second byte.
+	recordFormat = 1
+)
+
+// JobRecord is the table value of one job.
+type JobRecord struct {
+	Version uint64 // incremented by every put, pause and resume
+	Status  Status
+	Job     Job
+	// NotBefore: no fire at or before this instant (the time of the put or
+	// resume that made the job active; scheduled fires before it are not
+	// owed).
+	NotBefore time.Time
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// ShardRecord is the table value under a shard key: the time the shard has
+// fired up to.
+type ShardRecord struct {
+	Watermark time.Time
+}
+
+// ErrNotJob is returned by DecodeJobRecord for a value of another kind.
+var ErrNotJob = errors.New("codecs: not a job record")
+
+// IsShardRecord reports whether a table value is a shard record.
+func IsShardRecord(b []byte) bool { return len(b) > 0 && b[0] == tagShard }
+
+// EncodeJobRecord returns the binary encoding of r.
+func EncodeJobRecord(r *JobRecord) []byte {
+	w := make([]byte, 0, 64+len(r.Job.Payload)+len(r.Job.Spec.Cron)+len(r.Job.Bucket))
+	w = append(w, tagJob, recordFormat)
+	w = binary.AppendUvarint(w, r.Version)
+	w = append(w, byte(r.Status))
+	s := r.Job.Spec
+	w = appendBytes(w, []byte(s.Cron))
+	w = binary.AppendVarint(w, int64(s.Every))
+	w = appendTime(w, s.At)
+	w = appendBytes(w, []byte(s.TZ))
+	w = appendTime(w, s.Start)
+	w = appendTime(w, s.End)
+	w = appendBytes(w, r.Job.Payload)
+	w = appendBytes(w, []byte(r.Job.Bucket))
+	w = appendBytes(w, []byte(r.Job.MisfirePolicy))
+	w = binary.AppendVarint(w, int64(r.Job.MisfireGrace))
+	w = appendTime(w, r.NotBefore)
+	w = appendTime(w, r.CreatedAt)
+	w = appendTime(w, r.UpdatedAt)
+	return w
+}
+
+// DecodeJobRecord parses a job record. The payload aliases b.
+func DecodeJobRecord(b []byte) (*JobRecord, error) {
+	if len(b) < 2 || b[0] != tagJob {
+		return nil, ErrNotJob
+	}
+	if b[1] != recordFormat {
+		return nil, fmt.Errorf("codecs: job record format %d is not supported", b[1])
+	}
+	rd := reader{b: b[2:]}
+	r := &JobRecord{Version: rd.uvarint(), Status: Status(rd.byte())}
+	r.Job.Spec = schedule.Spec{Cron: string(rd.bytes()), Every: time.Duration(rd.varint()), At: rd.time(),
+		TZ: string(rd.bytes()), Start: rd.time(), End: rd.time()}
+	r.Job.Payload = rd.bytes()
+	r.Job.Bucket = string(rd.bytes())
+	r.Job.MisfirePolicy = string(rd.bytes())
+	r.Job.MisfireGrace = time.Duration(rd.varint())
+	r.NotBefore, r.CreatedAt, r.UpdatedAt = rd.time(), rd.time(), rd.time()
+	if rd.err != nil {
+		return nil, fmt.Errorf("codecs: corrupt job record: %w", rd.err)
+	}
+	if len(rd.b) != 0 {
+		return nil, fmt.Errorf("codecs: corrupt job record: %d trailing bytes", len(rd.b))
+	}
+	if len(r.Job.Payload) == 0 {
+		r.Job.Payload = nil
+	}
+	return r, nil
+}
+
+// EncodeShardRecord returns the binary encoding of r.
+func EncodeShardRecord(r ShardRecord) []byte {
+	return appendTime([]byte{tagShard, recordFormat}, r.Watermark)
+}
+
+// DecodeShardRecord parses a shard record; nil or empty b is the zero record.
+func DecodeShardRecord(b []byte) (ShardRecord, error) {
+	if len(b) == 0 {
+		return ShardRecord{}, nil
+	}
+	if len(b) < 2 || b[0] != tagShard || b[1] != recordFormat {
+		return ShardRecord{}, errors.New("codecs: not a shard record")
+	}
+	rd := reader{b: b[2:]}
+	r := ShardRecord{Watermark: rd.time()}
+	if rd.err != nil || len(rd.b) != 0 {
+		return ShardRecord{}, errors.New("codecs: corrupt shard record")
+	}
+	return r, nil
+}
+
+func appendBytes(w, p []byte) []byte {
+	w = binary.AppendUvarint(w, uint64(len(p)))
+	return append(w, p...)
+}
+
+// appendTime writes 0 for the zero time, else 1 + unix nanoseconds.
+func appendTime(w []byte, t time.Time) []byte {
+	if t.IsZero() {
+		return append(w, 0)
+	}
+	w = append(w, 1)
+	return binary.AppendVarint(w, t.UnixNano())
+}
+
+type reader struct {
+	b   []byte
+	err error
+}
+
+var errShort = errors.New("truncated")
+
+func (r *reader) byte() byte {
+	if r.err != nil || len(r.b) == 0 {
+		r.err = errShort
+		return 0
+	}
+	c := r.b[0]
+	r.b = r.b[1:]
+	return c
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errShort
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err = errShort
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.b)) || n > math.MaxInt32 {
+		r.err = errShort
+		return nil
+	}
+	p := r.b[:n:n]
+	r.b = r.b[n:]
+	return p
+}
+
+func (r *reader) time() time.Time {
+	switch r.byte() {
+	case 0:
+		return time.Time{}
+	case 1:
+		return time.Unix(0, r.varint()).UTC()
+	default:
+		if r.err == nil {
+			r.err = errors.New("bad time flag")
+		}
+		return time.Time{}
+	}
+}

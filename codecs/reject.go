@@ -1,0 +1,43 @@
+package codecs
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Reject is a record of chronos-rejects: an input that could not be applied,
+// with the reason and the original bytes (key = the original key).
+type Reject struct {
+	V          int       `json:"v"`
+	Code       string    `json:"code"`
+	Field      string    `json:"field,omitempty"`
+	Reason     string    `json:"reason"`
+	Topic      string    `json:"topic"`
+	Partition  int32     `json:"partition"`
+	Offset     int64     `json:"offset"`
+	Key        []byte    `json:"key"`   // base64 in JSON
+	Value      []byte    `json:"value"` // base64 in JSON
+	RejectedAt time.Time `json:"rejected_at"`
+}
+
+// RejectVersion is the version of reject records this release writes.
+const RejectVersion = 1
+
+// EncodeReject marshals a reject record; it sets V.
+func EncodeReject(r Reject) []byte {
+	r.V = RejectVersion
+	b, err := json.Marshal(r)
+	if err != nil { // cannot happen: every field marshals
+		panic(err)
+	}
+	return b
+}
+
+// DecodeReject parses a reject record.
+func DecodeReject(b []byte) (Reject, error) {
+	var r Reject
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Reject{}, jsonError(err)
+	}
+	return r, nil
+}

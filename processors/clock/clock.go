@@ -1,0 +1,119 @@
+// Package clock is the clock group and the ticker every instance runs.
+//
+// Every instance sends its wall time to the single-partition chronos-clock
+// topic; the group's one active owner keeps the last time it announced and,
+// once time has advanced by the resolution, emits "advance to T" to every
+// partition of chronos-shard-triggers. Ticks are idempotent (the maximum
+// wins; a clock that jumps back announces nothing), and because time arrives
+// as events a test or a replay can drive the whole system.
+package clock
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/codec"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// DefaultResolution is the default clock resolution.
+const DefaultResolution = time.Second
+
+// Config configures the clock group.
+type Config struct {
+	Layout topology.Layout
+	// Resolution is the step of announced times (default 1s): T is the tick
+	// time truncated to it. Smaller means lower fire delay and more
+	// shard-trigger messages (Partitions per step).
+	Resolution time.Duration
+	Logger     *slog.Logger
+}
+
+// Clock is the clock group. Safe for concurrent use (stateless callbacks).
+type Clock struct {
+	cfg       Config
+	shardKeys []string
+}
+
+// New returns the clock group for cfg.
+func New(cfg Config) (*Clock, error) {
+	if cfg.Resolution == 0 {
+		cfg.Resolution = DefaultResolution
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := ValidateResolution(cfg.Resolution); err != nil {
+		return nil, err
+	}
+	if err := cfg.Layout.Validate(); err != nil {
+		return nil, err
+	}
+	keys, err := topology.ShardKeys(cfg.Layout.Partitions)
+	if err != nil {
+		return nil, err
+	}
+	return &Clock{cfg: cfg, shardKeys: keys}, nil
+}
+
+// ValidateResolution accepts 10ms..1m.
+func ValidateResolution(r time.Duration) error {
+	if r < 10*time.Millisecond || r > time.Minute {
+		return fmt.Errorf("clock: resolution %s, want 10ms..1m", r)
+	}
+	return nil
+}
+
+// Graph returns the clock group graph.
+func (c *Clock) Graph() *goka.GroupGraph {
+	n := c.cfg.Layout.Names
+	return goka.DefineGroup(n.ClockGroup(),
+		goka.Input(n.Clock(), new(codec.Bytes), c.onTick),
+		goka.Persist(new(codec.Bytes)),
+		goka.Output(n.ShardTriggers(), new(codec.Bytes)),
+		goka.Output(n.Rejects(), new(codec.Bytes)),
+	)
+}
+
+func (c *Clock) onTick(ctx goka.Context, msg any) {
+	raw, _ := msg.([]byte)
+	tick, err := codecs.DecodeTick(raw)
+	if err != nil {
+		c.cfg.Logger.Warn("rejected clock tick", "offset", ctx.Offset(), "err", err)
+		ctx.Emit(c.cfg.Layout.Rejects(), ctx.Key(), codecs.EncodeReject(codecs.Reject{Code: codecs.CodeMalformed,
+			Reason: err.Error(), Topic: string(ctx.Topic()), Partition: ctx.Partition(), Offset: ctx.Offset(),
+			Key: []byte(ctx.Key()), Value: raw, RejectedAt: ctx.Timestamp().UTC()}))
+		return
+	}
+	t := tick.Time.Truncate(c.cfg.Resolution).UTC()
+	last, _ := decodeTime(ctx.Value())
+	if !t.After(last) {
+		return
+	}
+	adv := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t})
+	for _, k := range c.shardKeys {
+		ctx.Emit(c.cfg.Layout.ShardTriggers(), k, adv)
+	}
+	ctx.SetValue(encodeTime(t))
+}
+
+func encodeTime(t time.Time) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(t.UnixNano()))
+}
+
+func decodeTime(v any) (time.Time, error) {
+	b, _ := v.([]byte)
+	if len(b) == 0 {
+		return time.Time{}, nil
+	}
+	if len(b) != 8 {
+		return time.Time{}, errors.New("clock: corrupt table value")
+	}
+	return time.Unix(0, int64(binary.BigEndian.Uint64(b))).UTC(), nil
+}

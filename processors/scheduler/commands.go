@@ -1,0 +1,107 @@
+package scheduler
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/lovoo/goka"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+)
+
+// onCommand applies one chronos-jobs record. Invalid commands go to
+// chronos-rejects; nothing else changes.
+func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
+	raw, _ := msg.([]byte)
+	cmd, err := codecs.DecodeCommand([]byte(ctx.Key()), raw, s.cfg.Limits)
+	if err != nil {
+		s.reject(ctx, raw, err)
+		s.cfg.Metrics.command("invalid", "rejected")
+		return
+	}
+	old, err := s.current(ctx)
+	if err != nil {
+		s.reject(ctx, raw, err)
+		s.cfg.Metrics.command(cmd.Op, "rejected")
+		return
+	}
+	ts := ctx.Timestamp().UTC()
+	switch cmd.Op {
+	case codecs.OpPut:
+		rec := &codecs.JobRecord{Status: codecs.StatusActive, Job: cmd.Job, NotBefore: ts, CreatedAt: ts, UpdatedAt: ts, Version: 1}
+		if old != nil {
+			rec.Version, rec.CreatedAt = old.Version+1, old.CreatedAt
+		}
+		ctx.SetValue(codecs.EncodeJobRecord(rec))
+	case codecs.OpDelete:
+		if old != nil {
+			ctx.Delete()
+		}
+	case codecs.OpPause, codecs.OpResume, codecs.OpFire:
+		if old == nil {
+			s.reject(ctx, raw, &codecs.Error{Code: codecs.CodeUnknownJob, Field: "id", Reason: "no job " + strconv.Quote(cmd.ID)})
+			s.cfg.Metrics.command(cmd.Op, "rejected")
+			return
+		}
+		s.apply(ctx, cmd, old, ts)
+	}
+	s.cfg.Metrics.command(cmd.Op, "applied")
+}
+
+func (s *Scheduler) apply(ctx goka.Context, cmd codecs.Command, rec *codecs.JobRecord, ts time.Time) {
+	switch {
+	case cmd.Op == codecs.OpPause && rec.Status == codecs.StatusActive:
+		rec.Status, rec.Version, rec.UpdatedAt = codecs.StatusPaused, rec.Version+1, ts
+		ctx.SetValue(codecs.EncodeJobRecord(rec))
+	case cmd.Op == codecs.OpResume && rec.Status == codecs.StatusPaused:
+		rec.Status, rec.Version, rec.UpdatedAt, rec.NotBefore = codecs.StatusActive, rec.Version+1, ts, ts
+		ctx.SetValue(codecs.EncodeJobRecord(rec))
+	case cmd.Op == codecs.OpFire:
+		s.fireManual(ctx, cmd, rec, ts)
+	}
+}
+
+// fireManual dispatches one fire now. Its fire_id is stable across
+// redelivery: the command's trigger id, or one derived from the record's
+// partition and offset.
+func (s *Scheduler) fireManual(ctx goka.Context, cmd codecs.Command, rec *codecs.JobRecord, ts time.Time) {
+	trigger := cmd.TriggerID
+	if trigger == "" {
+		trigger = "m-" + strconv.Itoa(int(ctx.Partition())) + "-" + strconv.FormatInt(ctx.Offset(), 10)
+	}
+	payload := rec.Job.Payload
+	if cmd.Payload != nil {
+		payload = cmd.Payload
+	}
+	d := codecs.Dispatch{FireID: codecs.TriggeredFireID(cmd.ID, trigger), JobID: cmd.ID, Trigger: codecs.TriggerManual,
+		ScheduledAt: ts, FiredAt: s.cfg.Now(), Bucket: rec.Job.Bucket, TriggerID: trigger, Payload: payload}
+	ctx.Emit(s.cfg.Layout.Dispatch(), cmd.ID, codecs.AppendDispatch(nil, &d))
+	s.cfg.Metrics.fired(codecs.TriggerManual, 1, 0)
+}
+
+// current decodes the table value of the message's key (nil: no job).
+func (s *Scheduler) current(ctx goka.Context) (*codecs.JobRecord, error) {
+	v, _ := ctx.Value().([]byte)
+	if len(v) == 0 {
+		return nil, nil
+	}
+	rec, err := codecs.DecodeJobRecord(v)
+	if errors.Is(err, codecs.ErrNotJob) {
+		return nil, &codecs.Error{Code: codecs.CodeReservedID, Field: "id", Reason: "the key belongs to a shard record"}
+	}
+	return rec, err
+}
+
+// reject writes the input to chronos-rejects with the reason.
+func (s *Scheduler) reject(ctx goka.Context, raw []byte, err error) {
+	r := codecs.Reject{Code: codecs.CodeMalformed, Reason: err.Error(), Topic: string(ctx.Topic()),
+		Partition: ctx.Partition(), Offset: ctx.Offset(), Key: []byte(ctx.Key()), Value: raw, RejectedAt: ctx.Timestamp().UTC()}
+	var ce *codecs.Error
+	if errors.As(err, &ce) {
+		r.Code, r.Field, r.Reason = ce.Code, ce.Field, ce.Reason
+	}
+	s.cfg.Logger.Warn("rejected input", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "code", r.Code, "reason", r.Reason)
+	ctx.Emit(s.cfg.Layout.Rejects(), ctx.Key(), codecs.EncodeReject(r))
+	s.cfg.Metrics.rejected(r.Code)
+}

@@ -1,0 +1,192 @@
+package scheduler
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lovoo/goka"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/store"
+)
+
+// onTrigger handles a chronos-shard-triggers record.
+func (s *Scheduler) onTrigger(ctx goka.Context, msg any) {
+	raw, _ := msg.([]byte)
+	if want := s.shardKeys[ctx.Partition()]; ctx.Key() != want {
+		s.reject(ctx, raw, &codecs.Error{Code: codecs.CodeInvalidID, Reason: fmt.Sprintf("shard trigger key %q is not partition %d's key %q", ctx.Key(), ctx.Partition(), want)})
+		return
+	}
+	tr, err := codecs.DecodeShardTrigger(raw)
+	if err != nil {
+		s.reject(ctx, raw, err)
+		return
+	}
+	s.trigger(ctx, tr)
+}
+
+// onLoop handles loopback messages: fan-out continuations (shard key) and
+// completions of one-shot jobs (job key).
+func (s *Scheduler) onLoop(ctx goka.Context, msg any) {
+	raw, _ := msg.([]byte)
+	tr, err := codecs.DecodeShardTrigger(raw)
+	if err != nil {
+		s.reject(ctx, raw, err)
+		return
+	}
+	if tr.Kind == codecs.KindComplete {
+		s.complete(ctx, tr.Version)
+		return
+	}
+	s.trigger(ctx, tr)
+}
+
+func (s *Scheduler) trigger(ctx goka.Context, tr codecs.ShardTrigger) {
+	switch tr.Kind {
+	case codecs.KindAdvance:
+		if err := s.advance(ctx, tr); err != nil {
+			ctx.Fail(err)
+		}
+	default:
+		s.reject(ctx, nil, &codecs.Error{Code: codecs.CodeUnknownOp, Field: "kind", Reason: "unsupported shard trigger " + tr.Kind})
+	}
+}
+
+// advance fires every job of the partition due up to tr.T, one chunk per
+// callback. Order matters for at-least-once: dispatch events are produced
+// and acknowledged, then the chunk's index entries move, then (after the
+// last chunk) the watermark is written.
+func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
+	p := ctx.Partition()
+	st := s.Store(p)
+	if st == nil {
+		return fmt.Errorf("scheduler: no open store for partition %d", p)
+	}
+	shard, err := codecs.DecodeShardRecord(valueBytes(ctx))
+	if err != nil {
+		return err
+	}
+	if err := s.ensureIndex(st, shard.Watermark); err != nil {
+		return err
+	}
+	cursor := store.Due{At: tr.AfterAt, Key: tr.AfterKey}
+	due, err := st.DueUpTo(tr.T, cursor, s.cfg.ChunkSize+1)
+	if err != nil {
+		return err
+	}
+	more := len(due) > s.cfg.ChunkSize
+	if more {
+		due = due[:s.cfg.ChunkSize]
+	}
+	moves, err := s.fireChunk(ctx, st, due, tr.T)
+	if err != nil {
+		return err
+	}
+	indexed, err := st.IndexedUpTo()
+	if err != nil {
+		return err
+	}
+	if !more && tr.T.After(indexed) {
+		indexed = tr.T
+	}
+	if err := st.ApplyMoves(moves, indexed); err != nil {
+		return err
+	}
+	if more {
+		last := due[len(due)-1]
+		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: tr.T, AfterAt: last.At, AfterKey: last.Key}))
+		return nil
+	}
+	if tr.T.After(shard.Watermark) {
+		ctx.SetValue(codecs.EncodeShardRecord(codecs.ShardRecord{Watermark: tr.T}))
+	}
+	return nil
+}
+
+// ensureIndex rebuilds the partition's due index when the table's watermark
+// is ahead of what this store indexed: another instance fired this shard
+// while this one did not own it, so local due entries may be stale.
+func (s *Scheduler) ensureIndex(st *store.Store, w time.Time) error {
+	indexed, err := st.IndexedUpTo()
+	if err != nil {
+		return err
+	}
+	if !w.After(indexed) {
+		return nil
+	}
+	start := time.Now()
+	if err := st.RebuildIndexes(w); err != nil {
+		return fmt.Errorf("scheduler: rebuilding index: %w", err)
+	}
+	s.cfg.Logger.Info("rebuilt due index", "watermark", w, "indexed_up_to", indexed, "took", time.Since(start))
+	return nil
+}
+
+// fireChunk dispatches the fires of the due jobs and returns their moves.
+func (s *Scheduler) fireChunk(ctx goka.Context, st *store.Store, due []store.Due, t time.Time) ([]store.Move, error) {
+	moves := make([]store.Move, 0, len(due))
+	msgs := make([]Msg, 0, len(due))
+	var buf []Fire
+	var completed []completion
+	now := s.cfg.Now()
+	for _, d := range due {
+		v, err := st.Get(d.Key)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := codecs.DecodeJobRecord(v)
+		if err != nil || rec.Status != codecs.StatusActive {
+			moves = append(moves, store.Move{Key: d.Key}) // stale entry
+			continue
+		}
+		sched, err := s.schedules.Get(rec.Job.Spec)
+		if err != nil {
+			moves = append(moves, store.Move{Key: d.Key})
+			continue
+		}
+		plan := planFires(sched, d.At, t, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, s.cfg.MaxCatchUp, buf)
+		buf = plan.Fires
+		for _, f := range plan.Fires {
+			ev := codecs.Dispatch{FireID: codecs.ScheduledFireID(d.Key, f.At), JobID: d.Key, Trigger: codecs.TriggerSchedule,
+				ScheduledAt: f.At, FiredAt: now, Missed: f.Missed, Bucket: rec.Job.Bucket, Payload: rec.Job.Payload}
+			msgs = append(msgs, Msg{Key: d.Key, Value: codecs.AppendDispatch(make([]byte, 0, 160+len(rec.Job.Payload)), &ev)})
+			s.cfg.Metrics.delay(now.Sub(f.At))
+		}
+		s.cfg.Metrics.fired(codecs.TriggerSchedule, len(plan.Fires), plan.Missed)
+		moves = append(moves, store.Move{Key: d.Key, To: plan.Next})
+		if plan.Next.IsZero() {
+			completed = append(completed, completion{d.Key, rec.Version})
+		}
+	}
+	if len(msgs) > 0 {
+		if err := s.cfg.Producer.ProduceSync(ctx.Context(), string(s.cfg.Layout.Dispatch()), msgs); err != nil {
+			return nil, fmt.Errorf("scheduler: producing %d dispatch events: %w", len(msgs), err)
+		}
+	}
+	// Only after the fires are acknowledged may a job be marked completed.
+	for _, c := range completed {
+		ctx.Loopback(c.key, codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindComplete, T: t, Version: c.version}))
+	}
+	return moves, nil
+}
+
+// complete marks a job completed after its last fire, if it is still the
+// version that fired.
+func (s *Scheduler) complete(ctx goka.Context, version uint64) {
+	rec, err := s.current(ctx)
+	if err != nil || rec == nil || rec.Version != version || rec.Status != codecs.StatusActive {
+		return
+	}
+	rec.Status = codecs.StatusCompleted
+	ctx.SetValue(codecs.EncodeJobRecord(rec))
+}
+
+type completion struct {
+	key     string
+	version uint64
+}
+
+func valueBytes(ctx goka.Context) []byte {
+	v, _ := ctx.Value().([]byte)
+	return v
+}

@@ -1,0 +1,84 @@
+package scheduler
+
+import (
+	"time"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/schedule"
+)
+
+// maxSteps bounds the schedule steps one job may take in one advance, so a
+// job firing every second after a month of downtime cannot stall a shard.
+// Past it, counting stops and the job jumps to its first on-time fire.
+const maxSteps = 100_000
+
+// Fire is one dispatch a job owes.
+type Fire struct {
+	At     time.Time
+	Missed int64
+}
+
+// Plan is what one due job does in an advance to T.
+type Plan struct {
+	Fires  []Fire
+	Missed int64     // late fires not dispatched (skip, or beyond the catch-up bound)
+	Next   time.Time // the job's next due time after T; zero: none (completed)
+}
+
+// planFires computes the fires of a job whose first owed fire is due, for an
+// advance to t. Fires later than grace (t - at > grace) follow the misfire
+// policy; every fire within the grace is dispatched. maxCatchUp bounds
+// fire_all.
+func planFires(s schedule.Schedule, due, t time.Time, grace time.Duration, policy string, maxCatchUp int, buf []Fire) Plan {
+	p := Plan{Fires: buf[:0]}
+	var late int64
+	var lastLate time.Time
+	at, steps, jumped := due, 0, false
+	for !at.IsZero() && !at.After(t) {
+		if steps++; steps > maxSteps && !jumped {
+			// Too many to walk: count the rest as one and jump to the
+			// first on-time fire (late is then a lower bound).
+			jumped = true
+			late++
+			at = s.Next(t.Add(-grace - time.Nanosecond))
+			continue
+		}
+		if t.Sub(at) > grace {
+			late++
+			lastLate = at
+			if policy == codecs.MisfireFireAll {
+				p.Fires = append(p.Fires, Fire{At: at})
+				if len(p.Fires) > maxCatchUp {
+					p.Fires = p.Fires[1:]
+				}
+			}
+		} else {
+			p.Fires = append(p.Fires, Fire{At: at})
+		}
+		at = s.Next(at)
+	}
+	p.Next = at
+	switch policy {
+	case codecs.MisfireSkip:
+		p.Missed = late
+	case codecs.MisfireFireAll:
+		p.Missed = late
+		for _, f := range p.Fires {
+			if t.Sub(f.At) > grace {
+				p.Missed--
+			}
+		}
+	default: // fire_once: one fire for the latest late time, carrying the count
+		if late > 0 {
+			p.Fires = append(p.Fires, Fire{})
+			copy(p.Fires[1:], p.Fires)
+			p.Fires[0] = Fire{At: lastLate, Missed: late - 1}
+			p.Missed = late - 1
+		}
+		return p
+	}
+	if p.Missed > 0 && len(p.Fires) > 0 {
+		p.Fires[0].Missed += p.Missed
+	}
+	return p
+}

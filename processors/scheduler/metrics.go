@@ -1,0 +1,65 @@
+package scheduler
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the scheduler's Prometheus metrics. A nil *Metrics records
+// nothing. Safe for concurrent use.
+type Metrics struct {
+	fires    *prometheus.CounterVec
+	missed   prometheus.Counter
+	delays   prometheus.Histogram
+	commands *prometheus.CounterVec
+	rejects  *prometheus.CounterVec
+}
+
+// NewMetrics creates the scheduler metrics and registers them on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		fires: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_fires_total",
+			Help: "Dispatch events produced, by trigger (schedule, bucket, manual)."}, []string{"trigger"}),
+		missed: prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_missed_fires_total",
+			Help: "Scheduled fires not dispatched because of the misfire policy."}),
+		delays: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_fire_delay_seconds",
+			Help:    "Time from a fire's scheduled time to its dispatch (fired_at - scheduled_at).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}}),
+		commands: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_commands_total",
+			Help: "Commands consumed from chronos-jobs, by op and result."}, []string{"op", "result"}),
+		rejects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_rejects_total",
+			Help: "Inputs written to chronos-rejects, by reason code."}, []string{"reason"}),
+	}
+	for _, t := range []string{"schedule", "bucket", "manual"} {
+		m.fires.WithLabelValues(t)
+	}
+	reg.MustRegister(m.fires, m.missed, m.delays, m.commands, m.rejects)
+	return m
+}
+
+func (m *Metrics) fired(trigger string, n int, missed int64) {
+	if m == nil {
+		return
+	}
+	m.fires.WithLabelValues(trigger).Add(float64(n))
+	m.missed.Add(float64(missed))
+}
+
+func (m *Metrics) delay(d time.Duration) {
+	if m != nil {
+		m.delays.Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) command(op, result string) {
+	if m != nil {
+		m.commands.WithLabelValues(op, result).Inc()
+	}
+}
+
+func (m *Metrics) rejected(code string) {
+	if m != nil {
+		m.rejects.WithLabelValues(code).Inc()
+	}
+}

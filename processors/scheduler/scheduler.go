@@ -1,0 +1,262 @@
+// Package scheduler is the fan-out group: it applies job commands to the job
+// table, and on each shard trigger fires every due job of its partition,
+// producing dispatch events.
+//
+// Each partition keeps its jobs in a local Pebble store (store/) with a due
+// index derived from the table and the shard watermark. An advance to T scans
+// the due index up to T in bounded chunks; each chunk's dispatch events are
+// produced and acknowledged before the chunk's index entries move forward,
+// and the watermark T is written only after the last chunk. A crash at any
+// point therefore repeats fires (same fire_id) but never loses one.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/codec"
+	"github.com/lovoo/goka/storage"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/schedule"
+	"github.com/chronos-scheduler/chronos/store"
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// Defaults of Config.
+const (
+	DefaultChunkSize  = 5000
+	DefaultMaxCatchUp = 100
+)
+
+// Msg is one record to produce.
+type Msg struct {
+	Key   string
+	Value []byte
+}
+
+// Producer produces dispatch events and returns once every one is
+// acknowledged by the broker (or with the first error).
+type Producer interface {
+	ProduceSync(ctx context.Context, topic string, msgs []Msg) error
+}
+
+// Config configures the scheduler group.
+type Config struct {
+	Layout topology.Layout
+	// DataDir is where each partition's Pebble store lives
+	// (<DataDir>/<table topic>/<partition>).
+	DataDir string
+	// Store options for every partition store (Indexer is set by the scheduler).
+	Store store.Options
+	// Limits on commands (default codecs.DefaultLimits()).
+	Limits codecs.Limits
+	// ChunkSize is the most due jobs fired per callback (default 5000);
+	// the rest continues through a loopback message.
+	ChunkSize int
+	// MaxCatchUp bounds the late fires a fire_all job dispatches per advance (default 100).
+	MaxCatchUp int
+	// Producer produces dispatch events (required).
+	Producer Producer
+	// Now is the wall clock for fired_at (default time.Now). Fire decisions
+	// use the time carried by the trigger, never Now.
+	Now func() time.Time
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+	// Metrics (nil: none).
+	Metrics *Metrics
+}
+
+func (c *Config) setDefaults() {
+	if c.Limits == (codecs.Limits{}) {
+		c.Limits = codecs.DefaultLimits()
+	}
+	if c.ChunkSize == 0 {
+		c.ChunkSize = DefaultChunkSize
+	}
+	if c.MaxCatchUp == 0 {
+		c.MaxCatchUp = DefaultMaxCatchUp
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+}
+
+// Validate reports every problem with the configuration.
+func (c Config) Validate() error {
+	var errs []error
+	if err := c.Layout.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.DataDir == "" && c.Store.FS == nil {
+		errs = append(errs, errors.New("scheduler: no data dir"))
+	}
+	if c.ChunkSize < 1 || c.ChunkSize > 1_000_000 {
+		errs = append(errs, fmt.Errorf("scheduler: chunk size %d, want 1..1000000", c.ChunkSize))
+	}
+	if c.MaxCatchUp < 1 {
+		errs = append(errs, fmt.Errorf("scheduler: max catch-up %d, want >= 1", c.MaxCatchUp))
+	}
+	if c.Limits.MaxPayload < 1 || c.Limits.MaxPayload > 16<<20 {
+		errs = append(errs, fmt.Errorf("scheduler: max payload %d, want 1..16MiB", c.Limits.MaxPayload))
+	}
+	if c.Producer == nil {
+		errs = append(errs, errors.New("scheduler: no producer"))
+	}
+	return errors.Join(errs...)
+}
+
+// Scheduler is the scheduler group. Its callbacks run on goka's partition
+// goroutines; the store registry is guarded by mu.
+type Scheduler struct {
+	cfg       Config
+	shardKeys []string
+	schedules *schedule.Cache
+	mu        struct {
+		sync.Mutex
+		stores map[int32]*store.Store
+	}
+}
+
+// New returns a scheduler for cfg.
+func New(cfg Config) (*Scheduler, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	keys, err := topology.ShardKeys(cfg.Layout.Partitions)
+	if err != nil {
+		return nil, err
+	}
+	s := &Scheduler{cfg: cfg, shardKeys: keys, schedules: schedule.NewCache(100_000)}
+	s.mu.stores = make(map[int32]*store.Store)
+	return s, nil
+}
+
+// Group returns the group name.
+func (s *Scheduler) Group() goka.Group { return s.cfg.Layout.SchedulerGroup() }
+
+// Graph returns the group graph: commands and shard triggers in, loopback for
+// continuations, the job table persisted, rejects and manual fires out.
+func (s *Scheduler) Graph() *goka.GroupGraph {
+	n := s.cfg.Layout.Names
+	return goka.DefineGroup(n.SchedulerGroup(),
+		goka.Input(n.Jobs(), new(codec.Bytes), s.onCommand),
+		goka.Input(n.ShardTriggers(), new(codec.Bytes), s.onTrigger),
+		goka.Loop(new(codec.Bytes), s.onLoop),
+		goka.Persist(new(codec.Bytes)),
+		goka.Output(n.Rejects(), new(codec.Bytes)),
+		goka.Output(n.Dispatch(), new(codec.Bytes)),
+	)
+}
+
+// Options returns the processor options the scheduler needs (its storage).
+func (s *Scheduler) Options() []goka.ProcessorOption {
+	return []goka.ProcessorOption{goka.WithStorageBuilder(s.StorageBuilder())}
+}
+
+// StorageBuilder returns the goka storage builder: one Pebble store per
+// partition with the scheduler's indexer, registered for the fan-out.
+func (s *Scheduler) StorageBuilder() storage.Builder {
+	return func(topic string, partition int32) (storage.Storage, error) {
+		if partition < 0 || partition >= s.cfg.Layout.Partitions {
+			return nil, fmt.Errorf("scheduler: partition %d outside 0..%d", partition, s.cfg.Layout.Partitions-1)
+		}
+		opts := s.cfg.Store
+		opts.Indexer = s.indexer(s.shardKeys[partition])
+		st := store.New(filepath.Join(s.cfg.DataDir, topic, strconv.Itoa(int(partition))), opts)
+		return &registered{Store: st, s: s, p: partition}, nil
+	}
+}
+
+// registered registers its store for the fan-out while it is open.
+type registered struct {
+	*store.Store
+	s *Scheduler
+	p int32
+}
+
+func (r *registered) Open() error {
+	if err := r.Store.Open(); err != nil {
+		return err
+	}
+	r.s.mu.Lock()
+	r.s.mu.stores[r.p] = r.Store
+	r.s.mu.Unlock()
+	return nil
+}
+
+func (r *registered) Close() error {
+	r.s.mu.Lock()
+	if r.s.mu.stores[r.p] == r.Store {
+		delete(r.s.mu.stores, r.p)
+	}
+	r.s.mu.Unlock()
+	return r.Store.Close()
+}
+
+// Store returns the open store of a partition, or nil.
+func (s *Scheduler) Store(p int32) *store.Store {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mu.stores[p]
+}
+
+// ShardKey returns the shard-trigger key of partition p.
+func (s *Scheduler) ShardKey(p int32) string { return s.shardKeys[p] }
+
+// indexer derives a job's index entries: its bucket, and while active its
+// first fire after both the shard watermark and the job's NotBefore.
+func (s *Scheduler) indexer(shardKey string) store.Indexer {
+	return func(r store.Reader, key string, value []byte) (store.Entry, error) {
+		if codecs.IsShardRecord(value) {
+			return store.Entry{}, nil
+		}
+		rec, err := codecs.DecodeJobRecord(value)
+		if err != nil {
+			s.cfg.Logger.Error("undecodable job record; it will not fire", "job", key, "err", err)
+			return store.Entry{}, nil
+		}
+		e := store.Entry{Bucket: rec.Job.Bucket}
+		if rec.Status != codecs.StatusActive {
+			return e, nil
+		}
+		w, err := s.watermark(r, shardKey)
+		if err != nil {
+			return store.Entry{}, err
+		}
+		sched, err := s.schedules.Get(rec.Job.Spec)
+		if err != nil {
+			s.cfg.Logger.Error("job record with an invalid schedule; it will not fire", "job", key, "err", err)
+			return e, nil
+		}
+		from := w
+		if rec.NotBefore.After(from) {
+			from = rec.NotBefore
+		}
+		e.Due = sched.Next(from)
+		return e, nil
+	}
+}
+
+func (s *Scheduler) watermark(r store.Reader, shardKey string) (time.Time, error) {
+	b, err := r.Get(shardKey)
+	if err != nil {
+		return time.Time{}, err
+	}
+	rec, err := codecs.DecodeShardRecord(b)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("scheduler: shard %s: %w", shardKey, err)
+	}
+	return rec.Watermark, nil
+}

@@ -1,0 +1,219 @@
+// Package processors runs the Chronos processor groups of one instance: the
+// scheduler group, the clock group and the clock ticker, each restarted with
+// backoff when it fails (goka processors stop on broker errors by design).
+package processors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronos-scheduler/chronos/clients"
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/processors/clock"
+	"github.com/chronos-scheduler/chronos/processors/scheduler"
+	"github.com/chronos-scheduler/chronos/store"
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// Config configures one instance.
+type Config struct {
+	Kafka  clients.Config
+	Layout topology.Layout
+	// DataDir holds the partition stores (required).
+	DataDir string
+	// Limits on commands (default codecs.DefaultLimits()).
+	Limits codecs.Limits
+	// ChunkSize: see scheduler.Config (default 5000).
+	ChunkSize int
+	// Resolution of the clock (default 1s).
+	Resolution time.Duration
+	// NoTicker disables this instance's clock ticker (tests drive time).
+	NoTicker bool
+	// SyncStore fsyncs every store write (default false).
+	SyncStore bool
+	// Now is the wall clock for fired_at and ticks (default time.Now).
+	Now func() time.Time
+	// Registerer receives the metrics (nil: none).
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+}
+
+// System is one running instance. Create with New, then Run.
+type System struct {
+	cfg   Config
+	sched *scheduler.Scheduler
+	clock *clock.Clock
+	kgo   *kgo.Client
+	log   *slog.Logger
+	mu    struct {
+		sync.Mutex
+		procs map[goka.Group]*goka.Processor
+	}
+}
+
+// New validates cfg, creates missing topics and builds the groups.
+func New(ctx context.Context, cfg Config) (*System, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.DataDir == "" {
+		return nil, errors.New("processors: no data dir")
+	}
+	if err := errors.Join(cfg.Kafka.Validate(), cfg.Layout.Validate()); err != nil {
+		return nil, err
+	}
+	cl, err := cfg.Kafka.NewKgo(kgo.RecordDeliveryTimeout(2 * time.Minute))
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureTopics(ctx, cl, cfg.Layout); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	var metrics *scheduler.Metrics
+	if cfg.Registerer != nil {
+		metrics = scheduler.NewMetrics(cfg.Registerer)
+	}
+	sched, err := scheduler.New(scheduler.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Store: store.Options{Sync: cfg.SyncStore},
+		Limits: cfg.Limits, ChunkSize: cfg.ChunkSize, Producer: scheduler.KgoProducer{Client: cl}, Now: cfg.Now,
+		Logger: cfg.Logger.With("group", "scheduler"), Metrics: metrics})
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	clk, err := clock.New(clock.Config{Layout: cfg.Layout, Resolution: cfg.Resolution, Logger: cfg.Logger.With("group", "clock")})
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	s := &System{cfg: cfg, sched: sched, clock: clk, kgo: cl, log: cfg.Logger}
+	s.mu.procs = make(map[goka.Group]*goka.Processor)
+	return s, nil
+}
+
+func ensureTopics(ctx context.Context, cl *kgo.Client, l topology.Layout) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var err error
+	for {
+		if err = l.Ensure(ctx, kadm.NewClient(cl)); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("processors: creating topics: %w", err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// Scheduler returns the scheduler group (its stores serve the read API).
+func (s *System) Scheduler() *scheduler.Scheduler { return s.sched }
+
+// Client returns the instance's franz-go client (for producing commands).
+func (s *System) Client() *kgo.Client { return s.kgo }
+
+// Run runs every group until ctx is cancelled, restarting a failed group
+// with backoff. It returns nil on cancellation.
+func (s *System) Run(ctx context.Context) error {
+	defer s.kgo.Close()
+	var wg sync.WaitGroup
+	run := func(name goka.Group, graph *goka.GroupGraph, opts ...goka.ProcessorOption) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.supervise(ctx, name, graph, opts)
+		}()
+	}
+	run(s.sched.Group(), s.sched.Graph(), s.sched.Options()...)
+	run(s.cfg.Layout.ClockGroup(), s.clock.Graph())
+	if !s.cfg.NoTicker {
+		host, _ := os.Hostname()
+		t := &clock.Ticker{Client: s.kgo, Topic: string(s.cfg.Layout.Clock()), Resolution: s.resolution(), Instance: host, Now: s.cfg.Now}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = t.Run(ctx)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+func (s *System) resolution() time.Duration {
+	if s.cfg.Resolution == 0 {
+		return clock.DefaultResolution
+	}
+	return s.cfg.Resolution
+}
+
+// supervise runs one processor until ctx is done, restarting it on error.
+func (s *System) supervise(ctx context.Context, name goka.Group, graph *goka.GroupGraph, opts []goka.ProcessorOption) {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		all := append(s.cfg.Kafka.GokaProcessorOptions(), goka.WithLogger(gokaLogger{s.log.With("group", string(name))}))
+		p, err := goka.NewProcessor(s.cfg.Kafka.Brokers, graph, append(all, opts...)...)
+		if err == nil {
+			s.setProc(name, p)
+			start := time.Now()
+			err = p.Run(ctx)
+			s.setProc(name, nil)
+			if time.Since(start) > time.Minute {
+				backoff = time.Second
+			}
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Error("processor stopped; restarting", "group", name, "err", err, "backoff", backoff)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 30*time.Second)
+	}
+}
+
+func (s *System) setProc(g goka.Group, p *goka.Processor) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.procs[g] = p
+}
+
+// Ready reports whether every group runs and has recovered its partitions.
+func (s *System) Ready() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, g := range []goka.Group{s.sched.Group(), s.cfg.Layout.ClockGroup()} {
+		p := s.mu.procs[g]
+		if p == nil {
+			return fmt.Errorf("group %s is not running", g)
+		}
+		if !p.Recovered() {
+			return fmt.Errorf("group %s is recovering", g)
+		}
+	}
+	return nil
+}
+
+// gokaLogger sends goka's logs to slog at debug level.
+type gokaLogger struct{ l *slog.Logger }
+
+func (g gokaLogger) Print(v ...any)                 { g.l.Debug(fmt.Sprint(v...)) }
+func (g gokaLogger) Println(v ...any)               { g.l.Debug(fmt.Sprint(v...)) }
+func (g gokaLogger) Printf(format string, v ...any) { g.l.Debug(fmt.Sprintf(format, v...)) }
+func (g gokaLogger) Debugf(format string, v ...any) { g.l.Debug(fmt.Sprintf(format, v...)) }
+func (g gokaLogger) PrefixedLogger(prefix string) goka.Logger {
+	return gokaLogger{g.l.With("component", prefix)}
+}

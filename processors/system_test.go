@@ -1,0 +1,35 @@
+package processors_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/testenv"
+)
+
+func TestSmokeEveryJobFires(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t, 4)
+	dispatch := env.Collect(string(env.Layout.Dispatch()))
+	env.Start(env.Config())
+
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	env.Tick(t0)
+	env.Put("a", codecs.JobDef{Every: "10s", Payload: []byte(`{"x":1}`)}, t0)
+	env.Put("b", codecs.JobDef{Cron: "*/20 * * * * *"}, t0)
+	for i := 1; i <= 6; i++ {
+		env.Tick(t0.Add(time.Duration(i) * 10 * time.Second))
+	}
+	dispatch.WaitLen(t, 9, 30*time.Second)
+	ids := map[string]bool{}
+	for _, d := range dispatch.Dispatches(t) {
+		ids[d.FireID] = true
+	}
+	require.Contains(t, ids, "a@2026-03-01T00:00:10Z")
+	require.Contains(t, ids, "a@2026-03-01T00:01:00Z")
+	require.Contains(t, ids, "b@2026-03-01T00:00:20Z")
+	require.Len(t, ids, 9)
+}

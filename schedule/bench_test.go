@@ -1,0 +1,62 @@
+package schedule
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+func BenchmarkNext(b *testing.B) {
+	// Random instants across 2026 (including both DST transitions).
+	rng := rand.New(rand.NewPCG(5, 6))
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	ts := make([]time.Time, 1024)
+	for i := range ts {
+		ts[i] = base.Add(time.Duration(rng.Int64N(int64(365 * 24 * time.Hour))))
+	}
+	for _, bc := range []struct {
+		name string
+		spec Spec
+	}{
+		{"cron */5 * * * * UTC", Spec{Cron: "*/5 * * * *"}},
+		{"cron 0 9 * * 1-5 Europe/Berlin", Spec{Cron: "0 9 * * 1-5", TZ: "Europe/Berlin"}},
+		{"cron 30 2 * * * America/New_York", Spec{Cron: "30 2 * * *", TZ: "America/New_York"}},
+		{"every 1m", Spec{Every: time.Minute}},
+	} {
+		s, err := Parse(bc.spec)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				_ = s.Next(ts[i&1023])
+				i++
+			}
+		})
+	}
+}
+
+func BenchmarkParse(b *testing.B) {
+	spec := Spec{Cron: "0 9 * * 1-5", TZ: "Europe/Berlin"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(spec); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCacheGet(b *testing.B) {
+	c := NewCache(1024)
+	spec := Spec{Cron: "0 9 * * 1-5", TZ: "Europe/Berlin"}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := c.Get(spec); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,52 @@
+package schedule
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// FuzzParse parses arbitrary cron strings and zone names. It must never
+// panic; failures must be *Error; successful parses must return fire times
+// strictly after t (or zero), in whole seconds, strictly increasing.
+func FuzzParse(f *testing.F) {
+	for _, seed := range []struct {
+		cron, tz string
+		t        int64
+	}{
+		{"*/5 * * * *", "", 1777629600},
+		{"30 2 * * *", "America/New_York", 1772928000},
+		{"0 9 * * 1-5", "Europe/Berlin", 1774746000},
+		{"0 0 30 2 *", "UTC", 0},
+		{"@daily", "Pacific/Apia", 1325152800},
+		{"TZ=x", "", -1},
+		{"*/0 * * * * *", "Local", 1 << 40},
+	} {
+		f.Add(seed.cron, seed.tz, seed.t)
+	}
+	f.Fuzz(func(t *testing.T, expr, tz string, sec int64) {
+		s, err := Parse(Spec{Cron: expr, TZ: tz})
+		if err != nil {
+			var e *Error
+			if !errors.As(err, &e) || (e.Field != "cron" && e.Field != "tz" && e.Field != "schedule") {
+				t.Fatalf("unexpected error %T %v", err, err)
+			}
+			return
+		}
+		from := time.Unix(sec, int64(uint64(sec)%1e9))
+		prev := from
+		for i := 0; i < 3; i++ {
+			n := s.Next(prev)
+			if n.IsZero() {
+				return
+			}
+			if !n.After(prev) {
+				t.Fatalf("%q tz=%q: Next(%v) = %v, not after", expr, tz, prev, n)
+			}
+			if n.Nanosecond() != 0 {
+				t.Fatalf("%q tz=%q: Next(%v) = %v, not a whole second", expr, tz, prev, n)
+			}
+			prev = n
+		}
+	})
+}

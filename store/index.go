@@ -1,0 +1,365 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// rebuildBatchSize is the number of table records indexed per batch in
+// RebuildIndexes.
+const rebuildBatchSize = 4096
+
+// Due is one due-index entry.
+type Due struct {
+	At  time.Time
+	Key string
+}
+
+// Move sets the due entry of Key to To; zero To removes it.
+type Move struct {
+	Key string
+	To  time.Time
+}
+
+// Stats are simple counts for metrics.
+type Stats struct {
+	Records    int64 // table records
+	DueEntries int64 // due-index entries
+}
+
+// getRev returns the key's reverse entry (zero rev if none).
+func (s *Store) getRev(key string) (rev, error) {
+	v, err := s.getRaw(reverseKey(key))
+	if err != nil {
+		return rev{}, fmt.Errorf("store: reading reverse entry of %q: %w", key, err)
+	}
+	if v == nil {
+		return rev{}, nil
+	}
+	r, err := decodeRev(v)
+	if err != nil {
+		return rev{}, fmt.Errorf("%w (key %q)", err, key)
+	}
+	return r, nil
+}
+
+// updateIndex adds to b the operations that change key's index entries from
+// old to nu (including the reverse entry).
+func updateIndex(b *pebble.Batch, key string, old, nu rev) error {
+	if old == nu {
+		return nil
+	}
+	if old.hasDue && (!nu.hasDue || nu.due != old.due) {
+		if err := b.Delete(dueKey(old.due, key), nil); err != nil {
+			return err
+		}
+	}
+	if nu.hasDue && (!old.hasDue || nu.due != old.due) {
+		if err := b.Set(dueKey(nu.due, key), nil, nil); err != nil {
+			return err
+		}
+	}
+	if old.hasBucket && (!nu.hasBucket || nu.bucket != old.bucket) {
+		if err := b.Delete(bucketKey(old.bucket, key), nil); err != nil {
+			return err
+		}
+	}
+	if nu.hasBucket && (!old.hasBucket || nu.bucket != old.bucket) {
+		if err := b.Set(bucketKey(nu.bucket, key), nil, nil); err != nil {
+			return err
+		}
+	}
+	if nu.empty() {
+		return b.Delete(reverseKey(key), nil)
+	}
+	return b.Set(reverseKey(key), nu.encode(), nil)
+}
+
+// DueUpTo returns up to limit entries with At <= upTo, ordered by (At, Key),
+// strictly after the cursor after (zero Due = from the start). limit <= 0
+// means no limit. Returned times are UTC. A zero upTo returns nothing.
+func (s *Store) DueUpTo(upTo time.Time, after Due, limit int) ([]Due, error) {
+	if err := s.acquire(); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	if upTo.IsZero() {
+		return nil, nil
+	}
+	lower := []byte{prefixDue}
+	if !after.At.IsZero() || after.Key != "" {
+		var at int64
+		if after.At.IsZero() {
+			at = nanos(minTime)
+		} else {
+			at = nanos(after.At)
+		}
+		lower = append(dueKey(at, after.Key), 0) // smallest key > cursor
+	}
+	var upper []byte
+	if n := nanos(upTo); n == nanos(maxTime) {
+		upper = []byte{prefixDue + 1}
+	} else {
+		upper = dueKey(n+1, "")
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return nil, err
+	}
+	var out []Due
+	if limit > 0 {
+		out = make([]Due, 0, min(limit, 1024))
+	}
+	for ok := it.First(); ok && (limit <= 0 || len(out) < limit); ok = it.Next() {
+		k := it.Key()
+		if len(k) < 9 {
+			return nil, errors.Join(fmt.Errorf("store: corrupt due key %x", k), it.Close())
+		}
+		out = append(out, Due{At: decTime(binary.BigEndian.Uint64(k[1:9])), Key: string(k[9:])})
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("store: scanning due index: %w", err)
+	}
+	return out, nil
+}
+
+// ApplyMoves applies all moves in one atomic batch; each Move replaces the
+// key's current due entry (found via the reverse entry) by To (zero =
+// remove). Moves of keys that are not in the table are skipped (an index
+// entry must always point to a table record). The batch also stores
+// indexedUpTo. Later moves of the same key win.
+func (s *Store) ApplyMoves(moves []Move, indexedUpTo time.Time) error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	b := s.db.NewBatch()
+	defer b.Close()
+	var pending map[string]rev // reverse entries changed in this batch
+	if len(moves) > 1 {
+		pending = make(map[string]rev, len(moves))
+	}
+	for _, m := range moves {
+		old, ok := pending[m.Key]
+		if !ok {
+			var err error
+			if old, err = s.getRev(m.Key); err != nil {
+				return err
+			}
+			if old.empty() {
+				v, err := s.getRaw(tableKey(m.Key))
+				if err != nil {
+					return err
+				}
+				if v == nil {
+					continue
+				}
+			}
+		}
+		nu := old
+		nu.hasDue = !m.To.IsZero()
+		nu.due = 0
+		if nu.hasDue {
+			nu.due = nanos(m.To)
+		}
+		if err := updateIndex(b, m.Key, old, nu); err != nil {
+			return err
+		}
+		if pending != nil {
+			pending[m.Key] = nu
+		}
+	}
+	if err := b.Set(metaKey(metaIndexedUpTo), encodeTimeMeta(indexedUpTo), nil); err != nil {
+		return err
+	}
+	if err := b.Commit(s.wo); err != nil {
+		return fmt.Errorf("store: applying moves: %w", err)
+	}
+	return nil
+}
+
+// IndexedUpTo returns the time last given to ApplyMoves or RebuildIndexes
+// (zero if never). Local only.
+func (s *Store) IndexedUpTo() (time.Time, error) {
+	if err := s.acquire(); err != nil {
+		return time.Time{}, err
+	}
+	defer s.mu.RUnlock()
+	return s.indexedUpTo()
+}
+
+func (s *Store) indexedUpTo() (time.Time, error) {
+	v, err := s.getRaw(metaKey(metaIndexedUpTo))
+	if err != nil {
+		return time.Time{}, err
+	}
+	return decodeTimeMeta(v)
+}
+
+// BucketKeys returns up to limit keys of the bucket index for bucket, in key
+// order, strictly after after ("" = from the start). limit <= 0 means no
+// limit.
+func (s *Store) BucketKeys(bucket, after string, limit int) ([]string, error) {
+	if err := s.acquire(); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	prefix := appendBucketPrefix(nil, bucket)
+	lower := prefix
+	if after != "" {
+		lower = append(bucketKey(bucket, after), 0)
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for ok := it.First(); ok && (limit <= 0 || len(out) < limit); ok = it.Next() {
+		out = append(out, string(it.Key()[len(prefix):]))
+	}
+	if err := it.Close(); err != nil {
+		return nil, fmt.Errorf("store: scanning bucket index: %w", err)
+	}
+	return out, nil
+}
+
+// DueOf returns the key's current due entry (zero if none), in UTC.
+func (s *Store) DueOf(key string) (time.Time, error) {
+	if err := s.acquire(); err != nil {
+		return time.Time{}, err
+	}
+	defer s.mu.RUnlock()
+	r, err := s.getRev(key)
+	if err != nil || !r.hasDue {
+		return time.Time{}, err
+	}
+	return decTime(encTime(r.due)), nil
+}
+
+// RebuildIndexes drops all index entries and recomputes them from the table
+// with the Indexer, in batches of rebuildBatchSize records, and stores
+// indexedUpTo. A rebuild interrupted by a crash is redone by the next Open.
+// Without an Indexer it only drops the indexes.
+func (s *Store) RebuildIndexes(indexedUpTo time.Time) error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	return s.rebuild(indexedUpTo)
+}
+
+// rebuild is RebuildIndexes without locking s.mu (the caller holds it).
+func (s *Store) rebuild(indexedUpTo time.Time) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	b := s.db.NewBatch()
+	for _, p := range []byte{prefixDue, prefixReverse, prefixBucket} {
+		if err := b.DeleteRange([]byte{p}, []byte{p + 1}, nil); err != nil {
+			return errors.Join(err, b.Close())
+		}
+	}
+	if err := b.Set(metaKey(metaRebuilding), []byte{1}, nil); err != nil {
+		return errors.Join(err, b.Close())
+	}
+	if err := b.Commit(s.wo); err != nil {
+		return errors.Join(fmt.Errorf("store: dropping indexes: %w", err), b.Close())
+	}
+	if err := b.Close(); err != nil {
+		return err
+	}
+
+	if s.opts.Indexer != nil {
+		it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTable}, UpperBound: []byte{prefixTable + 1}})
+		if err != nil {
+			return err
+		}
+		if err := s.indexAll(it); err != nil {
+			return errors.Join(err, it.Close())
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+	}
+
+	b = s.db.NewBatch()
+	defer b.Close()
+	if err := b.Set(metaKey(metaIndexedUpTo), encodeTimeMeta(indexedUpTo), nil); err != nil {
+		return err
+	}
+	if err := b.Set(metaKey(metaVersion), []byte(indexVersion), nil); err != nil {
+		return err
+	}
+	if err := b.Delete(metaKey(metaRebuilding), nil); err != nil {
+		return err
+	}
+	// Always sync the end of a rebuild: it is rare and the flag must not
+	// survive a crash while the entries it guards are lost.
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("store: finishing index rebuild: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) indexAll(it *pebble.Iterator) error {
+	r := tableReader{s}
+	b := s.db.NewBatch()
+	defer func() { b.Close() }()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		key := string(it.Key()[1:])
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return err
+		}
+		e, err := s.opts.Indexer(r, key, v)
+		if err != nil {
+			return fmt.Errorf("store: indexing %q: %w", key, err)
+		}
+		if err := updateIndex(b, key, rev{}, entryRev(e)); err != nil {
+			return err
+		}
+		if n++; n%rebuildBatchSize == 0 {
+			if err := b.Commit(s.wo); err != nil {
+				return err
+			}
+			b.Reset()
+		}
+	}
+	if err := it.Error(); err != nil {
+		return err
+	}
+	return b.Commit(s.wo)
+}
+
+// Stats counts table records and due entries (iterates both).
+func (s *Store) Stats() (Stats, error) {
+	if err := s.acquire(); err != nil {
+		return Stats{}, err
+	}
+	defer s.mu.RUnlock()
+	var st Stats
+	var err error
+	if st.Records, err = s.count(prefixTable); err != nil {
+		return st, err
+	}
+	st.DueEntries, err = s.count(prefixDue)
+	return st, err
+}
+
+func (s *Store) count(p byte) (int64, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{p}, UpperBound: []byte{p + 1}})
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	return n, it.Close()
+}

@@ -1,0 +1,468 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lovoo/goka/storage"
+)
+
+// Entry is what the Indexer derives from one table record.
+type Entry struct {
+	Due    time.Time // zero: no due-index entry
+	Bucket string    // "": no bucket-index entry
+}
+
+// Reader is read access to the table part of the store (used by indexers to
+// look up other records, e.g. a shard watermark).
+type Reader interface {
+	Get(key string) ([]byte, error)
+}
+
+// Indexer derives index entries for a table record. It is called inside Set
+// (and during RebuildIndexes) with the new value. It must be deterministic
+// given the store contents.
+type Indexer func(r Reader, key string, value []byte) (Entry, error)
+
+// Options configure a Store.
+type Options struct {
+	// Indexer derives index entries in Set and RebuildIndexes. nil: Set keeps
+	// no indexes (Delete and ApplyMoves still maintain existing entries).
+	Indexer Indexer
+	// Sync fsyncs every write. Default false: writes use pebble.NoSync; the
+	// WAL is still written, so a process crash loses nothing, a machine crash
+	// may lose a suffix of recent writes.
+	Sync bool
+	// FS is the pebble file system; nil = vfs.Default.
+	FS vfs.FS
+	// CacheSize is the pebble block cache size in bytes; 0 = 8 MiB.
+	CacheSize int64
+	// Logger receives pebble's log output and store messages; optional.
+	Logger func(format string, args ...any)
+}
+
+var (
+	// ErrClosed is returned by every method after Close.
+	ErrClosed = errors.New("store: closed")
+	// ErrNotOpen is returned by data methods called before Open.
+	ErrNotOpen = errors.New("store: not open")
+)
+
+const (
+	defaultCacheSize             = 8 << 20
+	recoveryCommitOffsetInterval = 30 * time.Second
+)
+
+// Store implements storage.Storage. Safe for concurrent readers and one
+// writer (goka's contract); the index-maintaining writes (Set, Delete,
+// ApplyMoves, RebuildIndexes) are additionally serialized internally, so they
+// may be called from different goroutines.
+type Store struct {
+	dir  string
+	opts Options
+	wo   *pebble.WriteOptions
+
+	mu     sync.RWMutex // RLock: any use of db; Lock: Open/Close
+	db     *pebble.DB
+	opened bool
+	closed bool
+
+	wmu sync.Mutex // serializes read-modify-write index maintenance
+
+	offset    atomic.Int64
+	recovered atomic.Bool
+	stop      chan struct{}
+	bg        sync.WaitGroup
+
+	itMu  sync.Mutex
+	iters map[*iterator]struct{}
+}
+
+var _ storage.Storage = (*Store)(nil)
+
+// New returns a Store for dir. It does not open the DB; goka calls Open.
+func New(dir string, opts Options) *Store {
+	wo := pebble.NoSync
+	if opts.Sync {
+		wo = pebble.Sync
+	}
+	return &Store{
+		dir:   dir,
+		opts:  opts,
+		wo:    wo,
+		stop:  make(chan struct{}),
+		iters: make(map[*iterator]struct{}),
+	}
+}
+
+// Builder returns a goka storage.Builder that keeps one Store per (topic,
+// partition) under filepath.Join(root, topic, partition).
+func Builder(root string, opts Options) storage.Builder {
+	return func(topic string, partition int32) (storage.Storage, error) {
+		return New(filepath.Join(root, topic, strconv.Itoa(int(partition))), opts), nil
+	}
+}
+
+func (s *Store) logf(format string, args ...any) {
+	if s.opts.Logger != nil {
+		s.opts.Logger(format, args...)
+	}
+}
+
+type pebbleLogger struct{ f func(string, ...any) }
+
+func (l pebbleLogger) Infof(format string, args ...any)  { l.f(format, args...) }
+func (l pebbleLogger) Errorf(format string, args ...any) { l.f(format, args...) }
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	l.f(format, args...)
+	panic(fmt.Sprintf(format, args...))
+}
+
+// Open opens (creating if needed) the pebble DB in the store's directory.
+// If the stored index format differs from the current one, or a previous
+// RebuildIndexes did not finish, and an Indexer is configured, the indexes
+// are rebuilt before Open returns.
+func (s *Store) Open() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	if s.opened {
+		return errors.New("store: already open")
+	}
+	fs := s.opts.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	if err := fs.MkdirAll(s.dir, 0o755); err != nil {
+		return fmt.Errorf("store: creating %s: %w", s.dir, err)
+	}
+	size := s.opts.CacheSize
+	if size <= 0 {
+		size = defaultCacheSize
+	}
+	cache := pebble.NewCache(size)
+	defer cache.Unref()
+	po := &pebble.Options{
+		FS:                 fs,
+		Cache:              cache,
+		FormatMajorVersion: pebble.FormatNewest,
+	}
+	if s.opts.Logger != nil {
+		po.Logger = pebbleLogger{s.opts.Logger}
+	}
+	db, err := pebble.Open(s.dir, po)
+	if err != nil {
+		return fmt.Errorf("store: opening pebble at %s: %w", s.dir, err)
+	}
+	s.db = db
+	s.opened = true
+
+	if err := s.checkFormat(); err != nil {
+		s.opened = false
+		s.db = nil
+		return errors.Join(err, db.Close())
+	}
+
+	s.bg.Add(1)
+	go s.commitOffsetsDuringRecovery()
+	return nil
+}
+
+// checkFormat writes the index version on a fresh DB and rebuilds the
+// indexes when needed. Called with s.mu held.
+func (s *Store) checkFormat() error {
+	ver, err := s.getRaw(metaKey(metaVersion))
+	if err != nil {
+		return err
+	}
+	rebuilding, err := s.getRaw(metaKey(metaRebuilding))
+	if err != nil {
+		return err
+	}
+	if ver == nil {
+		// A DB without a version has never been opened by this package, or
+		// a crash hit the very first Open. Either way the index is empty
+		// or a prefix that a rebuild makes complete.
+		ver = []byte("")
+	}
+	if string(ver) == indexVersion && rebuilding == nil {
+		return nil
+	}
+	if s.opts.Indexer == nil {
+		if string(ver) != indexVersion && len(ver) > 0 {
+			s.logf("store %s: index version %q != %q and no Indexer: indexes not rebuilt", s.dir, ver, indexVersion)
+		}
+		if len(ver) == 0 {
+			return s.db.Set(metaKey(metaVersion), []byte(indexVersion), pebble.Sync)
+		}
+		return nil
+	}
+	upTo, err := s.indexedUpTo()
+	if err != nil {
+		upTo = time.Time{}
+	}
+	s.logf("store %s: rebuilding indexes (version %q, interrupted rebuild: %v)", s.dir, ver, rebuilding != nil)
+	return s.rebuild(upTo)
+}
+
+func (s *Store) commitOffsetsDuringRecovery() {
+	defer s.bg.Done()
+	t := time.NewTicker(recoveryCommitOffsetInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if s.recovered.Load() {
+				return
+			}
+			if off := s.offset.Load(); off != 0 {
+				if err := s.putOffset(off); err != nil {
+					s.logf("store %s: committing offset: %v", s.dir, err)
+				}
+			}
+		}
+	}
+}
+
+// Close persists the local offset (if non-zero), releases outstanding
+// iterators and closes the DB. Close is idempotent.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.stop)
+	if !s.opened {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+	s.bg.Wait()
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var err error
+	if off := s.offset.Load(); off != 0 {
+		err = s.db.Set(metaKey(metaOffset), encodeOffset(off), s.wo)
+	}
+	s.itMu.Lock()
+	iters := make([]*iterator, 0, len(s.iters))
+	for it := range s.iters {
+		iters = append(iters, it)
+	}
+	s.iters = nil
+	s.itMu.Unlock()
+	for _, it := range iters {
+		it.forceRelease()
+	}
+	err = errors.Join(err, s.db.Flush(), s.db.Close())
+	s.db = nil
+	return err
+}
+
+// acquire read-locks the store for one operation. The caller must call
+// s.mu.RUnlock() if it returns nil.
+func (s *Store) acquire() error {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	if !s.opened {
+		s.mu.RUnlock()
+		return ErrNotOpen
+	}
+	return nil
+}
+
+// getRaw returns a copy of the value of an internal key, nil if missing.
+func (s *Store) getRaw(k []byte) ([]byte, error) {
+	v, closer, err := s.db.Get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, len(v))
+	copy(out, v)
+	return out, closer.Close()
+}
+
+// tableReader is the Reader given to Indexers; it takes no locks (the
+// caller already holds them).
+type tableReader struct{ s *Store }
+
+func (r tableReader) Get(key string) ([]byte, error) { return r.s.getRaw(tableKey(key)) }
+
+// Has reports whether key exists in the table.
+func (s *Store) Has(key string) (bool, error) {
+	if err := s.acquire(); err != nil {
+		return false, err
+	}
+	defer s.mu.RUnlock()
+	_, closer, err := s.db.Get(tableKey(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("store: has %q: %w", key, err)
+	}
+	return true, closer.Close()
+}
+
+// Get returns the value of key, or (nil, nil) if it does not exist.
+func (s *Store) Get(key string) ([]byte, error) {
+	if err := s.acquire(); err != nil {
+		return nil, err
+	}
+	defer s.mu.RUnlock()
+	v, err := s.getRaw(tableKey(key))
+	if err != nil {
+		return nil, fmt.Errorf("store: get %q: %w", key, err)
+	}
+	return v, nil
+}
+
+// Set stores value under key. With an Indexer, one atomic batch writes the
+// value, removes the key's old index entries and writes the new ones.
+func (s *Store) Set(key string, value []byte) error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	if s.opts.Indexer == nil {
+		if err := s.db.Set(tableKey(key), value, s.wo); err != nil {
+			return fmt.Errorf("store: set %q: %w", key, err)
+		}
+		return nil
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	e, err := s.opts.Indexer(tableReader{s}, key, value)
+	if err != nil {
+		return fmt.Errorf("store: indexing %q: %w", key, err)
+	}
+	old, err := s.getRev(key)
+	if err != nil {
+		return err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.Set(tableKey(key), value, nil); err != nil {
+		return err
+	}
+	if err := updateIndex(b, key, old, entryRev(e)); err != nil {
+		return err
+	}
+	if err := b.Commit(s.wo); err != nil {
+		return fmt.Errorf("store: set %q: %w", key, err)
+	}
+	return nil
+}
+
+// Delete removes key and its index entries atomically. Deleting a missing
+// key is not an error.
+func (s *Store) Delete(key string) error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	old, err := s.getRev(key)
+	if err != nil {
+		return err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.Delete(tableKey(key), nil); err != nil {
+		return err
+	}
+	if err := updateIndex(b, key, old, rev{}); err != nil {
+		return err
+	}
+	if err := b.Commit(s.wo); err != nil {
+		return fmt.Errorf("store: delete %q: %w", key, err)
+	}
+	return nil
+}
+
+func encodeOffset(off int64) []byte { return []byte(strconv.FormatInt(off, 10)) }
+
+func (s *Store) putOffset(off int64) error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	return s.db.Set(metaKey(metaOffset), encodeOffset(off), s.wo)
+}
+
+// GetOffset returns the local offset: before MarkRecovered the in-memory
+// offset if non-zero, otherwise the persisted one, or def if none.
+func (s *Store) GetOffset(def int64) (int64, error) {
+	if err := s.acquire(); err != nil {
+		return 0, err
+	}
+	defer s.mu.RUnlock()
+	if !s.recovered.Load() {
+		if off := s.offset.Load(); off != 0 {
+			return off, nil
+		}
+	}
+	v, err := s.getRaw(metaKey(metaOffset))
+	if err != nil {
+		return 0, err
+	}
+	if v == nil {
+		return def, nil
+	}
+	off, err := strconv.ParseInt(string(v), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("store: decoding offset: %w", err)
+	}
+	return off, nil
+}
+
+// SetOffset sets the local offset. It is persisted immediately after
+// MarkRecovered, before that only periodically and on Close.
+func (s *Store) SetOffset(offset int64) error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	s.mu.RUnlock()
+	s.offset.Store(offset)
+	if s.recovered.Load() {
+		return s.putOffset(offset)
+	}
+	return nil
+}
+
+// MarkRecovered persists the local offset (if non-zero) and switches to
+// persisting every SetOffset.
+func (s *Store) MarkRecovered() error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	s.mu.RUnlock()
+	if off := s.offset.Load(); off != 0 {
+		if err := s.putOffset(off); err != nil {
+			return err
+		}
+	}
+	s.recovered.Store(true)
+	return nil
+}

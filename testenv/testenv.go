@@ -1,0 +1,219 @@
+// Package testenv gives tests a Kafka broker (the embedded one, or a real
+// cluster named by CHRONOS_TEST_BROKERS), a unique topic prefix per test,
+// helpers to produce commands and ticks (a simulated clock), and collectors
+// for dispatch events and rejects.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronos-scheduler/chronos/clients"
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/embedded"
+	"github.com/chronos-scheduler/chronos/processors"
+	"github.com/chronos-scheduler/chronos/processors/clock"
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// BrokersEnv names the environment variable that points tests at a real cluster.
+const BrokersEnv = "CHRONOS_TEST_BROKERS"
+
+// Env is one test's Kafka environment.
+type Env struct {
+	T       testing.TB
+	Layout  topology.Layout
+	Kafka   clients.Config
+	Client  *kgo.Client
+	Broker  *embedded.Broker // nil on a real cluster
+	DataDir string
+}
+
+// New returns an environment with its own topic prefix and partitions.
+// Everything it starts is stopped by t.Cleanup.
+func New(t testing.TB, partitions int32) *Env {
+	t.Helper()
+	e := &Env{T: t, DataDir: t.TempDir()}
+	var brokers []string
+	if env := os.Getenv(BrokersEnv); env != "" {
+		brokers = strings.Split(env, ",")
+	} else {
+		b, err := embedded.Start(embedded.Options{Partitions: partitions})
+		require.NoError(t, err)
+		t.Cleanup(b.Close)
+		e.Broker, brokers = b, b.Addrs()
+	}
+	e.Layout = topology.Layout{Names: topology.Names{Prefix: "t" + randHex(6) + "."}, Partitions: partitions, Replication: 1}
+	e.Kafka = clients.Default(brokers...)
+	cl, err := e.Kafka.NewKgo()
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	e.Client = cl
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, e.Layout.Ensure(ctx, kadm.NewClient(cl)))
+	return e
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Config returns an instance configuration on this environment, without a
+// ticker (the test drives time with Tick) and with its own data dir.
+func (e *Env) Config() processors.Config {
+	return processors.Config{Kafka: e.Kafka, Layout: e.Layout, DataDir: e.T.TempDir(), NoTicker: true}
+}
+
+// Start runs an instance until the test ends and waits until it is ready.
+func (e *Env) Start(cfg processors.Config) *processors.System {
+	e.T.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	sys, err := processors.New(ctx, cfg)
+	require.NoError(e.T, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = sys.Run(ctx)
+	}()
+	e.T.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	Eventually(e.T, 60*time.Second, func() error { return sys.Ready() })
+	return sys
+}
+
+// Produce writes one record with the given timestamp and waits for the ack.
+func (e *Env) Produce(topic, key string, value []byte, ts time.Time) {
+	e.T.Helper()
+	r := &kgo.Record{Topic: topic, Key: []byte(key), Value: value, Timestamp: ts}
+	require.NoError(e.T, e.Client.ProduceSync(context.Background(), r).FirstErr())
+}
+
+// ProduceMany writes records with one timestamp and waits for all acks.
+func (e *Env) ProduceMany(topic string, keys []string, values [][]byte, ts time.Time) {
+	e.T.Helper()
+	recs := make([]*kgo.Record, len(keys))
+	for i := range keys {
+		recs[i] = &kgo.Record{Topic: topic, Key: []byte(keys[i]), Value: values[i], Timestamp: ts}
+	}
+	require.NoError(e.T, e.Client.ProduceSync(context.Background(), recs...).FirstErr())
+}
+
+// PutCommand encodes a put command.
+func PutCommand(id string, def codecs.JobDef) []byte {
+	b, err := codecs.EncodeCommand(codecs.CommandMsg{Op: codecs.OpPut, ID: id, Job: &def})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// Put registers a job as if at time ts.
+func (e *Env) Put(id string, def codecs.JobDef, ts time.Time) {
+	e.Produce(string(e.Layout.Jobs()), id, PutCommand(id, def), ts)
+}
+
+// Tick sends a clock tick for t (the simulated clock).
+func (e *Env) Tick(t time.Time) {
+	e.Produce(string(e.Layout.Clock()), clock.TickKey, codecs.EncodeInternal(codecs.Tick{Time: t, Instance: "test"}), t)
+}
+
+// Collector consumes a topic from the beginning in the background.
+type Collector struct {
+	mu   sync.Mutex
+	recs []*kgo.Record
+}
+
+// Collect starts consuming topic from its beginning until the test ends.
+func (e *Env) Collect(topic string) *Collector {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.Kafka.Brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	require.NoError(e.T, err)
+	c := &Collector{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			c.mu.Lock()
+			fs.EachRecord(func(r *kgo.Record) { c.recs = append(c.recs, r) })
+			c.mu.Unlock()
+		}
+	}()
+	e.T.Cleanup(func() {
+		cancel()
+		<-done
+		cl.Close()
+	})
+	return c
+}
+
+// Records returns a copy of what has arrived so far.
+func (c *Collector) Records() []*kgo.Record {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*kgo.Record(nil), c.recs...)
+}
+
+// Len returns how many records have arrived.
+func (c *Collector) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.recs)
+}
+
+// Dispatches decodes every collected record as a dispatch event.
+func (c *Collector) Dispatches(t testing.TB) []codecs.Dispatch {
+	t.Helper()
+	var out []codecs.Dispatch
+	for _, r := range c.Records() {
+		d, err := codecs.DecodeDispatch(r.Value)
+		require.NoError(t, err, "dispatch %s", r.Value)
+		require.Equal(t, d.JobID, string(r.Key), "dispatch key must be the job id")
+		out = append(out, d)
+	}
+	return out
+}
+
+// WaitLen waits until at least n records arrived.
+func (c *Collector) WaitLen(t testing.TB, n int, timeout time.Duration) {
+	t.Helper()
+	Eventually(t, timeout, func() error {
+		if got := c.Len(); got < n {
+			return fmt.Errorf("have %d records, want %d", got, n)
+		}
+		return nil
+	})
+}
+
+// Eventually polls f until it returns nil or the timeout passes.
+func Eventually(t testing.TB, timeout time.Duration, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for {
+		if err = f(); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %s: %v", timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
