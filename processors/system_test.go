@@ -20,6 +20,7 @@ func TestSmokeEveryJobFires(t *testing.T) {
 	env.Tick(t0)
 	env.Put("a", codecs.JobDef{Every: "10s", Payload: []byte(`{"x":1}`)}, t0)
 	env.Put("b", codecs.JobDef{Cron: "*/20 * * * * *"}, t0)
+	env.WaitApplied()
 	for i := 1; i <= 6; i++ {
 		env.Tick(t0.Add(time.Duration(i) * 10 * time.Second))
 	}

@@ -15,7 +15,7 @@ import (
 // commit) to a store on a crashable mem FS, recording the table state after
 // every acknowledged write. It then takes a crash clone of the FS while the
 // store is still open and returns the clone and the states.
-func crashRun(t *testing.T, sync bool, seed uint64, n int, flushAt int, unsynced int) (*vfs.MemFS, Options, []map[string]string) {
+func crashRun(t *testing.T, sync, syncAtEnd bool, seed uint64, n int, flushAt int, unsynced int) (*vfs.MemFS, Options, []map[string]string) {
 	fs := vfs.NewCrashableMem()
 	opts := Options{FS: fs, Sync: sync, Indexer: testIndexer, Logger: quiet}
 	s := New("/db", opts)
@@ -42,6 +42,9 @@ func crashRun(t *testing.T, sync bool, seed uint64, n int, flushAt int, unsynced
 			require.NoError(t, s.SetOffset(int64(i)))
 		}
 	}
+	if syncAtEnd {
+		require.NoError(t, s.Sync())
+	}
 	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: unsynced, RNG: rand.New(rand.NewPCG(seed, 11))})
 	require.NoError(t, s.Close())
 	opts.FS = crashed
@@ -65,7 +68,7 @@ func TestCrashWithSyncKeepsAcknowledgedWrites(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			t.Parallel()
-			_, opts, states := crashRun(t, true, seed, 300, int(seed)*50, 0)
+			_, opts, states := crashRun(t, true, false, seed, 300, int(seed)*50, 0)
 			s := openCrashed(t, opts)
 			require.Equal(t, states[len(states)-1], tableState(t, s))
 			off, err := s.GetOffset(-1)
@@ -85,7 +88,7 @@ func TestCrashWithoutSyncKeepsAPrefix(t *testing.T) {
 				if seed%2 == 0 {
 					flushAt = 150
 				}
-				_, opts, states := crashRun(t, false, seed, 300, flushAt, unsynced)
+				_, opts, states := crashRun(t, false, false, seed, 1500, flushAt, unsynced)
 				s := openCrashed(t, opts)
 				got := tableState(t, s)
 				prefix := -1
@@ -105,11 +108,27 @@ func TestCrashWithoutSyncKeepsAPrefix(t *testing.T) {
 				off, err := s.GetOffset(-1)
 				require.NoError(t, err)
 				require.GreaterOrEqual(t, int64(prefix), off+1)
-				t.Logf("prefix %d/%d survived", prefix, len(states)-1)
+				t.Logf("%s: prefix %d/%d survived", t.Name(), prefix, len(states)-1)
 				// The store keeps working after recovery.
 				require.NoError(t, s.Set("after-crash", val(at(1), "b0")))
 				checkConsistent(t, s)
 			})
 		}
+	}
+}
+
+// With Sync=false, Store.Sync makes everything before it survive a crash.
+func TestCrashWithoutSyncAfterStoreSync(t *testing.T) {
+	t.Parallel()
+	for seed := uint64(1); seed <= 3; seed++ {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			t.Parallel()
+			_, opts, states := crashRun(t, false, true, seed, 300, -1, 0)
+			s := openCrashed(t, opts)
+			require.Equal(t, states[len(states)-1], tableState(t, s))
+			off, err := s.GetOffset(-1)
+			require.NoError(t, err)
+			require.Equal(t, int64(299), off)
+		})
 	}
 }

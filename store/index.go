@@ -1,9 +1,12 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -48,35 +51,48 @@ func (s *Store) getRev(key string) (rev, error) {
 }
 
 // updateIndex adds to b the operations that change key's index entries from
-// old to nu (including the reverse entry).
-func updateIndex(b *pebble.Batch, key string, old, nu rev) error {
+// old to nu (including the reverse entry). buf is scratch space (the batch
+// copies keys and values), returned for reuse.
+func updateIndex(b *pebble.Batch, buf []byte, key string, old, nu rev) ([]byte, error) {
 	if old == nu {
-		return nil
+		return buf, nil
+	}
+	var err error
+	set := func(k, v []byte) {
+		if err == nil {
+			err = b.Set(k, v, nil)
+		}
+	}
+	del := func(k []byte) {
+		if err == nil {
+			err = b.Delete(k, nil)
+		}
 	}
 	if old.hasDue && (!nu.hasDue || nu.due != old.due) {
-		if err := b.Delete(dueKey(old.due, key), nil); err != nil {
-			return err
-		}
+		buf = appendDueKey(buf[:0], old.due, key)
+		del(buf)
 	}
 	if nu.hasDue && (!old.hasDue || nu.due != old.due) {
-		if err := b.Set(dueKey(nu.due, key), nil, nil); err != nil {
-			return err
-		}
+		buf = appendDueKey(buf[:0], nu.due, key)
+		set(buf, nil)
 	}
 	if old.hasBucket && (!nu.hasBucket || nu.bucket != old.bucket) {
-		if err := b.Delete(bucketKey(old.bucket, key), nil); err != nil {
-			return err
-		}
+		buf = append(appendBucketPrefix(buf[:0], old.bucket), key...)
+		del(buf)
 	}
 	if nu.hasBucket && (!old.hasBucket || nu.bucket != old.bucket) {
-		if err := b.Set(bucketKey(nu.bucket, key), nil, nil); err != nil {
-			return err
-		}
+		buf = append(appendBucketPrefix(buf[:0], nu.bucket), key...)
+		set(buf, nil)
 	}
+	buf = append(append(buf[:0], prefixReverse), key...)
 	if nu.empty() {
-		return b.Delete(reverseKey(key), nil)
+		del(buf)
+	} else {
+		n := len(buf)
+		buf = nu.appendEncode(buf)
+		set(buf[:n], buf[n:])
 	}
-	return b.Set(reverseKey(key), nu.encode(), nil)
+	return buf, err
 }
 
 // DueUpTo returns up to limit entries with At <= upTo, ordered by (At, Key),
@@ -130,8 +146,8 @@ func (s *Store) DueUpTo(upTo time.Time, after Due, limit int) ([]Due, error) {
 // ApplyMoves applies all moves in one atomic batch; each Move replaces the
 // key's current due entry (found via the reverse entry) by To (zero =
 // remove). Moves of keys that are not in the table are skipped (an index
-// entry must always point to a table record). The batch also stores
-// indexedUpTo. Later moves of the same key win.
+// entry must always point to a table record). If a key occurs more than
+// once, its last move wins. The batch also stores indexedUpTo.
 func (s *Store) ApplyMoves(moves []Move, indexedUpTo time.Time) error {
 	if err := s.acquire(); err != nil {
 		return err
@@ -141,26 +157,68 @@ func (s *Store) ApplyMoves(moves []Move, indexedUpTo time.Time) error {
 	defer s.wmu.Unlock()
 	b := s.db.NewBatch()
 	defer b.Close()
-	var pending map[string]rev // reverse entries changed in this batch
-	if len(moves) > 1 {
-		pending = make(map[string]rev, len(moves))
+	if err := s.addMoves(b, moves); err != nil {
+		return err
 	}
-	for _, m := range moves {
-		old, ok := pending[m.Key]
-		if !ok {
-			var err error
-			if old, err = s.getRev(m.Key); err != nil {
+	if err := b.Set(metaKey(metaIndexedUpTo), encodeTimeMeta(indexedUpTo), nil); err != nil {
+		return err
+	}
+	if err := b.Commit(s.wo); err != nil {
+		return fmt.Errorf("store: applying moves: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) addMoves(b *pebble.Batch, moves []Move) error {
+	if len(moves) == 0 {
+		return nil
+	}
+	// Visit the moves in key order (stable, so the last move of a key comes
+	// last) and look the reverse entries up with one forward iterator.
+	order := make([]int32, len(moves))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(x, y int32) int { return strings.Compare(moves[x].Key, moves[y].Key) })
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixReverse}, UpperBound: []byte{prefixReverse + 1}})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	var (
+		buf, rk  []byte
+		prevKey  string
+		prev     rev
+		prevSkip bool
+		havePrev bool
+	)
+	for _, i := range order {
+		m := moves[i]
+		old := prev
+		if !havePrev || m.Key != prevKey {
+			old, prevSkip = rev{}, false
+			rk = append(append(rk[:0], prefixReverse), m.Key...)
+			if it.SeekGE(rk) && bytes.Equal(it.Key(), rk) {
+				v, err := it.ValueAndErr()
+				if err != nil {
+					return err
+				}
+				if old, err = decodeRev(v); err != nil {
+					return fmt.Errorf("%w (key %q)", err, m.Key)
+				}
+			} else if err := it.Error(); err != nil {
 				return err
-			}
-			if old.empty() {
+			} else {
 				v, err := s.getRaw(tableKey(m.Key))
 				if err != nil {
 					return err
 				}
-				if v == nil {
-					continue
-				}
+				prevSkip = v == nil
 			}
+			prevKey, havePrev = m.Key, true
+		}
+		if prevSkip {
+			continue
 		}
 		nu := old
 		nu.hasDue = !m.To.IsZero()
@@ -168,18 +226,10 @@ func (s *Store) ApplyMoves(moves []Move, indexedUpTo time.Time) error {
 		if nu.hasDue {
 			nu.due = nanos(m.To)
 		}
-		if err := updateIndex(b, m.Key, old, nu); err != nil {
+		if buf, err = updateIndex(b, buf, m.Key, old, nu); err != nil {
 			return err
 		}
-		if pending != nil {
-			pending[m.Key] = nu
-		}
-	}
-	if err := b.Set(metaKey(metaIndexedUpTo), encodeTimeMeta(indexedUpTo), nil); err != nil {
-		return err
-	}
-	if err := b.Commit(s.wo); err != nil {
-		return fmt.Errorf("store: applying moves: %w", err)
+		prev = nu
 	}
 	return nil
 }
@@ -311,6 +361,7 @@ func (s *Store) indexAll(it *pebble.Iterator) error {
 	b := s.db.NewBatch()
 	defer func() { b.Close() }()
 	n := 0
+	var buf []byte
 	for ok := it.First(); ok; ok = it.Next() {
 		key := string(it.Key()[1:])
 		v, err := it.ValueAndErr()
@@ -321,7 +372,7 @@ func (s *Store) indexAll(it *pebble.Iterator) error {
 		if err != nil {
 			return fmt.Errorf("store: indexing %q: %w", key, err)
 		}
-		if err := updateIndex(b, key, rev{}, entryRev(e)); err != nil {
+		if buf, err = updateIndex(b, buf, key, rev{}, entryRev(e)); err != nil {
 			return err
 		}
 		if n++; n%rebuildBatchSize == 0 {

@@ -112,18 +112,20 @@ const (
 	revFlagBucket = 2
 )
 
-// encode: flags byte, [8-byte due], [bucket bytes (rest)].
-func (r rev) encode() []byte {
-	b := make([]byte, 1, 9+len(r.bucket))
+// appendEncode appends flags byte, [8-byte due], [bucket bytes (rest)].
+func (r rev) appendEncode(b []byte) []byte {
+	var flags byte
 	if r.hasDue {
-		b[0] |= revFlagDue
-		b = binary.BigEndian.AppendUint64(b, encTime(r.due))
+		flags |= revFlagDue
 	}
 	if r.hasBucket {
-		b[0] |= revFlagBucket
-		b = append(b, r.bucket...)
+		flags |= revFlagBucket
 	}
-	return b
+	b = append(b, flags)
+	if r.hasDue {
+		b = binary.BigEndian.AppendUint64(b, encTime(r.due))
+	}
+	return append(b, r.bucket...)
 }
 
 func (r rev) empty() bool { return !r.hasDue && !r.hasBucket }

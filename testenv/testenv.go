@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -66,6 +67,21 @@ func New(t testing.TB, partitions int32) *Env {
 	return e
 }
 
+// testWriter sends log lines to the test's log.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// logLevel is CHRONOS_TEST_LOG (debug, info, warn, error; default warn).
+func logLevel() slog.Level {
+	var l slog.Level = slog.LevelWarn
+	_ = l.UnmarshalText([]byte(os.Getenv("CHRONOS_TEST_LOG")))
+	return l
+}
+
 func randHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
@@ -75,7 +91,8 @@ func randHex(n int) string {
 // Config returns an instance configuration on this environment, without a
 // ticker (the test drives time with Tick) and with its own data dir.
 func (e *Env) Config() processors.Config {
-	return processors.Config{Kafka: e.Kafka, Layout: e.Layout, DataDir: e.T.TempDir(), NoTicker: true}
+	return processors.Config{Kafka: e.Kafka, Layout: e.Layout, DataDir: e.T.TempDir(), NoTicker: true,
+		Logger: slog.New(slog.NewTextHandler(testWriter{e.T}, &slog.HandlerOptions{Level: logLevel()}))}
 }
 
 // Start runs an instance until the test ends and waits until it is ready.
@@ -216,4 +233,39 @@ func Eventually(t testing.TB, timeout time.Duration, f func() error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// WaitConsumed waits until group has committed everything produced so far
+// to topic (lag 0 on every partition), e.g. until every put is applied.
+func (e *Env) WaitConsumed(group, topic string, timeout time.Duration) {
+	e.T.Helper()
+	adm := kadm.NewClient(e.Client)
+	Eventually(e.T, timeout, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err != nil {
+			return err
+		}
+		committed, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return err
+		}
+		var lag int64
+		ends.Each(func(o kadm.ListedOffset) {
+			c, _ := committed.Lookup(topic, o.Partition)
+			if c.At < o.Offset {
+				lag += o.Offset - max(c.At, 0)
+			}
+		})
+		if lag > 0 {
+			return fmt.Errorf("group %s lags %d on %s", group, lag, topic)
+		}
+		return nil
+	})
+}
+
+// WaitApplied waits until the scheduler has applied every command produced so far.
+func (e *Env) WaitApplied() {
+	e.WaitConsumed(string(e.Layout.SchedulerGroup()), string(e.Layout.Jobs()), 60*time.Second)
 }

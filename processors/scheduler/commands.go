@@ -8,6 +8,7 @@ import (
 	"github.com/lovoo/goka"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/store"
 )
 
 // onCommand applies one chronos-jobs record. Invalid commands go to
@@ -34,6 +35,7 @@ func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 			rec.Version, rec.CreatedAt = old.Version+1, old.CreatedAt
 		}
 		ctx.SetValue(codecs.EncodeJobRecord(rec))
+		s.owedSince(ctx, rec)
 	case codecs.OpDelete:
 		if old != nil {
 			ctx.Delete()
@@ -57,8 +59,41 @@ func (s *Scheduler) apply(ctx goka.Context, cmd codecs.Command, rec *codecs.JobR
 	case cmd.Op == codecs.OpResume && rec.Status == codecs.StatusPaused:
 		rec.Status, rec.Version, rec.UpdatedAt, rec.NotBefore = codecs.StatusActive, rec.Version+1, ts, ts
 		ctx.SetValue(codecs.EncodeJobRecord(rec))
+		s.owedSince(ctx, rec)
 	case cmd.Op == codecs.OpFire:
 		s.fireManual(ctx, cmd, rec, ts)
+	}
+}
+
+// owedSince makes a job that became active at NotBefore owe its fires from
+// then on, even when the shard's watermark is already past it (the command
+// was consumed late): the indexer starts after the watermark, so the entry
+// is moved back to the first fire after NotBefore. Those fires are then
+// dispatched by the next advance, as late fires under the misfire policy.
+func (s *Scheduler) owedSince(ctx goka.Context, rec *codecs.JobRecord) {
+	st := s.Store(ctx.Partition())
+	if st == nil {
+		return
+	}
+	sched, err := s.schedules.Get(rec.Job.Spec)
+	if err != nil {
+		return
+	}
+	due, err := st.DueOf(ctx.Key())
+	if err != nil {
+		ctx.Fail(err)
+		return
+	}
+	first := sched.Next(rec.NotBefore)
+	if first.IsZero() || (!due.IsZero() && !first.Before(due)) {
+		return
+	}
+	indexed, err := st.IndexedUpTo()
+	if err == nil {
+		err = st.ApplyMoves([]store.Move{{Key: ctx.Key(), To: first}}, indexed)
+	}
+	if err != nil {
+		ctx.Fail(err)
 	}
 }
 

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/pflag"
+
+	"github.com/chronos-scheduler/chronos/clients"
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/processors"
+	"github.com/chronos-scheduler/chronos/processors/scheduler"
+	"github.com/chronos-scheduler/chronos/topology"
+	"github.com/chronos-scheduler/chronos/views"
+)
+
+// instanceFlags are the settings of a scheduler instance (dev and run).
+// Each is documented in docs/configuration.md.
+type instanceFlags struct {
+	dataDir    string
+	httpAddr   string
+	apiToken   string
+	logLevel   string
+	kafka      kafkaFlags
+	layout     layoutFlags
+	resolution time.Duration
+	chunk      int
+	maxPayload int
+	syncStore  bool
+}
+
+type kafkaFlags struct {
+	acks        string
+	idempotent  bool
+	linger      time.Duration
+	batchBytes  int
+	compression string
+}
+
+type layoutFlags struct {
+	prefix      string
+	partitions  int32
+	replication int16
+}
+
+func (k *kafkaFlags) register(fs *pflag.FlagSet) {
+	d := clients.Default()
+	fs.StringVar(&k.acks, "acks", d.Acks, "producer acks: all, leader or none")
+	fs.BoolVar(&k.idempotent, "idempotent", d.Idempotent, "idempotent producer (needs acks=all)")
+	fs.DurationVar(&k.linger, "linger", d.Linger, "how long producers wait to fill a batch")
+	fs.IntVar(&k.batchBytes, "batch-bytes", d.BatchBytes, "largest producer batch in bytes")
+	fs.StringVar(&k.compression, "compression", d.Compression, "none, gzip, snappy, lz4 or zstd")
+}
+
+func (k *kafkaFlags) config(brokers []string) clients.Config {
+	c := clients.Default(brokers...)
+	c.Acks, c.Idempotent, c.Linger, c.BatchBytes, c.Compression = k.acks, k.idempotent, k.linger, k.batchBytes, k.compression
+	return c
+}
+
+func (l *layoutFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&l.prefix, "topic-prefix", "", "prefix of every topic and group name")
+	fs.Int32Var(&l.partitions, "partitions", topology.DefaultPartitions, "partitions of the sharded topics (fixed once created)")
+	fs.Int16Var(&l.replication, "replication", -1, "replication factor of created topics (-1: broker default)")
+}
+
+func (l *layoutFlags) layout() topology.Layout {
+	return topology.Layout{Names: topology.Names{Prefix: l.prefix}, Partitions: l.partitions, Replication: l.replication}
+}
+
+func (f *instanceFlags) register(fs *pflag.FlagSet, httpDefault string) {
+	fs.StringVar(&f.dataDir, "data-dir", "./.chronos", "directory for the partition stores (and the embedded broker)")
+	fs.StringVar(&f.httpAddr, "http-addr", httpDefault, "address of the HTTP API, /metrics and health checks")
+	fs.StringVar(&f.apiToken, "api-token", "", "bearer token required on /v1 (empty: no auth)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&f.resolution, "resolution", time.Second, "clock resolution: fires are dispatched at this granularity")
+	fs.IntVar(&f.chunk, "fanout-chunk", scheduler.DefaultChunkSize, "most due jobs fired per callback")
+	fs.IntVar(&f.maxPayload, "max-payload", codecs.DefaultMaxPayload, "largest job payload in bytes")
+	fs.BoolVar(&f.syncStore, "sync-store", false, "fsync every partition store write")
+	f.kafka.register(fs)
+	f.layout.register(fs)
+}
+
+func (f *instanceFlags) logger() (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})), nil
+}
+
+// serve runs an instance against brokers with its HTTP server until ctx ends.
+func (f *instanceFlags) serve(ctx context.Context, brokers []string, storeDir string, log *slog.Logger) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	cfg := processors.Config{Kafka: f.kafka.config(brokers), Layout: f.layout.layout(), DataDir: storeDir,
+		Limits: codecs.Limits{MaxPayload: f.maxPayload}, ChunkSize: f.chunk, Resolution: f.resolution,
+		SyncStore: f.syncStore, Registerer: reg, Logger: log}
+	sys, err := processors.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	srv := &views.Server{Names: cfg.Layout.Names, Limits: cfg.Limits, Producer: sys.Client(), Ready: sys.Ready,
+		Gatherer: reg, Token: f.apiToken}
+	ln, err := net.Listen("tcp", f.httpAddr)
+	if err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 2)
+	go func() { errc <- hs.Serve(ln) }()
+	log.Info("chronos is running", "brokers", strings.Join(brokers, ","), "http", "http://"+ln.Addr().String(),
+		"partitions", cfg.Layout.Partitions, "data_dir", storeDir)
+	runErr := sys.Run(ctx)
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(shutdown)
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return runErr
+}

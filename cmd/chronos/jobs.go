@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/views"
+)
+
+// apiClient talks to the HTTP API of a running instance.
+type apiClient struct {
+	base  string
+	token string
+}
+
+func (a *apiClient) register(cmd *cobra.Command) {
+	cmd.PersistentFlags().StringVar(&a.base, "api", "http://127.0.0.1:8080", "base URL of a Chronos instance's HTTP API")
+	cmd.PersistentFlags().StringVar(&a.token, "api-token", "", "bearer token for the API")
+}
+
+// do sends a request and prints the JSON answer; a problem answer becomes
+// an error with its detail and a non-zero exit.
+func (a *apiClient) do(method, path string, body []byte) error {
+	req, err := http.NewRequest(method, strings.TrimRight(a.base, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if a.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("cannot reach the API at %s (is `chronos dev` running?): %w", a.base, err)}
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		var p views.Problem
+		if json.Unmarshal(out, &p) == nil && p.Detail != "" {
+			msg := p.Detail
+			if p.Field != "" {
+				msg = p.Field + ": " + msg
+			}
+			return &exitError{code: 1, err: fmt.Errorf("rejected (%d %s): %s", resp.StatusCode, p.Code, msg)}
+		}
+		return &exitError{code: 1, err: fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(out))}
+	}
+	_, _ = os.Stdout.Write(out)
+	return nil
+}
+
+func newJobs() *cobra.Command {
+	var api apiClient
+	cmd := &cobra.Command{Use: "jobs", Short: "Manage jobs through the HTTP API of a running instance"}
+	api.register(cmd)
+	cmd.AddCommand(newJobsPut(&api))
+	for _, op := range []struct{ name, method, suffix, short string }{
+		{"delete", http.MethodDelete, "", "Delete a job"},
+		{"pause", http.MethodPost, "/pause", "Pause a job (no fires until resumed)"},
+		{"resume", http.MethodPost, "/resume", "Resume a paused job (fires missed while paused are not owed)"},
+	} {
+		cmd.AddCommand(&cobra.Command{
+			Use: op.name + " ID", Short: op.short, Args: cobra.ExactArgs(1),
+			RunE: func(_ *cobra.Command, args []string) error {
+				return api.do(op.method, "/v1/jobs/"+url.PathEscape(args[0])+op.suffix, nil)
+			},
+		})
+	}
+	cmd.AddCommand(newJobsFire(&api))
+	return cmd
+}
+
+func newJobsPut(api *apiClient) *cobra.Command {
+	var def codecs.JobDef
+	var payload string
+	cmd := &cobra.Command{
+		Use:   "put ID (--cron EXPR | --every DUR | --at TIME)",
+		Short: "Create or replace a job",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if payload != "" {
+				if !json.Valid([]byte(payload)) {
+					return &exitError{code: 1, err: errors.New("--payload is not valid JSON")}
+				}
+				def.Payload = json.RawMessage(payload)
+			}
+			body, err := json.Marshal(def)
+			if err != nil {
+				return err
+			}
+			return api.do(http.MethodPut, "/v1/jobs/"+url.PathEscape(args[0]), body)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&def.Cron, "cron", "", "cron expression: 5 fields, 6 with seconds first, or @hourly/@daily/...")
+	fs.StringVar(&def.Every, "every", "", "fixed interval (Go duration, at least 1s), aligned to the Unix epoch or --start")
+	fs.StringVar(&def.At, "at", "", "one-shot time, RFC 3339")
+	fs.StringVar(&def.TZ, "tz", "", "IANA time zone of the cron expression (default UTC)")
+	fs.StringVar(&def.Start, "start", "", "no fire before this RFC 3339 time")
+	fs.StringVar(&def.End, "end", "", "no fire after this RFC 3339 time")
+	fs.StringVar(&payload, "payload", "", "JSON payload copied into every dispatch event")
+	fs.StringVar(&def.Bucket, "bucket", "", "named bucket the job belongs to")
+	fs.StringVar(&def.MisfirePolicy, "misfire", "", "policy for fires later than the grace: skip, fire_once (default) or fire_all")
+	fs.StringVar(&def.MisfireGrace, "misfire-grace", "", "fires later than this follow the misfire policy (default 60s)")
+	return cmd
+}
+
+func newJobsFire(api *apiClient) *cobra.Command {
+	var payload, trigger string
+	cmd := &cobra.Command{
+		Use:   "fire ID",
+		Short: "Fire a job once now",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			body := map[string]any{}
+			if trigger != "" {
+				body["trigger_id"] = trigger
+			}
+			if payload != "" {
+				if !json.Valid([]byte(payload)) {
+					return &exitError{code: 1, err: errors.New("--payload is not valid JSON")}
+				}
+				body["payload"] = json.RawMessage(payload)
+			}
+			b, _ := json.Marshal(body)
+			return api.do(http.MethodPost, "/v1/jobs/"+url.PathEscape(args[0])+"/fire", b)
+		},
+	}
+	cmd.Flags().StringVar(&payload, "payload", "", "JSON payload for this fire instead of the job's")
+	cmd.Flags().StringVar(&trigger, "trigger-id", "", "idempotency key of this fire (default: random)")
+	return cmd
+}

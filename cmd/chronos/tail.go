@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func newTail() *cobra.Command {
+	var (
+		brokers   []string
+		layout    layoutFlags
+		count     int
+		timeout   time.Duration
+		beginning bool
+	)
+	cmd := &cobra.Command{
+		Use:   "tail",
+		Short: "Print dispatch events from chronos-dispatch, one JSON object per line",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			if timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			return tail(ctx, brokers, string(layout.layout().Dispatch()), count, beginning)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringSliceVar(&brokers, "brokers", []string{"127.0.0.1:9092"}, "bootstrap brokers")
+	fs.IntVar(&count, "count", 0, "exit 0 after this many events (0: until interrupted)")
+	fs.DurationVar(&timeout, "timeout", 0, "exit non-zero if --count events have not arrived by then (0: no limit)")
+	fs.BoolVar(&beginning, "from-beginning", false, "start at the beginning of the topic instead of its end")
+	layout.register(fs)
+	return cmd
+}
+
+func tail(ctx context.Context, brokers []string, topic string, count int, beginning bool) error {
+	start := kgo.NewOffset().AtEnd()
+	if beginning {
+		start = kgo.NewOffset().AtStart()
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(start),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	printed := 0
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		for _, e := range fs.Errors() {
+			if !errors.Is(e.Err, context.Canceled) {
+				fmt.Fprintf(os.Stderr, "chronos tail: %s[%d]: %v\n", e.Topic, e.Partition, e.Err)
+			}
+		}
+		it := fs.RecordIter()
+		for !it.Done() {
+			r := it.Next()
+			fmt.Printf("%s\n", r.Value)
+			if printed++; count > 0 && printed >= count {
+				return nil
+			}
+		}
+	}
+	if count > 0 && printed < count {
+		return &exitError{code: 1, err: fmt.Errorf("timed out after %d of %d events", printed, count)}
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && count > 0 {
+		return &exitError{code: 1, err: errors.New("timed out")}
+	}
+	return nil
+}

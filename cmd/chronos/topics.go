@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+func newTopics() *cobra.Command {
+	var (
+		brokers []string
+		layout  layoutFlags
+		create  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "topics",
+		Short: "List the topics Chronos uses; with --create, create the missing ones",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			l := layout.layout()
+			if err := l.Validate(); err != nil {
+				return err
+			}
+			if create {
+				cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+				if err != nil {
+					return err
+				}
+				defer cl.Close()
+				ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+				defer cancel()
+				if err := l.Ensure(ctx, kadm.NewClient(cl)); err != nil {
+					return err
+				}
+			}
+			fmt.Print(l.String())
+			return nil
+		},
+	}
+	cmd.Flags().StringSliceVar(&brokers, "brokers", []string{"127.0.0.1:9092"}, "bootstrap brokers (with --create)")
+	cmd.Flags().BoolVar(&create, "create", false, "create missing topics")
+	layout.register(cmd.Flags())
+	return cmd
+}

@@ -1,0 +1,221 @@
+package views
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// Producer produces one command and waits for its acknowledgement.
+type Producer interface {
+	ProduceSync(ctx context.Context, rs ...*kgo.Record) kgo.ProduceResults
+}
+
+// Server is the HTTP API of one instance. Safe for concurrent use.
+type Server struct {
+	// Names are the topic names commands go to.
+	Names topology.Names
+	// Limits are the command limits (default codecs.DefaultLimits()).
+	Limits codecs.Limits
+	// Producer sends commands (required).
+	Producer Producer
+	// Ready reports readiness for /readyz (nil: always ready).
+	Ready func() error
+	// Gatherer serves /metrics (nil: no /metrics).
+	Gatherer prometheus.Gatherer
+	// Token, when set, is required as "Authorization: Bearer <token>" on /v1.
+	Token string
+	// Timeout bounds producing one command (default 10s).
+	Timeout time.Duration
+}
+
+// maxBody is the largest request body: the payload limit plus room for the
+// rest of the definition.
+func (s *Server) maxBody() int64 { return int64(s.limits().MaxPayload) + 16<<10 }
+
+func (s *Server) limits() codecs.Limits {
+	if s.Limits == (codecs.Limits{}) {
+		return codecs.DefaultLimits()
+	}
+	return s.Limits
+}
+
+// Handler returns the routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("PUT /v1/jobs/{id}", s.auth(s.putJob))
+	mux.HandleFunc("DELETE /v1/jobs/{id}", s.auth(s.op(codecs.OpDelete)))
+	mux.HandleFunc("POST /v1/jobs/{id}/pause", s.auth(s.op(codecs.OpPause)))
+	mux.HandleFunc("POST /v1/jobs/{id}/resume", s.auth(s.op(codecs.OpResume)))
+	mux.HandleFunc("POST /v1/jobs/{id}/fire", s.auth(s.fire))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
+	mux.HandleFunc("GET /readyz", s.readyz)
+	if s.Gatherer != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{}))
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeProblem(w, http.StatusNotFound, "not_found", "", "no route "+r.Method+" "+r.URL.Path)
+	})
+	return mux
+}
+
+func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
+	if s.Token == "" {
+		return h
+	}
+	want := []byte("Bearer " + s.Token)
+	return func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="chronos"`)
+			writeProblem(w, http.StatusUnauthorized, "unauthorized", "", "a valid bearer token is required")
+			return
+		}
+		h(w, r)
+	}
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if s.Ready != nil {
+		if err := s.Ready(); err != nil {
+			writeProblem(w, http.StatusServiceUnavailable, "not_ready", "", err.Error())
+			return
+		}
+	}
+	writeJSON(w, 200, map[string]string{"status": "ready"})
+}
+
+// readBody reads a JSON body within the size limit; empty is allowed when optional.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, optional bool) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody()))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		writeProblem(w, http.StatusRequestEntityTooLarge, codecs.CodePayloadTooLarge, "", "request body over the limit")
+		return nil, false
+	case err != nil:
+		writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, "", "reading body: "+err.Error())
+		return nil, false
+	case len(bytes.TrimSpace(body)) == 0 && !optional:
+		writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, "", "empty body: send the job definition as JSON")
+		return nil, false
+	}
+	if ct := r.Header.Get("Content-Type"); len(body) > 0 && ct != "" && !strings.HasPrefix(ct, "application/json") {
+		writeProblem(w, http.StatusUnsupportedMediaType, codecs.CodeMalformed, "", "Content-Type must be application/json")
+		return nil, false
+	}
+	return body, true
+}
+
+func (s *Server) putJob(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	body, ok := s.readBody(w, r, false)
+	if !ok {
+		return
+	}
+	var def codecs.JobDef
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&def); err != nil {
+		writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, "", "job definition: "+err.Error())
+		return
+	}
+	if dec.More() {
+		writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, "", "trailing data after the job definition")
+		return
+	}
+	s.send(w, r, codecs.CommandMsg{Op: codecs.OpPut, ID: id, Job: &def})
+}
+
+func (s *Server) op(op string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.send(w, r, codecs.CommandMsg{Op: op, ID: r.PathValue("id")})
+	}
+}
+
+// fireBody is the optional body of POST /v1/jobs/{id}/fire.
+type fireBody struct {
+	TriggerID string          `json:"trigger_id,omitempty"`
+	Payload   json.RawMessage `json:"payload,omitempty"`
+}
+
+func (s *Server) fire(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r, true)
+	if !ok {
+		return
+	}
+	var fb fireBody
+	if len(bytes.TrimSpace(body)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&fb); err != nil {
+			writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, "", "fire body: "+err.Error())
+			return
+		}
+	}
+	if fb.TriggerID == "" {
+		fb.TriggerID = NewTriggerID()
+	}
+	s.send(w, r, codecs.CommandMsg{Op: codecs.OpFire, ID: r.PathValue("id"), TriggerID: fb.TriggerID, Payload: fb.Payload})
+}
+
+// NewTriggerID returns a random trigger id ("t-" and 16 hex digits).
+func NewTriggerID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "t-" + hex.EncodeToString(b)
+}
+
+// Accepted is the answer to a command: it was validated and written to
+// chronos-jobs; the scheduler applies it asynchronously.
+type Accepted struct {
+	ID        string `json:"id"`
+	Op        string `json:"op"`
+	TriggerID string `json:"trigger_id,omitempty"`
+	FireID    string `json:"fire_id,omitempty"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+}
+
+// send validates a command exactly as the scheduler will, then produces it.
+func (s *Server) send(w http.ResponseWriter, r *http.Request, m codecs.CommandMsg) {
+	value, err := codecs.EncodeCommand(m)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if _, err := codecs.DecodeCommand([]byte(m.ID), value, s.limits()); err != nil {
+		writeError(w, err)
+		return
+	}
+	timeout := s.Timeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), timeout)
+	defer cancel()
+	rec := &kgo.Record{Topic: string(s.Names.Jobs()), Key: []byte(m.ID), Value: value}
+	if err := s.Producer.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		writeProblem(w, http.StatusServiceUnavailable, "kafka_unavailable", "", "producing the command: "+err.Error())
+		return
+	}
+	a := Accepted{ID: m.ID, Op: m.Op, TriggerID: m.TriggerID, Partition: rec.Partition, Offset: rec.Offset}
+	if m.Op == codecs.OpFire {
+		a.FireID = codecs.TriggeredFireID(m.ID, m.TriggerID)
+	}
+	writeJSON(w, http.StatusAccepted, a)
+}
