@@ -72,7 +72,9 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 	if err := errors.Join(cfg.Kafka.Validate(), cfg.Layout.Validate()); err != nil {
 		return nil, err
 	}
-	cl, err := cfg.Kafka.NewKgo(kgo.RecordDeliveryTimeout(2 * time.Minute))
+	// No linger on this client: the fan-out hands over a whole chunk at once
+	// and waits for its acks, so waiting for more records only adds delay.
+	cl, err := cfg.Kafka.NewKgo(kgo.RecordDeliveryTimeout(2*time.Minute), kgo.ProducerLinger(0))
 	if err != nil {
 		return nil, err
 	}

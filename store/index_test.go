@@ -445,3 +445,20 @@ func TestReopenKeepsTableOffsetAndIndexes(t *testing.T) {
 	require.True(t, at(999).Equal(upTo))
 	checkConsistent(t, s)
 }
+
+func TestIndexVersionChangeRebuildsOnOpen(t *testing.T) {
+	t.Parallel()
+	s := newMemStore(t, Options{Indexer: testIndexer})
+	for i := 0; i < 20; i++ {
+		require.NoError(t, s.Set(keyN(i), val(at(i), "b")))
+	}
+	want := dumpIndexes(t, s)
+	// An older index format: stale entries that the rebuild must drop.
+	require.NoError(t, s.db.Set(metaKey(metaVersion), []byte("0"), nil))
+	require.NoError(t, s.db.Set(dueKey(nanos(at(1)), "stale"), nil, nil))
+	s = reopen(t, s)
+	require.Equal(t, want, dumpIndexes(t, s))
+	v, err := s.getRaw(metaKey(metaVersion))
+	require.NoError(t, err)
+	require.Equal(t, indexVersion, string(v))
+}

@@ -35,6 +35,8 @@ type Indexer func(r Reader, key string, value []byte) (Entry, error)
 type Options struct {
 	// Indexer derives index entries in Set and RebuildIndexes. nil: Set keeps
 	// no indexes (Delete and ApplyMoves still maintain existing entries).
+	// Open rebuilds the indexes only after an index-format change or an
+	// interrupted rebuild; after changing the Indexer call RebuildIndexes.
 	Indexer Indexer
 	// Sync fsyncs every write. Default false: writes use pebble.NoSync.
 	// Every write is still one atomic WAL record, so after any crash the DB
@@ -78,6 +80,7 @@ type Store struct {
 	closed bool
 
 	wmu sync.Mutex // serializes read-modify-write index maintenance
+	buf []byte     // scratch for index keys; guarded by wmu
 
 	offset    atomic.Int64
 	recovered atomic.Bool
@@ -225,7 +228,7 @@ func (s *Store) commitOffsetsDuringRecovery() {
 				return
 			}
 			if off := s.offset.Load(); off != 0 {
-				if err := s.putOffset(off); err != nil {
+				if err := s.putOffset(off); err != nil && !errors.Is(err, ErrClosed) {
 					s.logf("store %s: committing offset: %v", s.dir, err)
 				}
 			}
@@ -363,7 +366,7 @@ func (s *Store) Set(key string, value []byte) error {
 	if err := b.Set(tableKey(key), value, nil); err != nil {
 		return err
 	}
-	if err := updateIndex(b, key, old, entryRev(e)); err != nil {
+	if s.buf, err = updateIndex(b, s.buf, key, old, entryRev(e)); err != nil {
 		return err
 	}
 	if err := b.Commit(s.wo); err != nil {
@@ -390,7 +393,7 @@ func (s *Store) Delete(key string) error {
 	if err := b.Delete(tableKey(key), nil); err != nil {
 		return err
 	}
-	if err := updateIndex(b, key, old, rev{}); err != nil {
+	if s.buf, err = updateIndex(b, s.buf, key, old, rev{}); err != nil {
 		return err
 	}
 	if err := b.Commit(s.wo); err != nil {

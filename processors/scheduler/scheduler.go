@@ -173,6 +173,10 @@ func (s *Scheduler) StorageBuilder() storage.Builder {
 			return nil, fmt.Errorf("scheduler: partition %d outside 0..%d", partition, s.cfg.Layout.Partitions-1)
 		}
 		opts := s.cfg.Store
+		if opts.Logger == nil {
+			log := s.cfg.Logger.With("partition", partition)
+			opts.Logger = func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }
+		}
 		opts.Indexer = s.indexer(s.shardKeys[partition])
 		st := store.New(filepath.Join(s.cfg.DataDir, topic, strconv.Itoa(int(partition))), opts)
 		return &registered{Store: st, s: s, p: partition}, nil
