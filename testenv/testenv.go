@@ -95,8 +95,18 @@ func (e *Env) Config() processors.Config {
 		Logger: slog.New(slog.NewTextHandler(testWriter{e.T}, &slog.HandlerOptions{Level: logLevel()}))}
 }
 
-// Start runs an instance until the test ends and waits until it is ready.
-func (e *Env) Start(cfg processors.Config) *processors.System {
+// Instance is a running Chronos instance of a test.
+type Instance struct {
+	*processors.System
+	stop func()
+}
+
+// Stop stops the instance and waits for it (a clean shutdown). Idempotent.
+func (i *Instance) Stop() { i.stop() }
+
+// Start runs an instance until the test ends (or Stop) and waits until it
+// is ready.
+func (e *Env) Start(cfg processors.Config) *Instance {
 	e.T.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	sys, err := processors.New(ctx, cfg)
@@ -106,12 +116,16 @@ func (e *Env) Start(cfg processors.Config) *processors.System {
 		defer close(done)
 		_ = sys.Run(ctx)
 	}()
-	e.T.Cleanup(func() {
-		cancel()
-		<-done
-	})
+	var once sync.Once
+	inst := &Instance{System: sys, stop: func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}}
+	e.T.Cleanup(inst.Stop)
 	Eventually(e.T, 60*time.Second, func() error { return sys.Ready() })
-	return sys
+	return inst
 }
 
 // Produce writes one record with the given timestamp and waits for the ack.
