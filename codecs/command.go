@@ -77,8 +77,8 @@ func DecodeCommand(key, value []byte, lim Limits) (Command, error) {
 		}
 		c.Job = j
 	case OpFire:
-		if len(m.TriggerID) > MaxIDLen {
-			return Command{}, errorf(CodeInvalidField, "trigger_id", "trigger id is %d bytes, the limit is %d", len(m.TriggerID), MaxIDLen)
+		if err := validateTriggerID(m.TriggerID); err != nil {
+			return Command{}, err
 		}
 		p, err := compactPayload(m.Payload, lim)
 		if err != nil {
@@ -93,7 +93,11 @@ func DecodeCommand(key, value []byte, lim Limits) (Command, error) {
 		return Command{}, errorf(CodeUnknownField, "job", "only put takes a job definition")
 	}
 	if m.Op != OpFire && (m.TriggerID != "" || len(m.Payload) > 0) {
-		return Command{}, errorf(CodeUnknownField, "payload", "only fire takes trigger_id and payload")
+		field := "payload"
+		if m.TriggerID != "" {
+			field = "trigger_id"
+		}
+		return Command{}, errorf(CodeUnknownField, field, "only fire takes trigger_id and payload")
 	}
 	return c, nil
 }

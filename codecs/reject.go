@@ -2,6 +2,7 @@ package codecs
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -40,4 +41,16 @@ func DecodeReject(b []byte) (Reject, error) {
 		return Reject{}, jsonError(err)
 	}
 	return r, nil
+}
+
+// RejectOf builds the reject record of an input that failed with err: the
+// code, field and reason of a *Error, or CodeMalformed and err's text.
+func RejectOf(err error, topic string, partition int32, offset int64, key, value []byte, at time.Time) Reject {
+	r := Reject{Code: CodeMalformed, Reason: err.Error(), Topic: topic, Partition: partition, Offset: offset,
+		Key: key, Value: value, RejectedAt: at.UTC()}
+	var ce *Error
+	if errors.As(err, &ce) {
+		r.Code, r.Field, r.Reason = ce.Code, ce.Field, ce.Reason
+	}
+	return r
 }

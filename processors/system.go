@@ -1,5 +1,5 @@
 // Package processors runs the Chronos processor groups of one instance: the
-// scheduler group, the clock group and the clock ticker, each restarted with
+// scheduler group, the clock group, the router group and the clock ticker, each restarted with
 // backoff when it fails (goka processors stop on broker errors by design).
 package processors
 
@@ -20,6 +20,7 @@ import (
 	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/processors/clock"
+	"github.com/chronos-scheduler/chronos/processors/router"
 	"github.com/chronos-scheduler/chronos/processors/scheduler"
 	"github.com/chronos-scheduler/chronos/store"
 	"github.com/chronos-scheduler/chronos/topology"
@@ -53,6 +54,7 @@ type System struct {
 	cfg   Config
 	sched *scheduler.Scheduler
 	clock *clock.Clock
+	route *router.Router
 	kgo   *kgo.Client
 	log   *slog.Logger
 	mu    struct {
@@ -98,7 +100,12 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 		cl.Close()
 		return nil, err
 	}
-	s := &System{cfg: cfg, sched: sched, clock: clk, kgo: cl, log: cfg.Logger}
+	route, err := router.New(router.Config{Layout: cfg.Layout, Limits: cfg.Limits, Logger: cfg.Logger.With("group", "router")})
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	s := &System{cfg: cfg, sched: sched, clock: clk, route: route, kgo: cl, log: cfg.Logger}
 	s.mu.procs = make(map[goka.Group]*goka.Processor)
 	return s, nil
 }
@@ -139,6 +146,7 @@ func (s *System) Run(ctx context.Context) error {
 	}
 	run(s.sched.Group(), s.sched.Graph(), s.sched.Options()...)
 	run(s.cfg.Layout.ClockGroup(), s.clock.Graph())
+	run(s.cfg.Layout.RouterGroup(), s.route.Graph())
 	if !s.cfg.NoTicker {
 		host, _ := os.Hostname()
 		t := &clock.Ticker{Client: s.kgo, Topic: string(s.cfg.Layout.Clock()), Resolution: s.resolution(), Instance: host, Now: s.cfg.Now}
@@ -197,7 +205,7 @@ func (s *System) setProc(g goka.Group, p *goka.Processor) {
 func (s *System) Ready() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, g := range []goka.Group{s.sched.Group(), s.cfg.Layout.ClockGroup()} {
+	for _, g := range []goka.Group{s.sched.Group(), s.cfg.Layout.ClockGroup(), s.cfg.Layout.RouterGroup()} {
 		p := s.mu.procs[g]
 		if p == nil {
 			return fmt.Errorf("group %s is not running", g)

@@ -86,9 +86,8 @@ func (c *Clock) onTick(ctx goka.Context, msg any) {
 	tick, err := codecs.DecodeTick(raw)
 	if err != nil {
 		c.cfg.Logger.Warn("rejected clock tick", "offset", ctx.Offset(), "err", err)
-		ctx.Emit(c.cfg.Layout.Rejects(), ctx.Key(), codecs.EncodeReject(codecs.Reject{Code: codecs.CodeMalformed,
-			Reason: err.Error(), Topic: string(ctx.Topic()), Partition: ctx.Partition(), Offset: ctx.Offset(),
-			Key: []byte(ctx.Key()), Value: raw, RejectedAt: ctx.Timestamp().UTC()}))
+		ctx.Emit(c.cfg.Layout.Rejects(), ctx.Key(), codecs.EncodeReject(
+			codecs.RejectOf(err, string(ctx.Topic()), ctx.Partition(), ctx.Offset(), []byte(ctx.Key()), raw, ctx.Timestamp())))
 		return
 	}
 	t := tick.Time.Truncate(c.cfg.Resolution).UTC()

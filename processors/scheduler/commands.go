@@ -130,12 +130,7 @@ func (s *Scheduler) current(ctx goka.Context) (*codecs.JobRecord, error) {
 
 // reject writes the input to chronos-rejects with the reason.
 func (s *Scheduler) reject(ctx goka.Context, raw []byte, err error) {
-	r := codecs.Reject{Code: codecs.CodeMalformed, Reason: err.Error(), Topic: string(ctx.Topic()),
-		Partition: ctx.Partition(), Offset: ctx.Offset(), Key: []byte(ctx.Key()), Value: raw, RejectedAt: ctx.Timestamp().UTC()}
-	var ce *codecs.Error
-	if errors.As(err, &ce) {
-		r.Code, r.Field, r.Reason = ce.Code, ce.Field, ce.Reason
-	}
+	r := codecs.RejectOf(err, string(ctx.Topic()), ctx.Partition(), ctx.Offset(), []byte(ctx.Key()), raw, ctx.Timestamp())
 	s.cfg.Logger.Warn("rejected input", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "code", r.Code, "reason", r.Reason)
 	ctx.Emit(s.cfg.Layout.Rejects(), ctx.Key(), codecs.EncodeReject(r))
 	s.cfg.Metrics.rejected(r.Code)

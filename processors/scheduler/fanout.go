@@ -47,6 +47,10 @@ func (s *Scheduler) trigger(ctx goka.Context, tr codecs.ShardTrigger) {
 		if err := s.advance(ctx, tr); err != nil {
 			ctx.Fail(err)
 		}
+	case codecs.KindBucket:
+		if err := s.fireBucket(ctx, tr); err != nil {
+			ctx.Fail(err)
+		}
 	default:
 		s.reject(ctx, nil, &codecs.Error{Code: codecs.CodeUnknownOp, Field: "kind", Reason: "unsupported shard trigger " + tr.Kind})
 	}
@@ -79,6 +83,9 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 		due = due[:s.cfg.ChunkSize]
 	}
 	moves, err := s.fireChunk(ctx, st, due, tr.T)
+	if len(due) > 0 {
+		s.cfg.Metrics.fanout(len(due))
+	}
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ type Metrics struct {
 	delays   prometheus.Histogram
 	commands *prometheus.CounterVec
 	rejects  *prometheus.CounterVec
+	fanouts  prometheus.Histogram
 }
 
 // NewMetrics creates the scheduler metrics and registers them on reg.
@@ -30,11 +31,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Commands consumed from chronos-jobs, by op and result."}, []string{"op", "result"}),
 		rejects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_rejects_total",
 			Help: "Inputs written to chronos-rejects, by reason code."}, []string{"reason"}),
+		fanouts: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_fanout_jobs",
+			Help:    "Jobs fired per trigger callback (one chunk of an advance or a bucket trigger).",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 10)}),
 	}
 	for _, t := range []string{"schedule", "bucket", "manual"} {
 		m.fires.WithLabelValues(t)
 	}
-	reg.MustRegister(m.fires, m.missed, m.delays, m.commands, m.rejects)
+	reg.MustRegister(m.fires, m.missed, m.delays, m.commands, m.rejects, m.fanouts)
 	return m
 }
 
@@ -61,5 +65,11 @@ func (m *Metrics) command(op, result string) {
 func (m *Metrics) rejected(code string) {
 	if m != nil {
 		m.rejects.WithLabelValues(code).Inc()
+	}
+}
+
+func (m *Metrics) fanout(n int) {
+	if m != nil {
+		m.fanouts.Observe(float64(n))
 	}
 }

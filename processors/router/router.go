@@ -1,0 +1,73 @@
+// Package router is the router group: it consumes chronos-bucket-triggers
+// and sends "fire bucket B" to every partition of chronos-shard-triggers, so
+// each shard fires the active jobs of B from its bucket index.
+package router
+
+import (
+	"log/slog"
+
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/codec"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// Config configures the router group.
+type Config struct {
+	Layout topology.Layout
+	// Limits on trigger payloads (default codecs.DefaultLimits()).
+	Limits codecs.Limits
+	Logger *slog.Logger
+}
+
+// Router is the router group. Its callbacks are stateless; safe for
+// concurrent use.
+type Router struct {
+	cfg       Config
+	shardKeys []string
+}
+
+// New returns the router for cfg.
+func New(cfg Config) (*Router, error) {
+	if cfg.Limits == (codecs.Limits{}) {
+		cfg.Limits = codecs.DefaultLimits()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if err := cfg.Layout.Validate(); err != nil {
+		return nil, err
+	}
+	keys, err := topology.ShardKeys(cfg.Layout.Partitions)
+	if err != nil {
+		return nil, err
+	}
+	return &Router{cfg: cfg, shardKeys: keys}, nil
+}
+
+// Graph returns the router group graph.
+func (r *Router) Graph() *goka.GroupGraph {
+	n := r.cfg.Layout.Names
+	return goka.DefineGroup(n.RouterGroup(),
+		goka.Input(n.BucketTriggers(), new(codec.Bytes), r.onTrigger),
+		goka.Output(n.ShardTriggers(), new(codec.Bytes)),
+		goka.Output(n.Rejects(), new(codec.Bytes)),
+	)
+}
+
+func (r *Router) onTrigger(ctx goka.Context, msg any) {
+	raw, _ := msg.([]byte)
+	bt, err := codecs.DecodeBucketTrigger(raw, ctx.Partition(), ctx.Offset(), r.cfg.Limits)
+	if err != nil {
+		rj := codecs.RejectOf(err, string(ctx.Topic()), ctx.Partition(), ctx.Offset(), []byte(ctx.Key()), raw, ctx.Timestamp())
+		r.cfg.Logger.Warn("rejected bucket trigger", "offset", ctx.Offset(), "code", rj.Code, "reason", rj.Reason)
+		ctx.Emit(r.cfg.Layout.Rejects(), ctx.Key(), codecs.EncodeReject(rj))
+		return
+	}
+	msgOut := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindBucket, T: ctx.Timestamp().UTC(),
+		Bucket: bt.Bucket, TriggerID: bt.TriggerID, Payload: bt.Payload})
+	for _, k := range r.shardKeys {
+		ctx.Emit(r.cfg.Layout.ShardTriggers(), k, msgOut)
+	}
+}
