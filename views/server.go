@@ -8,8 +8,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -69,9 +71,33 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("GET /metrics", promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{}))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		// This catch-all also matches known paths with the wrong method,
+		// which deserve a 405 with Allow rather than a 404.
+		if allow := allowed(mux, r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeProblem(w, http.StatusMethodNotAllowed, "method_not_allowed", "",
+				r.Method+" "+r.URL.Path+" is not allowed; use "+strings.Join(allow, " or "))
+			return
+		}
 		writeProblem(w, http.StatusNotFound, "not_found", "", "no route "+r.Method+" "+r.URL.Path)
 	})
 	return mux
+}
+
+// allowed lists the methods with a route (other than the catch-all) for r's path.
+func allowed(mux *http.ServeMux, r *http.Request) []string {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodDelete} {
+		if m == r.Method {
+			continue
+		}
+		r2 := r.Clone(r.Context())
+		r2.Method = m
+		if _, pattern := mux.Handler(r2); pattern != "" && pattern != "/" {
+			allow = append(allow, m)
+		}
+	}
+	return allow
 }
 
 func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
@@ -128,14 +154,7 @@ func (s *Server) putJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var def codecs.JobDef
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&def); err != nil {
-		writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, "", "job definition: "+err.Error())
-		return
-	}
-	if dec.More() {
-		writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, "", "trailing data after the job definition")
+	if !decodeStrict(w, body, &def, "job definition") {
 		return
 	}
 	s.send(w, r, codecs.CommandMsg{Op: codecs.OpPut, ID: id, Job: &def})
@@ -145,6 +164,34 @@ func (s *Server) op(op string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.send(w, r, codecs.CommandMsg{Op: op, ID: r.PathValue("id")})
 	}
+}
+
+// decodeStrict decodes exactly one JSON value without unknown fields into v,
+// answering a problem naming the wrong field when it cannot.
+func decodeStrict(w http.ResponseWriter, body []byte, v any, what string) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te):
+		writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, te.Field,
+			fmt.Sprintf("%s: wrong type: %s cannot hold a JSON %s", what, te.Type, te.Value))
+		return false
+	case err != nil && strings.HasPrefix(err.Error(), "json: unknown field "):
+		field, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
+		writeProblem(w, http.StatusBadRequest, codecs.CodeUnknownField, field, what+": "+strings.TrimPrefix(err.Error(), "json: "))
+		return false
+	case err != nil:
+		writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, "", what+": "+err.Error())
+		return false
+	}
+	// dec.More() would miss a stray "}" or "]": require the end of input.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, "", "trailing data after the "+what)
+		return false
+	}
+	return true
 }
 
 // fireBody is the optional body of POST /v1/jobs/{id}/fire.
@@ -160,10 +207,7 @@ func (s *Server) fire(w http.ResponseWriter, r *http.Request) {
 	}
 	var fb fireBody
 	if len(bytes.TrimSpace(body)) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(body))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&fb); err != nil {
-			writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, "", "fire body: "+err.Error())
+		if !decodeStrict(w, body, &fb, "fire body") {
 			return
 		}
 	}

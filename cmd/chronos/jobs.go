@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -29,9 +28,9 @@ func (a *apiClient) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&a.token, "api-token", "", "bearer token for the API")
 }
 
-// do sends a request and prints the JSON answer; a problem answer becomes
-// an error with its detail and a non-zero exit.
-func (a *apiClient) do(method, path string, body []byte) error {
+// do sends a request and prints the JSON answer to out; a problem answer
+// becomes an error with its detail and a non-zero exit.
+func (a *apiClient) do(out io.Writer, method, path string, body []byte) error {
 	req, err := http.NewRequest(method, strings.TrimRight(a.base, "/")+path, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -47,19 +46,19 @@ func (a *apiClient) do(method, path string, body []byte) error {
 		return &exitError{code: 2, err: fmt.Errorf("cannot reach the API at %s (is `chronos dev` running?): %w", a.base, err)}
 	}
 	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
+	answer, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode >= 300 {
 		var p views.Problem
-		if json.Unmarshal(out, &p) == nil && p.Detail != "" {
+		if json.Unmarshal(answer, &p) == nil && p.Detail != "" {
 			msg := p.Detail
 			if p.Field != "" {
 				msg = p.Field + ": " + msg
 			}
 			return &exitError{code: 1, err: fmt.Errorf("rejected (%d %s): %s", resp.StatusCode, p.Code, msg)}
 		}
-		return &exitError{code: 1, err: fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(out))}
+		return &exitError{code: 1, err: fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(answer))}
 	}
-	_, _ = os.Stdout.Write(out)
+	_, _ = out.Write(answer)
 	return nil
 }
 
@@ -75,8 +74,8 @@ func newJobs() *cobra.Command {
 	} {
 		cmd.AddCommand(&cobra.Command{
 			Use: op.name + " ID", Short: op.short, Args: cobra.ExactArgs(1),
-			RunE: func(_ *cobra.Command, args []string) error {
-				return api.do(op.method, "/v1/jobs/"+url.PathEscape(args[0])+op.suffix, nil)
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return api.do(cmd.OutOrStdout(), op.method, "/v1/jobs/"+url.PathEscape(args[0])+op.suffix, nil)
 			},
 		})
 	}
@@ -91,7 +90,7 @@ func newJobsPut(api *apiClient) *cobra.Command {
 		Use:   "put ID (--cron EXPR | --every DUR | --at TIME)",
 		Short: "Create or replace a job",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			if payload != "" {
 				if !json.Valid([]byte(payload)) {
 					return &exitError{code: 1, err: errors.New("--payload is not valid JSON")}
@@ -102,7 +101,7 @@ func newJobsPut(api *apiClient) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return api.do(http.MethodPut, "/v1/jobs/"+url.PathEscape(args[0]), body)
+			return api.do(cmd.OutOrStdout(), http.MethodPut, "/v1/jobs/"+url.PathEscape(args[0]), body)
 		},
 	}
 	fs := cmd.Flags()
@@ -125,7 +124,7 @@ func newJobsFire(api *apiClient) *cobra.Command {
 		Use:   "fire ID",
 		Short: "Fire a job once now",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			body := map[string]any{}
 			if trigger != "" {
 				body["trigger_id"] = trigger
@@ -137,7 +136,7 @@ func newJobsFire(api *apiClient) *cobra.Command {
 				body["payload"] = json.RawMessage(payload)
 			}
 			b, _ := json.Marshal(body)
-			return api.do(http.MethodPost, "/v1/jobs/"+url.PathEscape(args[0])+"/fire", b)
+			return api.do(cmd.OutOrStdout(), http.MethodPost, "/v1/jobs/"+url.PathEscape(args[0])+"/fire", b)
 		},
 	}
 	cmd.Flags().StringVar(&payload, "payload", "", "JSON payload for this fire instead of the job's")

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"os/signal"
 	"syscall"
 	"time"
@@ -33,7 +33,7 @@ func newTail() *cobra.Command {
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
-			return tail(ctx, brokers, string(layout.layout().Dispatch()), count, beginning)
+			return tail(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), brokers, string(layout.layout().Dispatch()), count, beginning)
 		},
 	}
 	fs := cmd.Flags()
@@ -45,7 +45,7 @@ func newTail() *cobra.Command {
 	return cmd
 }
 
-func tail(ctx context.Context, brokers []string, topic string, count int, beginning bool) error {
+func tail(ctx context.Context, out, errOut io.Writer, brokers []string, topic string, count int, beginning bool) error {
 	start := kgo.NewOffset().AtEnd()
 	if beginning {
 		start = kgo.NewOffset().AtStart()
@@ -64,13 +64,13 @@ func tail(ctx context.Context, brokers []string, topic string, count int, beginn
 		}
 		for _, e := range fs.Errors() {
 			if !errors.Is(e.Err, context.Canceled) {
-				fmt.Fprintf(os.Stderr, "chronos tail: %s[%d]: %v\n", e.Topic, e.Partition, e.Err)
+				fmt.Fprintf(errOut, "chronos tail: %s[%d]: %v\n", e.Topic, e.Partition, e.Err)
 			}
 		}
 		it := fs.RecordIter()
 		for !it.Done() {
 			r := it.Next()
-			fmt.Printf("%s\n", r.Value)
+			fmt.Fprintf(out, "%s\n", r.Value)
 			if printed++; count > 0 && printed >= count {
 				return nil
 			}

@@ -37,7 +37,7 @@ func newTopics() *cobra.Command {
 					return err
 				}
 			}
-			fmt.Print(l.String())
+			fmt.Fprint(cmd.OutOrStdout(), l.String())
 			return nil
 		},
 	}

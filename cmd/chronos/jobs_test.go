@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/views"
+)
+
+// fakeProducer records what the API produces.
+type fakeProducer struct {
+	mu   sync.Mutex
+	recs []*kgo.Record
+}
+
+func (p *fakeProducer) ProduceSync(_ context.Context, rs ...*kgo.Record) kgo.ProduceResults {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	res := make(kgo.ProduceResults, 0, len(rs))
+	for _, r := range rs {
+		r.Offset = int64(len(p.recs))
+		p.recs = append(p.recs, r)
+		res = append(res, kgo.ProduceResult{Record: r})
+	}
+	return res
+}
+
+func (p *fakeProducer) records() []*kgo.Record {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]*kgo.Record(nil), p.recs...)
+}
+
+type testAPI struct {
+	url  string
+	prod *fakeProducer
+}
+
+// newAPI serves views.Server over a fake producer.
+func newAPI(t *testing.T, token string) *testAPI {
+	t.Helper()
+	prod := &fakeProducer{}
+	ts := httptest.NewServer((&views.Server{Producer: prod, Token: token}).Handler())
+	t.Cleanup(ts.Close)
+	return &testAPI{url: ts.URL, prod: prod}
+}
+
+func TestJobsCommands(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		args  []string
+		id    string
+		check func(t *testing.T, c codecs.Command, a views.Accepted)
+	}{
+		{"put cron", []string{"put", "nightly", "--cron", "0 3 * * *", "--tz", "Europe/Berlin", "--payload", `{"a": 1}`,
+			"--bucket", "b", "--misfire", "skip", "--misfire-grace", "2m"}, "nightly",
+			func(t *testing.T, c codecs.Command, _ views.Accepted) {
+				want, err := codecs.JobDef{Cron: "0 3 * * *", TZ: "Europe/Berlin", Payload: json.RawMessage(`{"a":1}`),
+					Bucket: "b", MisfirePolicy: "skip", MisfireGrace: "2m"}.Validate(codecs.DefaultLimits())
+				require.NoError(t, err)
+				require.Equal(t, codecs.OpPut, c.Op)
+				require.Equal(t, want, c.Job)
+			}},
+		{"put every", []string{"put", "a/b", "--every", "30s", "--start", "2026-01-01T00:00:00Z", "--end", "2027-01-01T00:00:00Z"}, "a/b",
+			func(t *testing.T, c codecs.Command, _ views.Accepted) {
+				require.Equal(t, codecs.OpPut, c.Op)
+				require.Equal(t, "30s", c.Job.Def().Every)
+				require.Equal(t, "2027-01-01T00:00:00Z", c.Job.Def().End)
+			}},
+		{"put at", []string{"put", "once", "--at", "2030-05-06T07:08:09Z"}, "once",
+			func(t *testing.T, c codecs.Command, _ views.Accepted) {
+				require.Equal(t, "2030-05-06T07:08:09Z", c.Job.Def().At)
+			}},
+		{"delete", []string{"delete", "j 1"}, "j 1",
+			func(t *testing.T, c codecs.Command, _ views.Accepted) { require.Equal(t, codecs.OpDelete, c.Op) }},
+		{"pause", []string{"pause", "j"}, "j",
+			func(t *testing.T, c codecs.Command, _ views.Accepted) { require.Equal(t, codecs.OpPause, c.Op) }},
+		{"resume", []string{"resume", "j"}, "j",
+			func(t *testing.T, c codecs.Command, _ views.Accepted) { require.Equal(t, codecs.OpResume, c.Op) }},
+		{"fire", []string{"fire", "j"}, "j",
+			func(t *testing.T, c codecs.Command, a views.Accepted) {
+				require.Equal(t, codecs.OpFire, c.Op)
+				require.Regexp(t, `^t-[0-9a-f]{16}$`, a.TriggerID)
+				require.Equal(t, "j@"+a.TriggerID, a.FireID)
+				require.Equal(t, a.TriggerID, c.TriggerID)
+				require.Nil(t, c.Payload)
+			}},
+		{"fire with trigger and payload", []string{"fire", "j", "--trigger-id", "x", "--payload", `{"b": [1]}`}, "j",
+			func(t *testing.T, c codecs.Command, a views.Accepted) {
+				require.Equal(t, "x", c.TriggerID)
+				require.Equal(t, "j@x", a.FireID)
+				require.Equal(t, []byte(`{"b":[1]}`), c.Payload)
+			}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			api := newAPI(t, "")
+			out, err := run(t, append([]string{"jobs", "--api", api.url + "/"}, tc.args...)...)
+			require.NoError(t, err)
+			var a views.Accepted
+			require.NoError(t, json.Unmarshal([]byte(out), &a), "output: %s", out)
+			require.Equal(t, tc.id, a.ID)
+
+			recs := api.prod.records()
+			require.Len(t, recs, 1)
+			require.Equal(t, tc.id, string(recs[0].Key))
+			require.Equal(t, "chronos-jobs", recs[0].Topic)
+			c, err := codecs.DecodeCommand(recs[0].Key, recs[0].Value, codecs.DefaultLimits())
+			require.NoError(t, err)
+			require.Equal(t, a.Op, c.Op)
+			tc.check(t, c, a)
+		})
+	}
+}
+
+func TestJobsErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		token string
+		args  []string
+		code  int
+		parts []string
+	}{
+		{"bad cron", "", []string{"put", "j", "--cron", "every day"}, 1, []string{"400", "invalid_schedule", "cron:"}},
+		{"no schedule", "", []string{"put", "j"}, 1, []string{"invalid_schedule", "exactly one of cron, every, at"}},
+		{"two schedules", "", []string{"put", "j", "--cron", "* * * * *", "--every", "1m"}, 1, []string{"invalid_schedule"}},
+		{"bad tz", "", []string{"put", "j", "--cron", "* * * * *", "--tz", "Nowhere/Land"}, 1, []string{"tz:", "Nowhere/Land"}},
+		{"put invalid payload", "", []string{"put", "j", "--every", "1m", "--payload", "{nope"}, 1, []string{"--payload is not valid JSON"}},
+		{"fire invalid payload", "", []string{"fire", "j", "--payload", "{nope"}, 1, []string{"--payload is not valid JSON"}},
+		{"reserved id", "", []string{"delete", "__chronos/3"}, 1, []string{"reserved_id", "id:"}},
+		{"missing token", "tok", []string{"pause", "j"}, 1, []string{"401", "unauthorized"}},
+		{"wrong token", "tok", []string{"pause", "j", "--api-token", "nope"}, 1, []string{"401", "unauthorized"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			api := newAPI(t, tc.token)
+			out, err := run(t, append([]string{"jobs", "--api", api.url}, tc.args...)...)
+			requireExit(t, err, tc.code, tc.parts...)
+			require.Empty(t, out)
+			require.Empty(t, api.prod.records())
+		})
+	}
+
+	t.Run("right token", func(t *testing.T) {
+		t.Parallel()
+		api := newAPI(t, "tok")
+		_, err := run(t, "jobs", "--api", api.url, "--api-token", "tok", "resume", "j")
+		require.NoError(t, err)
+		require.Len(t, api.prod.records(), 1)
+	})
+
+	t.Run("wrong arg count", func(t *testing.T) {
+		t.Parallel()
+		_, err := run(t, "jobs", "put", "--every", "1m")
+		require.Error(t, err)
+	})
+}
+
+func TestJobsUnreachable(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+
+	for _, args := range [][]string{
+		{"put", "j", "--every", "1m"},
+		{"delete", "j"},
+		{"fire", "j"},
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			t.Parallel()
+			_, err := run(t, append([]string{"jobs", "--api", "http://" + addr}, args...)...)
+			requireExit(t, err, 2, "cannot reach the API", addr)
+		})
+	}
+}

@@ -1,0 +1,262 @@
+package views
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/codec"
+
+	"github.com/chronos-scheduler/chronos/clients"
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/schedule"
+	"github.com/chronos-scheduler/chronos/store"
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// Jobs is a goka View over the scheduler's job table, kept in Pebble stores
+// (one per partition, with a bucket index) and up to date while it runs.
+// Safe for concurrent use.
+type Jobs struct {
+	view       *goka.View
+	partitions int32
+	shardKeys  []string
+	stores     store.Registry
+	schedules  *schedule.Cache
+}
+
+// NewJobs creates the view; Run keeps it up to date.
+func NewJobs(kafka clients.Config, layout topology.Layout, dataDir string, log *slog.Logger) (*Jobs, error) {
+	keys, err := topology.ShardKeys(layout.Partitions)
+	if err != nil {
+		return nil, err
+	}
+	j := &Jobs{partitions: layout.Partitions, shardKeys: keys, schedules: schedule.NewCache(10_000)}
+	builder := j.stores.Builder(dataDir, func(int32) store.Options {
+		return store.Options{Indexer: bucketIndexer, Logger: func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }}
+	})
+	opts := append(kafka.GokaViewOptions(), goka.WithViewStorageBuilder(builder), goka.WithViewAutoReconnect())
+	j.view, err = goka.NewView(kafka.Brokers, layout.SchedulerTable(), new(codec.Bytes), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("views: %w", err)
+	}
+	return j, nil
+}
+
+// bucketIndexer indexes job records by bucket (the view keeps no due index).
+func bucketIndexer(_ store.Reader, _ string, value []byte) (store.Entry, error) {
+	rec, err := codecs.DecodeJobRecord(value)
+	if err != nil {
+		return store.Entry{}, nil
+	}
+	return store.Entry{Bucket: rec.Job.Bucket}, nil
+}
+
+// Run keeps the view up to date until ctx is done.
+func (j *Jobs) Run(ctx context.Context) error { return j.view.Run(ctx) }
+
+// Ready reports whether the view has caught up with the table.
+func (j *Jobs) Ready() error {
+	if !j.view.Recovered() {
+		return errors.New("job view is recovering")
+	}
+	return nil
+}
+
+// Job is the read model of one job.
+type Job struct {
+	ID        string        `json:"id"`
+	Version   uint64        `json:"version"`
+	Status    string        `json:"status"`
+	Job       codecs.JobDef `json:"job"`
+	CreatedAt time.Time     `json:"created_at"`
+	UpdatedAt time.Time     `json:"updated_at"`
+	// NextFires are the next (up to 5) scheduled fires; empty unless active.
+	NextFires []time.Time `json:"next_fires"`
+	// LastFire is the latest scheduled fire the job's shard has passed.
+	LastFire *LastFire `json:"last_fire,omitempty"`
+}
+
+// LastFire is a job's latest scheduled fire.
+type LastFire struct {
+	ScheduledAt time.Time `json:"scheduled_at"`
+	FireID      string    `json:"fire_id"`
+}
+
+// ErrNotFound is returned by Get for an unknown job.
+var ErrNotFound = errors.New("views: no such job")
+
+// Get returns a job's read model.
+func (j *Jobs) Get(id string) (*Job, error) {
+	rec, err := j.record(id)
+	if err != nil {
+		return nil, err
+	}
+	return j.readModel(id, rec)
+}
+
+// Version returns a job's version (0 if it does not exist).
+func (j *Jobs) Version(id string) (uint64, error) {
+	rec, err := j.record(id)
+	if errors.Is(err, ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return rec.Version, nil
+}
+
+func (j *Jobs) record(id string) (*codecs.JobRecord, error) {
+	if strings.HasPrefix(id, topology.ShardKeyPrefix) {
+		return nil, ErrNotFound
+	}
+	v, err := j.view.Get(id)
+	if err != nil {
+		return nil, fmt.Errorf("views: %w", err)
+	}
+	b, _ := v.([]byte)
+	if len(b) == 0 {
+		return nil, ErrNotFound
+	}
+	return codecs.DecodeJobRecord(b)
+}
+
+func (j *Jobs) readModel(id string, rec *codecs.JobRecord) (*Job, error) {
+	out := &Job{ID: id, Version: rec.Version, Status: rec.Status.String(), Job: rec.Job.Def(),
+		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt, NextFires: []time.Time{}}
+	sched, err := j.schedules.Get(rec.Job.Spec)
+	if err != nil {
+		return out, nil
+	}
+	w, err := j.watermark(topology.Partition(id, j.partitions))
+	if err != nil {
+		return nil, err
+	}
+	if last := schedule.Last(sched, rec.NotBefore, w, 100_000); !last.IsZero() {
+		out.LastFire = &LastFire{ScheduledAt: last, FireID: codecs.ScheduledFireID(id, last)}
+	}
+	if rec.Status == codecs.StatusActive {
+		from := w
+		if rec.NotBefore.After(from) {
+			from = rec.NotBefore
+		}
+		out.NextFires = schedule.NextN(sched, from, 5)
+	}
+	return out, nil
+}
+
+func (j *Jobs) watermark(p int32) (time.Time, error) {
+	v, err := j.view.Get(j.shardKeys[p])
+	if err != nil {
+		return time.Time{}, fmt.Errorf("views: %w", err)
+	}
+	b, _ := v.([]byte)
+	rec, err := codecs.DecodeShardRecord(b)
+	return rec.Watermark, err
+}
+
+// Summary is one row of a job listing.
+type Summary struct {
+	ID      string `json:"id"`
+	Version uint64 `json:"version"`
+	Status  string `json:"status"`
+	Bucket  string `json:"bucket,omitempty"`
+}
+
+// List returns up to limit jobs, all or one bucket's, in a stable order
+// (partition, then id), after the opaque cursor; the returned cursor is ""
+// at the end.
+func (j *Jobs) List(bucket, cursor string, limit int) ([]Summary, string, error) {
+	p, after, err := decodeCursor(cursor, j.partitions)
+	if err != nil {
+		return nil, "", err
+	}
+	out := []Summary{}
+	for ; p < j.partitions && len(out) < limit; p, after = p+1, "" {
+		st := j.stores.Get(p)
+		if st == nil {
+			return nil, "", fmt.Errorf("views: partition %d is not open", p)
+		}
+		keys, err := j.keys(st, bucket, after, limit-len(out)+1)
+		if err != nil {
+			return nil, "", err
+		}
+		for i, k := range keys {
+			if len(out) == limit {
+				return out, encodeCursor(p, keys[i-1]), nil
+			}
+			if s, ok := j.summary(st, k); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	if len(out) == limit && p < j.partitions {
+		return out, encodeCursor(p-1, out[len(out)-1].ID), nil
+	}
+	return out, "", nil
+}
+
+func (j *Jobs) keys(st *store.Store, bucket, after string, limit int) ([]string, error) {
+	if bucket != "" {
+		return st.BucketKeys(bucket, after, limit)
+	}
+	it, err := st.Iterator()
+	if err != nil {
+		return nil, err
+	}
+	defer it.Release()
+	var keys []string
+	ok := it.Next()
+	if after != "" {
+		ok = it.Seek([]byte(after))
+	}
+	for ; ok && len(keys) < limit; ok = it.Next() {
+		k := string(it.Key())
+		if k == after || strings.HasPrefix(k, topology.ShardKeyPrefix) {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	return keys, it.Err()
+}
+
+func (j *Jobs) summary(st *store.Store, id string) (Summary, bool) {
+	v, err := st.Get(id)
+	if err != nil || len(v) == 0 {
+		return Summary{}, false
+	}
+	rec, err := codecs.DecodeJobRecord(v)
+	if err != nil {
+		return Summary{}, false
+	}
+	return Summary{ID: id, Version: rec.Version, Status: rec.Status.String(), Bucket: rec.Job.Bucket}, true
+}
+
+func encodeCursor(p int32, after string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.Itoa(int(p)) + "/" + after))
+}
+
+func decodeCursor(c string, partitions int32) (int32, string, error) {
+	if c == "" {
+		return 0, "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return 0, "", errBadCursor
+	}
+	ps, after, ok := strings.Cut(string(b), "/")
+	p, err := strconv.Atoi(ps)
+	if !ok || err != nil || p < 0 || int32(p) >= partitions {
+		return 0, "", errBadCursor
+	}
+	return int32(p), after, nil
+}
+
+var errBadCursor = errors.New("views: invalid cursor")
