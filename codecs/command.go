@@ -28,6 +28,10 @@ type CommandMsg struct {
 	Job       *JobDef         `json:"job,omitempty"`
 	TriggerID string          `json:"trigger_id,omitempty"`
 	Payload   json.RawMessage `json:"payload,omitempty"`
+	// IfVersion applies the command only if the job's current version is
+	// this (0: the job must not exist); otherwise it is rejected with
+	// version_conflict. Not allowed on fire.
+	IfVersion *uint64 `json:"if_version,omitempty"`
 }
 
 // Command is a validated command.
@@ -40,6 +44,8 @@ type Command struct {
 	TriggerID string
 	// Payload overrides the job's payload for one manual fire (nil: none).
 	Payload []byte
+	// IfVersion, when set, is the version the job must have.
+	IfVersion *uint64
 }
 
 // EncodeCommand marshals a command message; it sets V.
@@ -65,7 +71,10 @@ func DecodeCommand(key, value []byte, lim Limits) (Command, error) {
 	if err := ValidateID(id); err != nil {
 		return Command{}, err
 	}
-	c := Command{Op: m.Op, ID: id}
+	c := Command{Op: m.Op, ID: id, IfVersion: m.IfVersion}
+	if m.Op == OpFire && m.IfVersion != nil {
+		return Command{}, errorf(CodeUnknownField, "if_version", "fire does not take if_version")
+	}
 	switch m.Op {
 	case OpPut:
 		if m.Job == nil {

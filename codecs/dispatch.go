@@ -50,9 +50,9 @@ func AppendDispatch(dst []byte, d *Dispatch) []byte {
 	dst = appendString(dst, d.FireID)
 	dst = append(dst, `,"job_id":`...)
 	dst = appendString(dst, d.JobID)
-	dst = append(dst, `,"trigger":"`...)
-	dst = append(dst, d.Trigger...)
-	dst = append(dst, `","scheduled_at":"`...)
+	dst = append(dst, `,"trigger":`...)
+	dst = appendString(dst, d.Trigger)
+	dst = append(dst, `,"scheduled_at":"`...)
 	dst = d.ScheduledAt.UTC().AppendFormat(dst, time.RFC3339Nano)
 	dst = append(dst, `","fired_at":"`...)
 	dst = d.FiredAt.UTC().AppendFormat(dst, time.RFC3339Nano)
@@ -109,6 +109,10 @@ func appendString(dst []byte, s string) []byte {
 				dst = append(dst, '\\', 'r')
 			case '\t':
 				dst = append(dst, '\\', 't')
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
 			default:
 				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 			}

@@ -15,6 +15,7 @@ const (
 	CodeInvalidField    = "invalid_field"     // any other field wrong (bucket, misfire, payload)
 	CodePayloadTooLarge = "payload_too_large" // payload over the configured limit
 	CodeUnknownJob      = "unknown_job"       // pause/resume/fire of a job that does not exist
+	CodeVersionConflict = "version_conflict"  // if_version does not match the job's version
 )
 
 // Error is a decoding or validation error. Safe to copy.

@@ -139,9 +139,13 @@ func (d JobDef) spec() (schedule.Spec, error) {
 		if f.in == "" {
 			continue
 		}
-		if *f.out, err = time.Parse(time.RFC3339Nano, f.in); err != nil {
+		t, err := time.Parse(time.RFC3339Nano, f.in)
+		if err != nil {
 			return s, errorf(CodeInvalidSchedule, f.name, "not an RFC 3339 time (like 2026-01-02T15:04:05Z): %q", f.in)
 		}
+		// UTC, as stored and as Def writes it: the year range is checked
+		// on the UTC date, so every valid definition survives Def.
+		*f.out = t.UTC()
 	}
 	return s, nil
 }

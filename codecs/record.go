@@ -143,13 +143,20 @@ func appendBytes(w, p []byte) []byte {
 	return append(w, p...)
 }
 
-// appendTime writes 0 for the zero time, else 1 + unix nanoseconds.
+// appendTime writes 0 for the zero time, else 1 + unix nanoseconds, or, for
+// instants that int64 nanoseconds cannot hold (before 1678 or after 2262;
+// schedules accept years 1..9999), 2 + unix seconds + nanoseconds.
 func appendTime(w []byte, t time.Time) []byte {
 	if t.IsZero() {
 		return append(w, 0)
 	}
-	w = append(w, 1)
-	return binary.AppendVarint(w, t.UnixNano())
+	if ns := t.UnixNano(); time.Unix(0, ns).Equal(t) {
+		w = append(w, 1)
+		return binary.AppendVarint(w, ns)
+	}
+	w = append(w, 2)
+	w = binary.AppendVarint(w, t.Unix())
+	return binary.AppendUvarint(w, uint64(t.Nanosecond()))
 }
 
 type reader struct {
@@ -215,6 +222,15 @@ func (r *reader) time() time.Time {
 		return time.Time{}
 	case 1:
 		return time.Unix(0, r.varint()).UTC()
+	case 2:
+		sec, ns := r.varint(), r.uvarint()
+		if r.err == nil && ns >= 1e9 {
+			r.err = errors.New("bad nanoseconds")
+		}
+		if r.err != nil {
+			return time.Time{}
+		}
+		return time.Unix(sec, int64(ns)).UTC()
 	default:
 		if r.err == nil {
 			r.err = errors.New("bad time flag")

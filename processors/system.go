@@ -74,6 +74,13 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 	if err := errors.Join(cfg.Kafka.Validate(), cfg.Layout.Validate()); err != nil {
 		return nil, err
 	}
+	if cfg.Limits == (codecs.Limits{}) {
+		cfg.Limits = codecs.DefaultLimits()
+	}
+	if cfg.Limits.MaxPayload+4<<10 > cfg.Kafka.BatchBytes {
+		return nil, fmt.Errorf("processors: max payload %d bytes does not fit a dispatch event into batch bytes %d; raise --batch-bytes (and the broker's message.max.bytes)",
+			cfg.Limits.MaxPayload, cfg.Kafka.BatchBytes)
+	}
 	// No linger on this client: the fan-out hands over a whole chunk at once
 	// and waits for its acks, so waiting for more records only adds delay.
 	cl, err := cfg.Kafka.NewKgo(kgo.RecordDeliveryTimeout(2*time.Minute), kgo.ProducerLinger(0))

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -27,12 +28,29 @@ func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 		s.cfg.Metrics.command(cmd.Op, "rejected")
 		return
 	}
+	if cmd.IfVersion != nil {
+		var have uint64
+		if old != nil {
+			have = old.Version
+		}
+		if have != *cmd.IfVersion {
+			s.reject(ctx, raw, &codecs.Error{Code: codecs.CodeVersionConflict, Field: "if_version",
+				Reason: fmt.Sprintf("job %q is at version %d, not %d", cmd.ID, have, *cmd.IfVersion)})
+			s.cfg.Metrics.command(cmd.Op, "rejected")
+			return
+		}
+	}
 	ts := ctx.Timestamp().UTC()
 	switch cmd.Op {
 	case codecs.OpPut:
 		rec := &codecs.JobRecord{Status: codecs.StatusActive, Job: cmd.Job, NotBefore: ts, CreatedAt: ts, UpdatedAt: ts, Version: 1}
 		if old != nil {
 			rec.Version, rec.CreatedAt = old.Version+1, old.CreatedAt
+		}
+		if sched, err := s.schedules.Get(cmd.Job.Spec); err == nil && sched.Next(ts).IsZero() {
+			// A one-shot time or an end bound at or before the put: nothing
+			// will ever fire.
+			rec.Status = codecs.StatusCompleted
 		}
 		ctx.SetValue(codecs.EncodeJobRecord(rec))
 		s.owedSince(ctx, rec)

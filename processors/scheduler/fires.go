@@ -7,10 +7,15 @@ import (
 	"github.com/chronos-scheduler/chronos/schedule"
 )
 
-// maxSteps bounds the schedule steps one job may take in one advance, so a
-// job firing every second after a month of downtime cannot stall a shard.
-// Past it, counting stops and the job jumps to its first on-time fire.
+// maxSteps bounds the late fires one job walks in one advance, so a job
+// firing every second after a month of downtime cannot stall a shard: past
+// it, counting stops and the job jumps to its first on-time fire.
 const maxSteps = 100_000
+
+// maxFires bounds the fires one job dispatches in one advance (a huge
+// misfire grace on a fast schedule): past it, the job stays due at its
+// first undispatched fire and continues in the next chunk or advance.
+const maxFires = 10_000
 
 // Fire is one dispatch a job owes.
 type Fire struct {
@@ -33,27 +38,28 @@ func planFires(s schedule.Schedule, due, t time.Time, grace time.Duration, polic
 	p := Plan{Fires: buf[:0]}
 	var late int64
 	var lastLate time.Time
-	at, steps, jumped := due, 0, false
-	for !at.IsZero() && !at.After(t) {
-		if steps++; steps > maxSteps && !jumped {
-			// Too many to walk: count the rest as one and jump to the
-			// first on-time fire (late is then a lower bound).
-			jumped = true
+	at, steps := due, 0
+	for !at.IsZero() && !at.After(t) && len(p.Fires) < maxFires {
+		if t.Sub(at) <= grace {
+			p.Fires = append(p.Fires, Fire{At: at})
+			at = s.Next(at)
+			continue
+		}
+		if steps++; steps > maxSteps {
+			// Too many late fires to walk: count the rest as one (late is
+			// then a lower bound) and jump to the first on-time fire, which
+			// is after at because at is late.
 			late++
 			at = s.Next(t.Add(-grace - time.Nanosecond))
 			continue
 		}
-		if t.Sub(at) > grace {
-			late++
-			lastLate = at
-			if policy == codecs.MisfireFireAll {
-				p.Fires = append(p.Fires, Fire{At: at})
-				if len(p.Fires) > maxCatchUp {
-					p.Fires = p.Fires[1:]
-				}
-			}
-		} else {
+		late++
+		lastLate = at
+		if policy == codecs.MisfireFireAll {
 			p.Fires = append(p.Fires, Fire{At: at})
+			if len(p.Fires) > maxCatchUp {
+				p.Fires = p.Fires[1:]
+			}
 		}
 		at = s.Next(at)
 	}

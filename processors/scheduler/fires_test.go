@@ -95,3 +95,16 @@ func TestPlanFiresAfterVeryLongDowntimeIsBounded(t *testing.T) {
 	require.Equal(t, 6, onTime)
 	require.GreaterOrEqual(t, p.Missed, int64(maxSteps-1))
 }
+
+func TestPlanFiresHugeGraceIsBoundedAndMovesForward(t *testing.T) {
+	t.Parallel()
+	s, err := schedule.Parse(schedule.Spec{Every: time.Second})
+	require.NoError(t, err)
+	due := time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC)
+	now := due.Add(84 * time.Hour) // every fire is within a 7-day grace
+	p := planFires(s, due, now, 7*24*time.Hour, codecs.MisfireFireOnce, 100, nil)
+	require.Len(t, p.Fires, maxFires)
+	require.Equal(t, due, p.Fires[0].At)
+	require.Equal(t, due.Add(maxFires*time.Second), p.Next, "the job stays due at its first undispatched fire")
+	require.Zero(t, p.Missed)
+}

@@ -15,9 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path/filepath"
-	"strconv"
-	"sync"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -117,15 +114,12 @@ func (c Config) Validate() error {
 }
 
 // Scheduler is the scheduler group. Its callbacks run on goka's partition
-// goroutines; the store registry is guarded by mu.
+// goroutines; the store registry is safe for concurrent use.
 type Scheduler struct {
 	cfg       Config
 	shardKeys []string
 	schedules *schedule.Cache
-	mu        struct {
-		sync.Mutex
-		stores map[int32]*store.Store
-	}
+	stores    store.Registry
 }
 
 // New returns a scheduler for cfg.
@@ -139,7 +133,6 @@ func New(cfg Config) (*Scheduler, error) {
 		return nil, err
 	}
 	s := &Scheduler{cfg: cfg, shardKeys: keys, schedules: schedule.NewCache(100_000)}
-	s.mu.stores = make(map[int32]*store.Store)
 	return s, nil
 }
 
@@ -168,53 +161,21 @@ func (s *Scheduler) Options() []goka.ProcessorOption {
 // StorageBuilder returns the goka storage builder: one Pebble store per
 // partition with the scheduler's indexer, registered for the fan-out.
 func (s *Scheduler) StorageBuilder() storage.Builder {
-	return func(topic string, partition int32) (storage.Storage, error) {
-		if partition < 0 || partition >= s.cfg.Layout.Partitions {
-			return nil, fmt.Errorf("scheduler: partition %d outside 0..%d", partition, s.cfg.Layout.Partitions-1)
-		}
+	return s.stores.Builder(s.cfg.DataDir, func(partition int32) store.Options {
 		opts := s.cfg.Store
 		if opts.Logger == nil {
 			log := s.cfg.Logger.With("partition", partition)
 			opts.Logger = func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }
 		}
-		opts.Indexer = s.indexer(s.shardKeys[partition])
-		st := store.New(filepath.Join(s.cfg.DataDir, topic, strconv.Itoa(int(partition))), opts)
-		return &registered{Store: st, s: s, p: partition}, nil
-	}
-}
-
-// registered registers its store for the fan-out while it is open.
-type registered struct {
-	*store.Store
-	s *Scheduler
-	p int32
-}
-
-func (r *registered) Open() error {
-	if err := r.Store.Open(); err != nil {
-		return err
-	}
-	r.s.mu.Lock()
-	r.s.mu.stores[r.p] = r.Store
-	r.s.mu.Unlock()
-	return nil
-}
-
-func (r *registered) Close() error {
-	r.s.mu.Lock()
-	if r.s.mu.stores[r.p] == r.Store {
-		delete(r.s.mu.stores, r.p)
-	}
-	r.s.mu.Unlock()
-	return r.Store.Close()
+		if partition >= 0 && partition < int32(len(s.shardKeys)) {
+			opts.Indexer = s.indexer(s.shardKeys[partition])
+		}
+		return opts
+	})
 }
 
 // Store returns the open store of a partition, or nil.
-func (s *Scheduler) Store(p int32) *store.Store {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.mu.stores[p]
-}
+func (s *Scheduler) Store(p int32) *store.Store { return s.stores.Get(p) }
 
 // ShardKey returns the shard-trigger key of partition p.
 func (s *Scheduler) ShardKey(p int32) string { return s.shardKeys[p] }

@@ -1,0 +1,63 @@
+package codecs_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/schedule"
+)
+
+func BenchmarkAppendDispatch(b *testing.B) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	d := codecs.Dispatch{FireID: codecs.ScheduledFireID("tenant-42/report-daily", at), JobID: "tenant-42/report-daily",
+		Trigger: codecs.TriggerSchedule, ScheduledAt: at, FiredAt: at.Add(1234 * time.Microsecond), Missed: 0,
+		Bucket: "nightly", Payload: json.RawMessage(`{"report":"daily","format":"pdf","recipients":["a@example.com"]}`)}
+	dst := codecs.AppendDispatch(nil, &d)
+	b.SetBytes(int64(len(dst)))
+	b.ReportAllocs()
+	for b.Loop() {
+		dst = codecs.AppendDispatch(dst[:0], &d)
+	}
+}
+
+func BenchmarkDecodeCommand(b *testing.B) {
+	key := []byte("tenant-42/report-daily")
+	value := []byte(`{"v":1,"op":"put","job":{"cron":"0 9 * * 1-5","tz":"Europe/Berlin","payload":{"report":"daily","format":"pdf"},"bucket":"nightly","misfire_policy":"fire_once","misfire_grace":"5m"}}`)
+	lim := codecs.DefaultLimits()
+	b.SetBytes(int64(len(value)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := codecs.DecodeCommand(key, value, lim); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecodeJobRecord(b *testing.B) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	rec := codecs.EncodeJobRecord(&codecs.JobRecord{Version: 7, Status: codecs.StatusActive,
+		Job: codecs.Job{Spec: schedule.Spec{Cron: "0 9 * * 1-5", TZ: "Europe/Berlin"}, Payload: []byte(`{"report":"daily","format":"pdf"}`),
+			Bucket: "nightly", MisfirePolicy: codecs.MisfireFireOnce, MisfireGrace: 5 * time.Minute},
+		NotBefore: t0, CreatedAt: t0, UpdatedAt: t0})
+	b.SetBytes(int64(len(rec)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := codecs.DecodeJobRecord(rec); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEncodeJobRecord(b *testing.B) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := &codecs.JobRecord{Version: 7, Status: codecs.StatusActive,
+		Job: codecs.Job{Spec: schedule.Spec{Cron: "0 9 * * 1-5", TZ: "Europe/Berlin"}, Payload: []byte(`{"report":"daily","format":"pdf"}`),
+			Bucket: "nightly", MisfirePolicy: codecs.MisfireFireOnce, MisfireGrace: 5 * time.Minute},
+		NotBefore: t0, CreatedAt: t0, UpdatedAt: t0}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = codecs.EncodeJobRecord(r)
+	}
+}

@@ -1,0 +1,143 @@
+package codecs_test
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+)
+
+// FuzzDecodeCommand decodes arbitrary records. It must never panic, errors
+// must be *codecs.Error, and a decoded command re-encoded as a CommandMsg
+// (with Job.Def) must decode to an equal command.
+func FuzzDecodeCommand(f *testing.F) {
+	for _, s := range [][2]string{
+		{"j", `{"v":1,"op":"put","job":{"cron":"*/5 * * * *","tz":"Europe/Berlin","payload":{"a":[1,"<&>"]}}}`},
+		{"j", `{"v":1,"op":"put","job":{"every":"90m","bucket":"b","misfire_policy":"fire_all","misfire_grace":"0s","start":"2026-01-01T00:00:00+05:00"}}`},
+		{"j", `{"v":1,"op":"put","job":{"at":"2300-01-01T00:00:00.5Z"}}`},
+		{"j", `{"v":1,"op":"fire","trigger_id":"t","payload":"\u2028"}`},
+		{"j", `{"v":1,"op":"delete","id":"j"}`},
+		{"__chronos/x", `{"v":1,"op":"pause"}`},
+		{"j", `{"v":1,"op":"resume"} x`},
+	} {
+		f.Add([]byte(s[0]), []byte(s[1]))
+	}
+	lim := codecs.DefaultLimits()
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		c, err := codecs.DecodeCommand(key, value, lim)
+		if err != nil {
+			var e *codecs.Error
+			require.True(t, errors.As(err, &e), "%T %v", err, err)
+			require.NotEmpty(t, e.Code)
+			return
+		}
+		m := codecs.CommandMsg{Op: c.Op, ID: c.ID, TriggerID: c.TriggerID, Payload: c.Payload}
+		if c.Op == codecs.OpPut {
+			m.Job = ptr(c.Job.Def())
+		}
+		b, err := codecs.EncodeCommand(m)
+		require.NoError(t, err)
+		// json.Marshal HTML-escapes payloads, which can make them longer.
+		c2, err := codecs.DecodeCommand(key, b, codecs.Limits{MaxPayload: 1 << 30})
+		require.NoError(t, err, "re-encoded %s", b)
+		requireJSONEqual(t, c.Payload, c2.Payload)
+		requireJSONEqual(t, c.Job.Payload, c2.Job.Payload)
+		c.Payload, c2.Payload, c.Job.Payload, c2.Job.Payload = nil, nil, nil, nil
+		requireCommandEqual(t, c, c2)
+	})
+}
+
+// FuzzDecodeJobRecord decodes arbitrary table values. It must never panic,
+// and a decoded record must re-encode to bytes that decode to the same record.
+func FuzzDecodeJobRecord(f *testing.F) {
+	for _, r := range sampleRecords() {
+		f.Add(codecs.EncodeJobRecord(&r))
+	}
+	f.Add(codecs.EncodeShardRecord(codecs.ShardRecord{Watermark: time.Unix(1, 2)}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := codecs.DecodeJobRecord(b)
+		if err != nil {
+			require.Nil(t, r)
+			return
+		}
+		b2 := codecs.EncodeJobRecord(r)
+		r2, err := codecs.DecodeJobRecord(b2)
+		require.NoError(t, err)
+		require.Equal(t, r, r2)
+		require.Equal(t, b2, codecs.EncodeJobRecord(r2), "encoding is canonical")
+		_, _ = codecs.DecodeShardRecord(b)
+	})
+}
+
+// FuzzDecodeShardTrigger decodes arbitrary internal messages. It must never
+// panic, and a decoded message must re-encode (EncodeInternal) and decode
+// to the same message.
+func FuzzDecodeShardTrigger(f *testing.F) {
+	for _, s := range []string{
+		`{"kind":"advance","t":"2026-01-02T03:04:05Z"}`,
+		`{"kind":"advance","t":"2026-01-02T03:04:05.123+01:00","after_at":"2026-01-02T03:00:00Z","after_key":"j\n"}`,
+		`{"kind":"bucket","t":"2026-01-02T03:04:05Z","bucket":"b","trigger_id":"t","payload":{"a":"<"}}`,
+		`{"kind":"complete","t":"2026-01-02T03:04:05Z","version":18446744073709551615}`,
+		`{"kind":"advance","t":"9999-12-31T23:59:59-23:59"}`,
+		`{"kind":"retreat"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := codecs.DecodeShardTrigger(b)
+		_, _ = codecs.DecodeTick(b)
+		if err != nil {
+			var e *codecs.Error
+			require.True(t, errors.As(err, &e), "%T %v", err, err)
+			return
+		}
+		_ = s.String()
+		var enc []byte
+		require.NotPanics(t, func() { enc = codecs.EncodeInternal(s) })
+		s2, err := codecs.DecodeShardTrigger(enc)
+		require.NoError(t, err, "%s", enc)
+		requireJSONEqual(t, s.Payload, s2.Payload)
+		require.True(t, s.T.Equal(s2.T))
+		require.True(t, s.AfterAt.Equal(s2.AfterAt))
+		s.Payload, s2.Payload = nil, nil
+		s.T, s2.T, s.AfterAt, s2.AfterAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+		require.Equal(t, s, s2)
+	})
+}
+
+// FuzzAppendDispatch encodes arbitrary strings. The output must be valid
+// JSON, byte-identical to encoding/json's, and decode to the same strings
+// with invalid UTF-8 replaced by U+FFFD.
+func FuzzAppendDispatch(f *testing.F) {
+	f.Add("j@2026-01-02T03:04:05Z", "j", "schedule", "", "", int64(1767323045000000000), int64(1767323045000000001), int64(0))
+	f.Add("j@t", "j\"<>&\\", "bucket", "b\u2028\u2029", "t\x00\x1f\x7f", int64(-1), int64(0), int64(-5))
+	f.Add("\xff\xfe", "😀", "manual", "\xed\xa0\x80", "\b\f\n\r\t", int64(1<<62), int64(-1<<62), int64(1<<63-1))
+	f.Fuzz(func(t *testing.T, fireID, jobID, trigger, bucket, triggerID string, sched, fired, missed int64) {
+		d := codecs.Dispatch{V: codecs.DispatchVersion, FireID: fireID, JobID: jobID, Trigger: trigger,
+			ScheduledAt: time.Unix(0, sched).UTC(), FiredAt: time.Unix(0, fired).UTC(), Missed: missed,
+			Bucket: bucket, TriggerID: triggerID}
+		if missed%2 == 0 {
+			d.Payload = json.RawMessage(`{"k":[1,"v"]}`)
+		}
+		out := codecs.AppendDispatch([]byte("x"), &d)[1:]
+		require.True(t, json.Valid(out), "%s", out)
+		want, err := json.Marshal(d)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(out))
+		got, err := codecs.DecodeDispatch(out)
+		require.NoError(t, err)
+		require.Equal(t, fixUTF8(fireID), got.FireID)
+		require.Equal(t, fixUTF8(jobID), got.JobID)
+		require.Equal(t, fixUTF8(trigger), got.Trigger)
+		require.Equal(t, fixUTF8(bucket), got.Bucket)
+		require.Equal(t, fixUTF8(triggerID), got.TriggerID)
+		require.True(t, d.ScheduledAt.Equal(got.ScheduledAt))
+		require.True(t, d.FiredAt.Equal(got.FiredAt))
+		require.Equal(t, missed, got.Missed)
+		require.Equal(t, string(d.Payload), string(got.Payload))
+	})
+}

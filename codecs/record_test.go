@@ -1,0 +1,169 @@
+package codecs_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/schedule"
+)
+
+// normRecord returns r with every time in UTC (zero stays zero) and an
+// empty payload as nil, the form DecodeJobRecord returns.
+func normRecord(r codecs.JobRecord) codecs.JobRecord {
+	s := &r.Job.Spec
+	s.At, s.Start, s.End = utc(s.At), utc(s.Start), utc(s.End)
+	r.NotBefore, r.CreatedAt, r.UpdatedAt = utc(r.NotBefore), utc(r.CreatedAt), utc(r.UpdatedAt)
+	if len(r.Job.Payload) == 0 {
+		r.Job.Payload = nil
+	}
+	return r
+}
+
+func sampleRecords() []codecs.JobRecord {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	ny, _ := time.LoadLocation("America/New_York")
+	return []codecs.JobRecord{
+		{},
+		{Version: 1, Status: codecs.StatusActive, Job: codecs.Job{Spec: schedule.Spec{Cron: "*/5 * * * *"}, MisfirePolicy: codecs.MisfireFireOnce, MisfireGrace: time.Minute}},
+		{Version: 1<<64 - 1, Status: codecs.StatusPaused,
+			Job: codecs.Job{Spec: schedule.Spec{Cron: "0 9 * * 1-5", TZ: "Europe/Berlin", Start: t0, End: t0.Add(365 * 24 * time.Hour)},
+				Payload: []byte(`{"a":[1,2,3],"s":"ä😀"}`), Bucket: "nightly", MisfirePolicy: codecs.MisfireFireAll, MisfireGrace: 7 * 24 * time.Hour},
+			NotBefore: t0, CreatedAt: t0.Add(-time.Hour), UpdatedAt: t0.In(ny)},
+		{Version: 42, Status: codecs.StatusActive, Job: codecs.Job{Spec: schedule.Spec{Every: 90 * time.Second}, Payload: []byte{}, MisfirePolicy: codecs.MisfireSkip}},
+		{Version: 3, Status: codecs.StatusCompleted, Job: codecs.Job{Spec: schedule.Spec{At: t0.In(ny)}, Payload: []byte(`null`)}, NotBefore: time.Unix(0, 0)},
+		{Version: 5, Status: codecs.Status(200), Job: codecs.Job{Spec: schedule.Spec{Every: -time.Nanosecond, At: time.Unix(-1, 1)}, MisfireGrace: -1}},
+		// Instants outside the int64-nanosecond range (1678..2262) that
+		// schedules accept (years 1..9999).
+		{Version: 6, Status: codecs.StatusActive, Job: codecs.Job{Spec: schedule.Spec{At: time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC)}}},
+		{Version: 7, Status: codecs.StatusActive, Job: codecs.Job{Spec: schedule.Spec{Every: time.Hour,
+			Start: time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC), End: time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC)}}},
+		{Version: 8, Status: codecs.StatusActive, Job: codecs.Job{Spec: schedule.Spec{At: time.Date(1600, 6, 1, 0, 0, 0, 1, time.UTC)}},
+			NotBefore: time.Date(1677, 9, 21, 0, 12, 43, 145224191, time.UTC), CreatedAt: time.Date(2262, 4, 11, 23, 47, 16, 854775808, time.UTC)},
+	}
+}
+
+func TestJobRecordRoundTrip(t *testing.T) {
+	t.Parallel()
+	for i, r := range sampleRecords() {
+		b := codecs.EncodeJobRecord(&r)
+		require.False(t, codecs.IsShardRecord(b))
+		got, err := codecs.DecodeJobRecord(b)
+		require.NoError(t, err, "record %d", i)
+		require.Equal(t, normRecord(r), *got, "record %d", i)
+		// Re-encoding is stable.
+		require.Equal(t, b, codecs.EncodeJobRecord(got), "record %d", i)
+	}
+}
+
+func TestJobRecordPayloadAliasesInput(t *testing.T) {
+	t.Parallel()
+	r := codecs.JobRecord{Version: 1, Status: codecs.StatusActive, Job: codecs.Job{Spec: schedule.Spec{Every: time.Second}, Payload: []byte(`"abc"`)}}
+	b := codecs.EncodeJobRecord(&r)
+	got, err := codecs.DecodeJobRecord(b)
+	require.NoError(t, err)
+	require.Equal(t, len(got.Job.Payload), cap(got.Job.Payload), "payload must not be appendable into the rest of b")
+}
+
+func TestJobRecordTruncated(t *testing.T) {
+	t.Parallel()
+	for i, r := range sampleRecords() {
+		b := codecs.EncodeJobRecord(&r)
+		for n := 0; n < len(b); n++ {
+			require.NotPanics(t, func() {
+				got, err := codecs.DecodeJobRecord(b[:n:n])
+				require.Error(t, err, "record %d truncated to %d of %d bytes", i, n, len(b))
+				require.Nil(t, got)
+			})
+		}
+		// Trailing bytes are an error too.
+		_, err := codecs.DecodeJobRecord(append(b[:len(b):len(b)], 0))
+		require.ErrorContains(t, err, "trailing")
+	}
+}
+
+func TestDecodeJobRecordErrors(t *testing.T) {
+	t.Parallel()
+	valid := codecs.EncodeJobRecord(&codecs.JobRecord{Version: 1})
+	for _, tc := range []struct {
+		name   string
+		in     []byte
+		notJob bool
+	}{
+		{"nil", nil, true},
+		{"empty", []byte{}, true},
+		{"tag only", []byte{'J'}, true},
+		{"shard record", codecs.EncodeShardRecord(codecs.ShardRecord{Watermark: time.Unix(1, 0)}), true},
+		{"json", []byte(`{"v":1}`), true},
+		{"unknown format", append([]byte{'J', 2}, valid[2:]...), false},
+		{"bad time flag", func() []byte {
+			b := append([]byte(nil), valid...)
+			b[len(b)-1] = 9
+			return b
+		}(), false},
+		{"huge length", []byte{'J', 1, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, false},
+		{"varint overflow", []byte{'J', 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, false},
+	} {
+		got, err := codecs.DecodeJobRecord(tc.in)
+		require.Error(t, err, tc.name)
+		require.Nil(t, got, tc.name)
+		require.Equal(t, tc.notJob, errors.Is(err, codecs.ErrNotJob), "%s: %v", tc.name, err)
+	}
+}
+
+func TestShardRecord(t *testing.T) {
+	t.Parallel()
+	for _, w := range []time.Time{
+		{},
+		time.Unix(0, 0),
+		time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("", 7200)),
+		time.Date(2300, 1, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		b := codecs.EncodeShardRecord(codecs.ShardRecord{Watermark: w})
+		require.True(t, codecs.IsShardRecord(b))
+		_, err := codecs.DecodeJobRecord(b)
+		require.ErrorIs(t, err, codecs.ErrNotJob)
+		got, err := codecs.DecodeShardRecord(b)
+		require.NoError(t, err)
+		require.Equal(t, utc(w), got.Watermark)
+		for n := 1; n < len(b); n++ {
+			_, err := codecs.DecodeShardRecord(b[:n])
+			require.Error(t, err, "truncated to %d", n)
+		}
+		_, err = codecs.DecodeShardRecord(append(b, 0))
+		require.Error(t, err)
+	}
+	got, err := codecs.DecodeShardRecord(nil)
+	require.NoError(t, err)
+	require.Zero(t, got)
+	for _, bad := range [][]byte{{'J', 1, 0}, {'S', 2, 0}, {'S'}, {'S', 1, 7}} {
+		_, err := codecs.DecodeShardRecord(bad)
+		require.Error(t, err, "%q", bad)
+	}
+	require.False(t, codecs.IsShardRecord(nil))
+	require.False(t, codecs.IsShardRecord(codecs.EncodeJobRecord(&codecs.JobRecord{})))
+}
+
+func TestStatusString(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "active", codecs.StatusActive.String())
+	require.Equal(t, "paused", codecs.StatusPaused.String())
+	require.Equal(t, "completed", codecs.StatusCompleted.String())
+	require.Equal(t, "status(0)", codecs.Status(0).String())
+}
+
+// TestFarFutureJobSurvivesTable: a definition that validates must survive
+// the table encoding unchanged (schedules accept years 1..9999).
+func TestFarFutureJobSurvivesTable(t *testing.T) {
+	t.Parallel()
+	for _, at := range []string{"2300-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999Z", "0001-01-01T00:00:01Z", "1600-02-29T12:00:00+01:00"} {
+		j, err := codecs.JobDef{At: at}.Validate(codecs.DefaultLimits())
+		require.NoError(t, err, at)
+		got, err := codecs.DecodeJobRecord(codecs.EncodeJobRecord(&codecs.JobRecord{Version: 1, Status: codecs.StatusActive, Job: j}))
+		require.NoError(t, err)
+		require.True(t, j.Spec.At.Equal(got.Job.Spec.At), "%s came back as %s", at, got.Job.Spec.At)
+	}
+}
