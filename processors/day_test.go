@@ -24,7 +24,11 @@ func TestDayOfFiresMatchesOracle(t *testing.T) {
 	const partitions = 6
 	t0 := time.Date(2026, 3, 7, 12, 0, 0, 0, time.UTC)
 	t1 := t0.Add(24 * time.Hour)
-	jobs := dayJobs(t0, 2000)
+	n := 2000
+	if testing.Short() {
+		n = 500 // the race detector makes pebble and goka ~10x slower
+	}
+	jobs := dayJobs(t0, n)
 
 	want := map[string]int{}
 	for _, j := range jobs {
@@ -53,7 +57,7 @@ func TestDayOfFiresMatchesOracle(t *testing.T) {
 			Value: codecs.EncodeInternal(codecs.Tick{Time: at}), Timestamp: at})
 	}
 	require.NoError(t, env.Client.ProduceSync(t.Context(), ticks...).FirstErr())
-	dispatch.WaitLen(t, len(want), 5*time.Minute)
+	dispatch.WaitLen(t, len(want), 10*time.Minute)
 	env.WaitConsumed(string(env.Layout.ClockGroup()), string(env.Layout.Clock()), time.Minute)
 	env.WaitConsumed(string(env.Layout.SchedulerGroup()), string(env.Layout.ShardTriggers()), time.Minute)
 	env.WaitConsumed(string(env.Layout.SchedulerGroup()), string(env.Layout.SchedulerLoop()), time.Minute)
@@ -80,14 +84,14 @@ func dayJobs(t0 time.Time, n int) []dayJob {
 	zones := []string{"", "America/New_York", "Europe/Berlin", "Asia/Kolkata", "Australia/Lord_Howe", "America/New_York"}
 	crons := []string{"0 * * * *", "*/15 * * * *", "30 2 * * *", "0 2 * * *", "45 1 * * *", "0 9 * * 1-5",
 		"@daily", "@hourly", "15 */3 * * *", "0 0 * * 0", "*/5 2 * * *", "0 30 */2 * * *", "59 23 * * *", "0 3 7,8 3 *"}
-	everys := []string{"7m", "1h", "90s", "13m", "25m"}
+	everys := []string{"7m", "1h", "17m", "13m", "25m"}
 	var out []dayJob
 	for i := 0; i < n; i++ {
 		id := fmt.Sprintf("job-%04d", i)
 		d := codecs.JobDef{MisfireGrace: "10m"}
 		switch i % 10 {
 		case 0, 1:
-			d.Every = everys[i%len(everys)]
+			d.Every = everys[(i/10)%len(everys)]
 			d.Start = t0.Add(time.Duration(i%97) * time.Second).Format(time.RFC3339)
 		case 2:
 			d.At = t0.Add(time.Duration(i*37%(26*3600)-3600) * time.Second).Format(time.RFC3339)
