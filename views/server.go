@@ -44,6 +44,18 @@ type Server struct {
 	Token string
 	// Timeout bounds producing one command (default 10s).
 	Timeout time.Duration
+	// Jobs serves the read API and read-your-writes (nil: reads answer 503).
+	Jobs JobReader
+	// ReadYourWrites bounds how long PUT waits for the view to show the new
+	// version before answering 202 (default 3s).
+	ReadYourWrites time.Duration
+}
+
+// JobReader is the read side of the API (implemented by *Jobs).
+type JobReader interface {
+	Get(id string) (*Job, error)
+	Version(id string) (uint64, error)
+	List(bucket, cursor string, limit int) ([]Summary, string, error)
 }
 
 // maxBody is the largest request body: the payload limit plus room for the
@@ -60,7 +72,10 @@ func (s *Server) limits() codecs.Limits {
 // Handler returns the routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/jobs", s.auth(s.listJobs))
+	mux.HandleFunc("GET /v1/jobs/{id}", s.auth(s.getJob))
 	mux.HandleFunc("PUT /v1/jobs/{id}", s.auth(s.putJob))
+	mux.HandleFunc("POST /v1/buckets/{bucket}/trigger", s.auth(s.triggerBucket))
 	mux.HandleFunc("DELETE /v1/jobs/{id}", s.auth(s.op(codecs.OpDelete)))
 	mux.HandleFunc("POST /v1/jobs/{id}/pause", s.auth(s.op(codecs.OpPause)))
 	mux.HandleFunc("POST /v1/jobs/{id}/resume", s.auth(s.op(codecs.OpResume)))
@@ -157,7 +172,153 @@ func (s *Server) putJob(w http.ResponseWriter, r *http.Request) {
 	if !decodeStrict(w, body, &def, "job definition") {
 		return
 	}
-	s.send(w, r, codecs.CommandMsg{Op: codecs.OpPut, ID: id, Job: &def})
+	m := codecs.CommandMsg{Op: codecs.OpPut, ID: id, Job: &def}
+	var before uint64
+	if s.Jobs != nil {
+		v, err := s.Jobs.Version(id)
+		if err != nil {
+			writeProblem(w, http.StatusServiceUnavailable, "view_unavailable", "", err.Error())
+			return
+		}
+		before = v
+	}
+	if im := r.Header.Get("If-Match"); im != "" {
+		want, err := strconv.ParseUint(strings.Trim(im, `"W/`), 10, 64)
+		if err != nil {
+			writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, "If-Match", "If-Match must be a job version, like \"3\"")
+			return
+		}
+		if s.Jobs != nil && want != before {
+			writeProblem(w, http.StatusPreconditionFailed, codecs.CodeVersionConflict, "If-Match",
+				fmt.Sprintf("job %q is at version %d", id, before))
+			return
+		}
+		m.IfVersion = &want
+	}
+	a, ok := s.produce(w, r, m)
+	if !ok {
+		return
+	}
+	if job := s.awaitVersion(r.Context(), id, before); job != nil {
+		w.Header().Set("ETag", etag(job.Version))
+		writeJSON(w, http.StatusOK, job)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, a)
+}
+
+// awaitVersion waits (bounded) until the view shows a version of id newer
+// than before, and returns it; nil when the wait runs out.
+func (s *Server) awaitVersion(ctx context.Context, id string, before uint64) *Job {
+	if s.Jobs == nil {
+		return nil
+	}
+	wait := s.ReadYourWrites
+	if wait == 0 {
+		wait = 3 * time.Second
+	}
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if job, err := s.Jobs.Get(id); err == nil && job.Version > before {
+			return job
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+func etag(v uint64) string { return `"` + strconv.FormatUint(v, 10) + `"` }
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
+	if s.Jobs == nil {
+		writeProblem(w, http.StatusServiceUnavailable, "view_unavailable", "", "this instance serves no job view")
+		return
+	}
+	id := r.PathValue("id")
+	job, err := s.Jobs.Get(id)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		writeProblem(w, http.StatusNotFound, "not_found", "id", fmt.Sprintf("no job %q", id))
+	case err != nil:
+		writeProblem(w, http.StatusServiceUnavailable, "view_unavailable", "", err.Error())
+	default:
+		w.Header().Set("ETag", etag(job.Version))
+		writeJSON(w, http.StatusOK, job)
+	}
+}
+
+// JobList is the answer of GET /v1/jobs.
+type JobList struct {
+	Jobs       []Summary `json:"jobs"`
+	NextCursor string    `json:"next_cursor,omitempty"`
+}
+
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
+	if s.Jobs == nil {
+		writeProblem(w, http.StatusServiceUnavailable, "view_unavailable", "", "this instance serves no job view")
+		return
+	}
+	q := r.URL.Query()
+	for k := range q {
+		if k != "bucket" && k != "limit" && k != "cursor" {
+			writeProblem(w, http.StatusBadRequest, codecs.CodeUnknownField, k, "unknown query parameter "+strconv.Quote(k)+"; use bucket, limit, cursor")
+			return
+		}
+	}
+	limit := 100
+	if l := q.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 1000 {
+			writeProblem(w, http.StatusBadRequest, codecs.CodeInvalidField, "limit", "limit must be 1..1000")
+			return
+		}
+		limit = n
+	}
+	jobs, next, err := s.Jobs.List(q.Get("bucket"), q.Get("cursor"), limit)
+	switch {
+	case errors.Is(err, errBadCursor):
+		writeProblem(w, http.StatusBadRequest, codecs.CodeInvalidField, "cursor", "invalid cursor; pass back next_cursor unchanged")
+	case err != nil:
+		writeProblem(w, http.StatusServiceUnavailable, "view_unavailable", "", err.Error())
+	default:
+		writeJSON(w, http.StatusOK, JobList{Jobs: jobs, NextCursor: next})
+	}
+}
+
+// TriggerAccepted is the answer of POST /v1/buckets/{bucket}/trigger.
+type TriggerAccepted struct {
+	Bucket    string `json:"bucket"`
+	TriggerID string `json:"trigger_id"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+}
+
+func (s *Server) triggerBucket(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r, true)
+	if !ok {
+		return
+	}
+	var fb fireBody
+	if len(bytes.TrimSpace(body)) > 0 && !decodeStrict(w, body, &fb, "trigger body") {
+		return
+	}
+	if fb.TriggerID == "" {
+		fb.TriggerID = NewTriggerID()
+	}
+	bt := codecs.BucketTrigger{Bucket: r.PathValue("bucket"), TriggerID: fb.TriggerID, Payload: fb.Payload}
+	value, err := codecs.EncodeBucketTrigger(bt)
+	if err == nil {
+		_, err = codecs.DecodeBucketTrigger(value, 0, 0, s.limits())
+	}
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	rec := &kgo.Record{Topic: string(s.Names.BucketTriggers()), Key: []byte(bt.Bucket), Value: value}
+	if !s.produceRecord(w, r, rec) {
+		return
+	}
+	writeJSON(w, http.StatusAccepted, TriggerAccepted{Bucket: bt.Bucket, TriggerID: bt.TriggerID, Partition: rec.Partition, Offset: rec.Offset})
 }
 
 func (s *Server) op(op string) http.HandlerFunc {
@@ -235,31 +396,46 @@ type Accepted struct {
 	Offset    int64  `json:"offset"`
 }
 
-// send validates a command exactly as the scheduler will, then produces it.
+// send validates and produces a command and answers 202.
 func (s *Server) send(w http.ResponseWriter, r *http.Request, m codecs.CommandMsg) {
+	if a, ok := s.produce(w, r, m); ok {
+		writeJSON(w, http.StatusAccepted, a)
+	}
+}
+
+// produce validates a command exactly as the scheduler will, then produces
+// it; on failure it has answered with a problem.
+func (s *Server) produce(w http.ResponseWriter, r *http.Request, m codecs.CommandMsg) (Accepted, bool) {
 	value, err := codecs.EncodeCommand(m)
+	if err == nil {
+		_, err = codecs.DecodeCommand([]byte(m.ID), value, s.limits())
+	}
 	if err != nil {
 		writeError(w, err)
-		return
+		return Accepted{}, false
 	}
-	if _, err := codecs.DecodeCommand([]byte(m.ID), value, s.limits()); err != nil {
-		writeError(w, err)
-		return
+	rec := &kgo.Record{Topic: string(s.Names.Jobs()), Key: []byte(m.ID), Value: value}
+	if !s.produceRecord(w, r, rec) {
+		return Accepted{}, false
 	}
+	a := Accepted{ID: m.ID, Op: m.Op, TriggerID: m.TriggerID, Partition: rec.Partition, Offset: rec.Offset}
+	if m.Op == codecs.OpFire {
+		a.FireID = codecs.TriggeredFireID(m.ID, m.TriggerID)
+	}
+	return a, true
+}
+
+// produceRecord produces one record within the timeout.
+func (s *Server) produceRecord(w http.ResponseWriter, r *http.Request, rec *kgo.Record) bool {
 	timeout := s.Timeout
 	if timeout == 0 {
 		timeout = 10 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), timeout)
 	defer cancel()
-	rec := &kgo.Record{Topic: string(s.Names.Jobs()), Key: []byte(m.ID), Value: value}
 	if err := s.Producer.ProduceSync(ctx, rec).FirstErr(); err != nil {
-		writeProblem(w, http.StatusServiceUnavailable, "kafka_unavailable", "", "producing the command: "+err.Error())
-		return
+		writeProblem(w, http.StatusServiceUnavailable, "kafka_unavailable", "", "producing: "+err.Error())
+		return false
 	}
-	a := Accepted{ID: m.ID, Op: m.Op, TriggerID: m.TriggerID, Partition: rec.Partition, Offset: rec.Offset}
-	if m.Op == codecs.OpFire {
-		a.FireID = codecs.TriggeredFireID(m.ID, m.TriggerID)
-	}
-	writeJSON(w, http.StatusAccepted, a)
+	return true
 }

@@ -224,7 +224,7 @@ func TestMalformedRequestsProduceNothing(t *testing.T) {
 		{"unknown route", request{method: "GET", path: "/v1/nothing"}, 404, "not_found", ""},
 		{"unknown root route", request{method: "GET", path: "/favicon.ico"}, 404, "not_found", ""},
 		{"unknown job subroute", request{method: "POST", path: "/v1/jobs/x/explode"}, 404, "not_found", ""},
-		{"wrong method get job", request{method: "GET", path: "/v1/jobs/x"}, 405, "method_not_allowed", ""},
+		{"wrong method patch job", request{method: "PATCH", path: "/v1/jobs/x"}, 405, "method_not_allowed", ""},
 		{"wrong method post job", request{method: "POST", path: "/v1/jobs/x", body: `{"every":"1m"}`}, 405, "method_not_allowed", ""},
 		{"wrong method pause", request{method: "PUT", path: "/v1/jobs/x/pause"}, 405, "method_not_allowed", ""},
 		{"wrong method healthz", request{method: "DELETE", path: "/healthz"}, 405, "method_not_allowed", ""},
@@ -260,10 +260,10 @@ func TestMalformedRequestsProduceNothing(t *testing.T) {
 func TestMethodNotAllowedListsAllowedMethods(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
-	resp, b := f.do(t, request{method: "GET", path: "/v1/jobs/x"})
+	resp, b := f.do(t, request{method: "POST", path: "/v1/jobs/x"})
 	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "body: %s", b)
 	allow := strings.Split(resp.Header.Get("Allow"), ", ")
-	require.ElementsMatch(t, []string{"PUT", "DELETE"}, allow)
+	require.ElementsMatch(t, []string{"GET", "HEAD", "PUT", "DELETE"}, allow)
 
 	resp, b = f.do(t, request{method: "POST", path: "/healthz"})
 	require.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode, "body: %s", b)

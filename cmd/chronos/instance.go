@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -109,8 +110,13 @@ func (f *instanceFlags) serve(ctx context.Context, brokers []string, storeDir st
 	if err != nil {
 		return err
 	}
-	srv := &views.Server{Names: cfg.Layout.Names, Limits: cfg.Limits, Producer: sys.Client(), Ready: sys.Ready,
-		Gatherer: reg, Token: f.apiToken}
+	jobs, err := views.NewJobs(cfg.Kafka, cfg.Layout, filepath.Join(storeDir, "view"), log.With("component", "view"))
+	if err != nil {
+		return err
+	}
+	ready := func() error { return errors.Join(sys.Ready(), jobs.Ready()) }
+	srv := &views.Server{Names: cfg.Layout.Names, Limits: cfg.Limits, Producer: sys.Client(), Ready: ready,
+		Gatherer: reg, Token: f.apiToken, Jobs: jobs}
 	ln, err := net.Listen("tcp", f.httpAddr)
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
@@ -120,7 +126,12 @@ func (f *instanceFlags) serve(ctx context.Context, brokers []string, storeDir st
 	go func() { errc <- hs.Serve(ln) }()
 	log.Info("chronos is running", "brokers", strings.Join(brokers, ","), "http", "http://"+ln.Addr().String(),
 		"partitions", cfg.Layout.Partitions, "data_dir", storeDir)
+	viewDone := make(chan error, 1)
+	go func() { viewDone <- jobs.Run(ctx) }()
 	runErr := sys.Run(ctx)
+	if err := <-viewDone; err != nil && ctx.Err() == nil {
+		log.Error("job view stopped", "err", err)
+	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = hs.Shutdown(shutdown)

@@ -31,9 +31,19 @@ func (a *apiClient) register(cmd *cobra.Command) {
 // do sends a request and prints the JSON answer to out; a problem answer
 // becomes an error with its detail and a non-zero exit.
 func (a *apiClient) do(out io.Writer, method, path string, body []byte) error {
-	req, err := http.NewRequest(method, strings.TrimRight(a.base, "/")+path, bytes.NewReader(body))
+	answer, err := a.call(method, path, body)
 	if err != nil {
 		return err
+	}
+	_, _ = out.Write(answer)
+	return nil
+}
+
+// call sends a request and returns the answer body of a success.
+func (a *apiClient) call(method, path string, body []byte) ([]byte, error) {
+	req, err := http.NewRequest(method, strings.TrimRight(a.base, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -43,7 +53,7 @@ func (a *apiClient) do(out io.Writer, method, path string, body []byte) error {
 	}
 	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("cannot reach the API at %s (is `chronos dev` running?): %w", a.base, err)}
+		return nil, &exitError{code: 2, err: fmt.Errorf("cannot reach the API at %s (is `chronos dev` running?): %w", a.base, err)}
 	}
 	defer resp.Body.Close()
 	answer, _ := io.ReadAll(resp.Body)
@@ -54,12 +64,11 @@ func (a *apiClient) do(out io.Writer, method, path string, body []byte) error {
 			if p.Field != "" {
 				msg = p.Field + ": " + msg
 			}
-			return &exitError{code: 1, err: fmt.Errorf("rejected (%d %s): %s", resp.StatusCode, p.Code, msg)}
+			return nil, &exitError{code: 1, err: fmt.Errorf("rejected (%d %s): %s", resp.StatusCode, p.Code, msg)}
 		}
-		return &exitError{code: 1, err: fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(answer))}
+		return nil, &exitError{code: 1, err: fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(answer))}
 	}
-	_, _ = out.Write(answer)
-	return nil
+	return answer, nil
 }
 
 func newJobs() *cobra.Command {
@@ -79,7 +88,7 @@ func newJobs() *cobra.Command {
 			},
 		})
 	}
-	cmd.AddCommand(newJobsFire(&api))
+	cmd.AddCommand(newJobsFire(&api), newJobsGet(&api), newJobsList(&api))
 	return cmd
 }
 

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chronos-scheduler/chronos/views"
+)
+
+func newJobsGet(api *apiClient) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "get ID",
+		Short: "Show a job: definition, status, version, next fires, last fire",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			answer, err := api.call(http.MethodGet, "/v1/jobs/"+url.PathEscape(args[0]), nil)
+			if err != nil || output == "json" {
+				if err == nil {
+					_, _ = cmd.OutOrStdout().Write(answer)
+				}
+				return err
+			}
+			var j views.Job
+			if err := json.Unmarshal(answer, &j); err != nil {
+				return err
+			}
+			printJob(cmd.OutOrStdout(), &j)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	return cmd
+}
+
+func printJob(out io.Writer, j *views.Job) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(w, "%s:\t%s\n", k, v)
+		}
+	}
+	row("id", j.ID)
+	row("status", j.Status)
+	row("version", fmt.Sprint(j.Version))
+	row("cron", j.Job.Cron)
+	row("every", j.Job.Every)
+	row("at", j.Job.At)
+	row("tz", j.Job.TZ)
+	row("start", j.Job.Start)
+	row("end", j.Job.End)
+	row("bucket", j.Job.Bucket)
+	row("misfire", j.Job.MisfirePolicy+" after "+j.Job.MisfireGrace)
+	row("payload", string(j.Job.Payload))
+	if j.LastFire != nil {
+		row("last fire", j.LastFire.ScheduledAt.Format(time.RFC3339)+"  ("+j.LastFire.FireID+")")
+	}
+	loc := time.UTC
+	if j.Job.TZ != "" {
+		if l, err := time.LoadLocation(j.Job.TZ); err == nil {
+			loc = l
+		}
+	}
+	for i, t := range j.NextFires {
+		k := ""
+		if i == 0 {
+			k = "next fires"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", pad(k), t.UTC().Format(time.RFC3339), t.In(loc).Format("2006-01-02 15:04:05 MST"))
+	}
+	_ = w.Flush()
+}
+
+func pad(k string) string {
+	if k == "" {
+		return ""
+	}
+	return k + ":"
+}
+
+func newJobsList(api *apiClient) *cobra.Command {
+	var (
+		bucket, output string
+		limit          int
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List jobs, all or one bucket's, across all partitions",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var all []views.Summary
+			cursor := ""
+			for {
+				q := url.Values{"limit": {"1000"}}
+				if bucket != "" {
+					q.Set("bucket", bucket)
+				}
+				if cursor != "" {
+					q.Set("cursor", cursor)
+				}
+				answer, err := api.call(http.MethodGet, "/v1/jobs?"+q.Encode(), nil)
+				if err != nil {
+					return err
+				}
+				var page views.JobList
+				if err := json.Unmarshal(answer, &page); err != nil {
+					return err
+				}
+				all = append(all, page.Jobs...)
+				if cursor = page.NextCursor; cursor == "" || (limit > 0 && len(all) >= limit) {
+					break
+				}
+			}
+			if limit > 0 && len(all) > limit {
+				all = all[:limit]
+			}
+			return printList(cmd.OutOrStdout(), all, output)
+		},
+	}
+	cmd.Flags().StringVar(&bucket, "bucket", "", "only this bucket's jobs")
+	cmd.Flags().IntVar(&limit, "limit", 0, "at most this many jobs (0: all)")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	return cmd
+}
+
+func printList(out io.Writer, jobs []views.Summary, output string) error {
+	if output == "json" {
+		return json.NewEncoder(out).Encode(views.JobList{Jobs: jobs})
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tSTATUS\tVERSION\tBUCKET")
+	for _, j := range jobs {
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", j.ID, j.Status, j.Version, j.Bucket)
+	}
+	return w.Flush()
+}
+
+func newTrigger() *cobra.Command {
+	var (
+		api              apiClient
+		payload, trigger string
+	)
+	cmd := &cobra.Command{
+		Use:   "trigger BUCKET",
+		Short: "Fire every active job of a bucket once (prints the trigger id)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			body := map[string]any{}
+			if trigger != "" {
+				body["trigger_id"] = trigger
+			}
+			if payload != "" {
+				if !json.Valid([]byte(payload)) {
+					return &exitError{code: 1, err: fmt.Errorf("--payload is not valid JSON")}
+				}
+				body["payload"] = json.RawMessage(payload)
+			}
+			b, _ := json.Marshal(body)
+			return api.do(cmd.OutOrStdout(), http.MethodPost, "/v1/buckets/"+url.PathEscape(args[0])+"/trigger", b)
+		},
+	}
+	api.register(cmd)
+	cmd.Flags().StringVar(&payload, "payload", "", "JSON payload for every fire instead of each job's")
+	cmd.Flags().StringVar(&trigger, "trigger-id", "", "idempotency key of this trigger (default: random)")
+	return cmd
+}
