@@ -1,0 +1,106 @@
+// Package bench measures a Chronos system end to end, the way `chronos
+// bench` reports it: it registers N jobs through chronos-jobs, consumes
+// chronos-dispatch in a separate consumer, and reports fires per second,
+// fire delay (receipt time minus scheduled_at), missed and duplicate
+// fire_ids, CPU and memory, next to the raw transport ceiling of a plain
+// producer to the same broker with the same record size and settings.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/chronos-scheduler/chronos/clients"
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// Mode is the schedule mix of the registered jobs.
+type Mode string
+
+// Modes.
+const (
+	// ModeEvery: every job fires every Every, spread evenly over whole
+	// seconds (job i starts at second i mod Every).
+	ModeEvery Mode = "every"
+	// ModeAligned: every job is due once, at the same second.
+	ModeAligned Mode = "aligned"
+)
+
+// Config is one benchmark run.
+type Config struct {
+	Kafka  clients.Config
+	Layout topology.Layout
+	Jobs   int
+	Mode   Mode
+	// Every is the interval of ModeEvery (default 1m).
+	Every time.Duration
+	// Duration is how long fires are measured (ModeEvery), or the most the
+	// run waits for the burst to drain (ModeAligned).
+	Duration time.Duration
+	// Progress receives progress lines (nil: none).
+	Progress io.Writer
+}
+
+// Validate reports every problem with c.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Jobs < 1 || c.Jobs > 50_000_000 {
+		errs = append(errs, fmt.Errorf("bench: jobs %d, want 1..50000000", c.Jobs))
+	}
+	switch c.Mode {
+	case ModeEvery:
+		if c.Every < time.Second || c.Every%time.Second != 0 {
+			errs = append(errs, fmt.Errorf("bench: every %s, want whole seconds >= 1s", c.Every))
+		}
+	case ModeAligned:
+	default:
+		errs = append(errs, fmt.Errorf("bench: mode %q, want every or aligned", c.Mode))
+	}
+	if c.Duration < time.Second {
+		errs = append(errs, fmt.Errorf("bench: duration %s, want >= 1s", c.Duration))
+	}
+	return errors.Join(errs...)
+}
+
+// Report is what a run measured.
+type Report struct {
+	Jobs             int           `json:"jobs"`
+	Mode             Mode          `json:"mode"`
+	Every            string        `json:"every,omitempty"`
+	Registration     time.Duration `json:"registration_ns"`
+	RegistrationRate float64       `json:"registration_per_second"`
+	Window           time.Duration `json:"window_ns"`
+	Expected         int64         `json:"expected_fires"`
+	Fires            int64         `json:"fires"`
+	FiresPerSecond   float64       `json:"fires_per_second"`
+	Drain            time.Duration `json:"drain_ns,omitempty"`
+	DelayP50         time.Duration `json:"delay_p50_ns"`
+	DelayP99         time.Duration `json:"delay_p99_ns"`
+	DelayMax         time.Duration `json:"delay_max_ns"`
+	Missed           int64         `json:"missed"`
+	Duplicates       int64         `json:"duplicates"`
+	CPUSeconds       float64       `json:"cpu_seconds"`
+	PeakRSSBytes     int64         `json:"peak_rss_bytes"`
+	RawPerSecond     float64       `json:"raw_records_per_second"`
+	RawRatio         float64       `json:"ratio_to_raw"`
+	RecordBytes      int           `json:"record_bytes"`
+}
+
+func (c *Config) progress(format string, args ...any) {
+	if c.Progress != nil {
+		fmt.Fprintf(c.Progress, "bench: "+format+"\n", args...)
+	}
+}
+
+// sleepUntil waits until t or ctx is done.
+func sleepUntil(ctx context.Context, t time.Time) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(time.Until(t)):
+		return nil
+	}
+}

@@ -1,0 +1,42 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteTable prints the report as a two-column table.
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t"+format+"\n", append([]any{k}, args...)...) }
+	mode := string(r.Mode)
+	if r.Every != "" {
+		mode += " " + r.Every
+	}
+	row("jobs", "%d (%s)", r.Jobs, mode)
+	row("registration", "%s (%.0f jobs/s)", r.Registration.Round(time.Millisecond), r.RegistrationRate)
+	row("window", "%s", r.Window.Round(time.Millisecond))
+	if r.Drain > 0 {
+		row("all dispatched after", "%s (from the due second to the last receipt)", r.Drain.Round(time.Millisecond))
+	}
+	row("fires", "%d of %d expected", r.Fires, r.Expected)
+	row("fires/s", "%.0f", r.FiresPerSecond)
+	row("delay p50 / p99 / max", "%s / %s / %s", r.DelayP50.Round(time.Millisecond), r.DelayP99.Round(time.Millisecond), r.DelayMax.Round(time.Millisecond))
+	row("missed", "%d", r.Missed)
+	row("duplicates", "%d", r.Duplicates)
+	row("cpu seconds", "%.1f (this process)", r.CPUSeconds)
+	row("peak rss", "%.0f MiB (this process)", float64(r.PeakRSSBytes)/(1<<20))
+	row("raw transport ceiling", "%.0f records/s of %d B", r.RawPerSecond, r.RecordBytes)
+	row("ratio to raw", "%.2f", r.RawRatio)
+	return tw.Flush()
+}
+
+// WriteJSON prints the report as one JSON object.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}

@@ -1,0 +1,350 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+)
+
+// Run registers the jobs, measures the fires and returns the report. The
+// system under test (processors for cfg.Layout on cfg.Kafka.Brokers) must be
+// running, with its clock ticking in real time.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Every == 0 {
+		cfg.Every = time.Minute
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cpu0 := cpuSeconds()
+	cl, err := cfg.Kafka.NewKgo(kgo.ConsumeTopics(string(cfg.Layout.Dispatch())),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(50*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	rep := &Report{Jobs: cfg.Jobs, Mode: cfg.Mode}
+	if cfg.Mode == ModeEvery {
+		rep.Every = cfg.Every.String()
+	}
+	sample := codecs.AppendDispatch(nil, &codecs.Dispatch{FireID: "job-0000000@2026-01-01T00:00:00Z", JobID: "job-0000000",
+		Trigger: codecs.TriggerSchedule, ScheduledAt: time.Now(), FiredAt: time.Now()})
+	rep.RecordBytes = len(sample)
+	if rep.RawPerSecond, err = rawCeiling(ctx, cfg, sample); err != nil {
+		return nil, fmt.Errorf("bench: raw ceiling: %w", err)
+	}
+	cfg.progress("raw transport ceiling: %.0f records/s of %d B", rep.RawPerSecond, len(sample))
+
+	// Fires start only after registration is expected to be done.
+	estimate := time.Duration(cfg.Jobs/20_000)*time.Second + 5*time.Second
+	base := time.Now().Add(estimate).Truncate(time.Second).Add(time.Second)
+	col := newCollector()
+	go col.consume(ctx, cl)
+	regStart := time.Now()
+	if err := register(ctx, cfg, cl, base); err != nil {
+		return nil, err
+	}
+	rep.Registration = time.Since(regStart)
+	rep.RegistrationRate = float64(cfg.Jobs) / rep.Registration.Seconds()
+	cfg.progress("registered %d jobs in %s (%.0f/s); first fires at %s", cfg.Jobs, rep.Registration.Round(time.Millisecond),
+		rep.RegistrationRate, base.Format(time.TimeOnly))
+	if time.Now().After(base) {
+		cfg.progress("registration overran the first fire time by %s: early fires are late", time.Since(base).Round(time.Millisecond))
+	}
+	if cfg.Mode == ModeAligned {
+		err = measureBurst(ctx, cfg, col, base, rep)
+	} else {
+		err = measureSteady(ctx, cfg, col, base, rep)
+	}
+	if err != nil {
+		return nil, err
+	}
+	rep.CPUSeconds = cpuSeconds() - cpu0
+	rep.PeakRSSBytes = peakRSS()
+	if rep.RawPerSecond > 0 {
+		rep.RawRatio = rep.FiresPerSecond / rep.RawPerSecond
+	}
+	return rep, nil
+}
+
+// register produces one put command per job and waits until the scheduler
+// group has consumed them all.
+func register(ctx context.Context, cfg Config, cl *kgo.Client, base time.Time) error {
+	topic := string(cfg.Layout.Jobs())
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	every := int(cfg.Every / time.Second)
+	for i := 0; i < cfg.Jobs; i++ {
+		id := jobID(i)
+		def := codecs.JobDef{MisfireGrace: "5m"}
+		if cfg.Mode == ModeAligned {
+			def.At = base.UTC().Format(time.RFC3339)
+		} else {
+			def.Every = cfg.Every.String()
+			def.Start = base.Add(time.Duration(i%every) * time.Second).UTC().Format(time.RFC3339)
+		}
+		v, err := codecs.EncodeCommand(codecs.CommandMsg{Op: codecs.OpPut, Job: &def})
+		if err != nil {
+			return err
+		}
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Topic: topic, Key: []byte(id), Value: v}, func(_ *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				mu.Lock()
+				firstErr = err
+				mu.Unlock()
+			}
+		})
+		if i > 0 && i%200_000 == 0 {
+			cfg.progress("produced %d put commands", i)
+		}
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return fmt.Errorf("bench: registering: %w", firstErr)
+	}
+	return waitConsumed(ctx, cl, string(cfg.Layout.SchedulerGroup()), topic)
+}
+
+func jobID(i int) string { return "job-" + strconv.Itoa(i) }
+
+// waitConsumed waits until group's committed offsets reach the end of topic.
+func waitConsumed(ctx context.Context, cl *kgo.Client, group, topic string) error {
+	adm := kadm.NewClient(cl)
+	for {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		if err == nil {
+			var committed kadm.OffsetResponses
+			if committed, err = adm.FetchOffsets(ctx, group); err == nil {
+				var lag int64
+				ends.Each(func(o kadm.ListedOffset) {
+					c, _ := committed.Lookup(topic, o.Partition)
+					lag += max(o.Offset-max(c.At, 0), 0)
+				})
+				if lag == 0 {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// rawCeiling produces min(jobs, 500k) records of the dispatch size to a
+// scratch topic and returns records per second.
+func rawCeiling(ctx context.Context, cfg Config, value []byte) (float64, error) {
+	topic := string(cfg.Layout.Prefix) + "chronos-bench-raw"
+	cl, err := cfg.Kafka.NewKgo(kgo.ProducerLinger(0))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, cfg.Layout.Partitions, cfg.Layout.Replication, nil, topic); err != nil {
+		return 0, err
+	}
+	n := min(cfg.Jobs, 500_000)
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: topic, Key: []byte(jobID(i)), Value: value}
+	}
+	start := time.Now()
+	for i := 0; i < n; i += 5000 {
+		if err := cl.ProduceSync(ctx, recs[i:min(i+5000, n)]...).FirstErr(); err != nil {
+			return 0, err
+		}
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+// collector keeps what arrived on chronos-dispatch.
+type collector struct {
+	mu       sync.Mutex
+	seen     map[uint64]uint32 // fire_id hash -> count
+	arrivals []arrival
+	dups     int64
+}
+
+type arrival struct {
+	scheduled, received time.Time
+}
+
+func newCollector() *collector { return &collector{seen: make(map[uint64]uint32)} }
+
+func (c *collector) consume(ctx context.Context, cl *kgo.Client) {
+	for ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		now := time.Now()
+		c.mu.Lock()
+		fs.EachRecord(func(r *kgo.Record) {
+			id, sched, ok := parseDispatch(r.Value)
+			if !ok {
+				return
+			}
+			h := fnv.New64a()
+			_, _ = h.Write(id)
+			k := h.Sum64()
+			if c.seen[k]++; c.seen[k] > 1 {
+				c.dups++
+				return
+			}
+			c.arrivals = append(c.arrivals, arrival{scheduled: sched, received: now})
+		})
+		c.mu.Unlock()
+	}
+}
+
+// parseDispatch extracts fire_id and scheduled_at without a JSON decoder.
+func parseDispatch(v []byte) ([]byte, time.Time, bool) {
+	id := field(v, `"fire_id":"`)
+	at := field(v, `"scheduled_at":"`)
+	t, err := time.Parse(time.RFC3339Nano, string(at))
+	return id, t, id != nil && err == nil
+}
+
+func field(v []byte, name string) []byte {
+	i := bytes.Index(v, []byte(name))
+	if i < 0 {
+		return nil
+	}
+	v = v[i+len(name):]
+	j := bytes.IndexByte(v, '"')
+	if j < 0 {
+		return nil
+	}
+	return v[:j]
+}
+
+func (c *collector) snapshot() ([]arrival, int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]arrival(nil), c.arrivals...), c.dups
+}
+
+func (c *collector) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.arrivals)
+}
+
+// measureBurst waits until every aligned job fired (or the duration runs out).
+func measureBurst(ctx context.Context, cfg Config, col *collector, due time.Time, rep *Report) error {
+	deadline := due.Add(cfg.Duration)
+	for col.count() < cfg.Jobs && time.Now().Before(deadline) {
+		if err := sleepUntil(ctx, time.Now().Add(50*time.Millisecond)); err != nil {
+			return err
+		}
+		if n := col.count(); n > 0 && n%100_000 < 2000 {
+			cfg.progress("%d of %d fired", n, cfg.Jobs)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // late duplicates
+	arr, dups := col.snapshot()
+	rep.Expected, rep.Fires, rep.Duplicates = int64(cfg.Jobs), int64(len(arr)), dups
+	rep.Missed = rep.Expected - rep.Fires
+	delays(arr, rep)
+	if len(arr) > 0 {
+		first, last := arr[0].received, arr[0].received
+		for _, a := range arr {
+			first, last = minTime(first, a.received), maxTime(last, a.received)
+		}
+		rep.Drain = last.Sub(due)
+		rep.Window = last.Sub(first)
+		rep.FiresPerSecond = float64(len(arr)) / max(last.Sub(first).Seconds(), 0.001)
+	}
+	return nil
+}
+
+// measureSteady measures the fires scheduled in [base, base+Duration).
+func measureSteady(ctx context.Context, cfg Config, col *collector, base time.Time, rep *Report) error {
+	end := base.Add(cfg.Duration)
+	for time.Now().Before(end.Add(5 * time.Second)) {
+		if err := sleepUntil(ctx, minTime(time.Now().Add(5*time.Second), end.Add(5*time.Second))); err != nil {
+			return err
+		}
+		cfg.progress("%d fires so far", col.count())
+	}
+	arr, dups := col.snapshot()
+	in := arr[:0]
+	for _, a := range arr {
+		if !a.scheduled.Before(base) && a.scheduled.Before(end) {
+			in = append(in, a)
+		}
+	}
+	rep.Window, rep.Duplicates = cfg.Duration, dups
+	rep.Expected = expectedEvery(cfg.Jobs, int(cfg.Every/time.Second), int(cfg.Duration/time.Second))
+	rep.Fires = int64(len(in))
+	rep.Missed = rep.Expected - rep.Fires
+	rep.FiresPerSecond = float64(len(in)) / cfg.Duration.Seconds()
+	delays(in, rep)
+	return nil
+}
+
+// expectedEvery counts fires in [0, d) seconds of jobs where job i first
+// fires at second i mod every and then every `every` seconds.
+func expectedEvery(jobs, every, d int) int64 {
+	var n int64
+	for off := 0; off < every && off < jobs; off++ {
+		perOffset := int64((jobs-1-off)/every + 1)
+		if off < d {
+			n += perOffset * int64((d-1-off)/every+1)
+		}
+	}
+	return n
+}
+
+func delays(arr []arrival, rep *Report) {
+	if len(arr) == 0 {
+		return
+	}
+	ds := make([]time.Duration, len(arr))
+	for i, a := range arr {
+		ds[i] = a.received.Sub(a.scheduled)
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	rep.DelayP50 = ds[len(ds)/2]
+	rep.DelayP99 = ds[len(ds)*99/100]
+	rep.DelayMax = ds[len(ds)-1]
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+}
+
+func peakRSS() int64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Maxrss * 1024
+}

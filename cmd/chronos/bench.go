@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chronos-scheduler/chronos/bench"
+	"github.com/chronos-scheduler/chronos/embedded"
+	"github.com/chronos-scheduler/chronos/processors"
+	"github.com/chronos-scheduler/chronos/topology"
+	"github.com/chronos-scheduler/chronos/views"
+)
+
+func newBench() *cobra.Command {
+	var (
+		f       instanceFlags
+		brokers []string
+		cfg     bench.Config
+		aligned bool
+		output  string
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure fires/s, fire delay, misses and duplicates end to end (embedded broker unless --brokers)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "table" && output != "json" {
+				return fmt.Errorf("-o %q: want table or json", output)
+			}
+			cfg.Mode = bench.ModeEvery
+			if aligned {
+				cfg.Mode = bench.ModeAligned
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			rep, err := runBench(ctx, &f, brokers, cfg, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				return rep.WriteJSON(cmd.OutOrStdout())
+			}
+			return rep.WriteTable(cmd.OutOrStdout())
+		},
+	}
+	fs := cmd.Flags()
+	fs.IntVar(&cfg.Jobs, "jobs", 100_000, "jobs to register")
+	fs.DurationVar(&cfg.Every, "every", time.Minute, "interval of every job, spread evenly over whole seconds")
+	fs.BoolVar(&aligned, "aligned", false, "all jobs due once at the same second (a burst) instead of --every")
+	fs.DurationVar(&cfg.Duration, "duration", 30*time.Second, "measurement window (--every), or the longest wait for a burst to drain")
+	fs.StringSliceVar(&brokers, "brokers", nil, "use this Kafka cluster instead of an embedded broker")
+	fs.StringVarP(&output, "output", "o", "table", "table or json")
+	f.register(fs, "")
+	return cmd
+}
+
+// runBench starts the broker (unless given) and one Chronos instance in this
+// process, then runs the benchmark against them.
+func runBench(ctx context.Context, f *instanceFlags, brokers []string, cfg bench.Config, progress io.Writer) (*bench.Report, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "chronos-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if len(brokers) == 0 {
+		b, err := embedded.Start(embedded.Options{Partitions: f.layout.partitions})
+		if err != nil {
+			return nil, err
+		}
+		defer b.Close()
+		brokers = b.Addrs()
+	}
+	layout := f.layout.layout()
+	if layout.Prefix == "" {
+		layout.Prefix = "bench-" + views.NewTriggerID()[2:10] + "."
+	}
+	if err := topology.ValidatePrefix(layout.Prefix); err != nil {
+		return nil, err
+	}
+	log, err := f.logger()
+	if err != nil {
+		return nil, err
+	}
+	pcfg := processors.Config{Kafka: f.kafka.config(brokers), Layout: layout, DataDir: dir, ChunkSize: f.chunk,
+		Resolution: f.resolution, SyncStore: f.syncStore, Logger: log}
+	sys, err := processors.New(ctx, pcfg)
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- sys.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for sys.Ready() != nil {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case err := <-done:
+			return nil, errors.Join(errors.New("chronos stopped before it was ready"), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	cfg.Kafka, cfg.Layout, cfg.Progress = pcfg.Kafka, layout, progress
+	return bench.Run(ctx, cfg)
+}
