@@ -90,7 +90,10 @@ func register(ctx context.Context, cfg Config, cl *kgo.Client, base time.Time) e
 		id := jobID(i)
 		def := codecs.JobDef{MisfireGrace: "5m"}
 		if cfg.Mode == ModeAligned {
-			def.At = base.UTC().Format(time.RFC3339)
+			// Recurring jobs due at the same second (every hourly report at
+			// :00), so the burst measures the fan-out, not completions.
+			def.Every = "24h"
+			def.Start = base.UTC().Format(time.RFC3339)
 		} else {
 			def.Every = cfg.Every.String()
 			def.Start = base.Add(time.Duration(i%every) * time.Second).UTC().Format(time.RFC3339)

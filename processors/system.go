@@ -42,6 +42,9 @@ type Config struct {
 	NoTicker bool
 	// SyncStore fsyncs every store write (default false).
 	SyncStore bool
+	// StoreCacheBytes is the Pebble block cache of all partition stores
+	// together, split evenly (default 256 MiB).
+	StoreCacheBytes int64
 	// Now is the wall clock for fired_at and ticks (default time.Now).
 	Now func() time.Time
 	// Registerer receives the metrics (nil: none).
@@ -95,7 +98,7 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 	if cfg.Registerer != nil {
 		metrics = scheduler.NewMetrics(cfg.Registerer)
 	}
-	sched, err := scheduler.New(scheduler.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Store: store.Options{Sync: cfg.SyncStore},
+	sched, err := scheduler.New(scheduler.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Store: store.Options{Sync: cfg.SyncStore, CacheSize: cacheBytes(cfg)},
 		Limits: cfg.Limits, ChunkSize: cfg.ChunkSize, Producer: scheduler.KgoProducer{Client: cl}, Now: cfg.Now,
 		Logger: cfg.Logger.With("group", "scheduler"), Metrics: metrics})
 	if err != nil {
@@ -233,4 +236,13 @@ func (g gokaLogger) Printf(format string, v ...any) { g.l.Debug(fmt.Sprintf(form
 func (g gokaLogger) Debugf(format string, v ...any) { g.l.Debug(fmt.Sprintf(format, v...)) }
 func (g gokaLogger) PrefixedLogger(prefix string) goka.Logger {
 	return gokaLogger{g.l.With("component", prefix)}
+}
+
+// cacheBytes is one partition store's share of the block cache.
+func cacheBytes(cfg Config) int64 {
+	total := cfg.StoreCacheBytes
+	if total == 0 {
+		total = 256 << 20
+	}
+	return max(total/int64(cfg.Layout.Partitions), 1<<20)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -26,6 +27,7 @@ func newBench() *cobra.Command {
 		cfg     bench.Config
 		aligned bool
 		output  string
+		profile string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -41,6 +43,17 @@ func newBench() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
+			if profile != "" {
+				pf, err := os.Create(profile)
+				if err != nil {
+					return err
+				}
+				defer pf.Close()
+				if err := pprof.StartCPUProfile(pf); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			rep, err := runBench(ctx, &f, brokers, cfg, cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -58,6 +71,7 @@ func newBench() *cobra.Command {
 	fs.DurationVar(&cfg.Duration, "duration", 30*time.Second, "measurement window (--every), or the longest wait for a burst to drain")
 	fs.StringSliceVar(&brokers, "brokers", nil, "use this Kafka cluster instead of an embedded broker")
 	fs.StringVarP(&output, "output", "o", "table", "table or json")
+	fs.StringVar(&profile, "cpu-profile", "", "write a CPU profile of the whole run to this file")
 	f.register(fs, "")
 	return cmd
 }

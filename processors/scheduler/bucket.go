@@ -27,12 +27,12 @@ func (s *Scheduler) fireBucket(ctx goka.Context, tr codecs.ShardTrigger) error {
 	}
 	now := s.cfg.Now()
 	msgs := make([]Msg, 0, len(keys))
-	for _, k := range keys {
-		v, err := st.Get(k)
-		if err != nil {
-			return err
-		}
-		rec, err := codecs.DecodeJobRecord(v)
+	values, err := st.GetMany(keys)
+	if err != nil {
+		return err
+	}
+	for i, k := range keys {
+		rec, err := codecs.DecodeJobRecord(values[i])
 		if err != nil || rec.Status != codecs.StatusActive || rec.Job.Bucket != tr.Bucket {
 			continue
 		}

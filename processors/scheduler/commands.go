@@ -90,11 +90,15 @@ func (s *Scheduler) apply(ctx goka.Context, cmd codecs.Command, rec *codecs.JobR
 // dispatched by the next advance, as late fires under the misfire policy.
 func (s *Scheduler) owedSince(ctx goka.Context, rec *codecs.JobRecord) {
 	st := s.Store(ctx.Partition())
-	if st == nil {
+	if st == nil || rec.Status != codecs.StatusActive {
 		return
 	}
 	sched, err := s.schedules.Get(rec.Job.Spec)
 	if err != nil {
+		return
+	}
+	first := sched.Next(rec.NotBefore)
+	if first.IsZero() {
 		return
 	}
 	due, err := st.DueOf(ctx.Key())
@@ -102,8 +106,7 @@ func (s *Scheduler) owedSince(ctx goka.Context, rec *codecs.JobRecord) {
 		ctx.Fail(err)
 		return
 	}
-	first := sched.Next(rec.NotBefore)
-	if first.IsZero() || (!due.IsZero() && !first.Before(due)) {
+	if !due.IsZero() && !first.Before(due) {
 		return
 	}
 	indexed, err := st.IndexedUpTo()

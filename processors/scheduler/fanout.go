@@ -136,12 +136,16 @@ func (s *Scheduler) fireChunk(ctx goka.Context, st *store.Store, due []store.Due
 	var buf []Fire
 	var completed []completion
 	now := s.cfg.Now()
-	for _, d := range due {
-		v, err := st.Get(d.Key)
-		if err != nil {
-			return nil, err
-		}
-		rec, err := codecs.DecodeJobRecord(v)
+	keys := make([]string, len(due))
+	for i, d := range due {
+		keys[i] = d.Key
+	}
+	values, err := st.GetMany(keys)
+	if err != nil {
+		return nil, err
+	}
+	for i, d := range due {
+		rec, err := codecs.DecodeJobRecord(values[i])
 		if err != nil || rec.Status != codecs.StatusActive {
 			moves = append(moves, store.Move{Key: d.Key}) // stale entry
 			continue

@@ -182,9 +182,24 @@ func (s *Scheduler) ShardKey(p int32) string { return s.shardKeys[p] }
 
 // indexer derives a job's index entries: its bucket, and while active its
 // first fire after both the shard watermark and the job's NotBefore.
+//
+// Each store gets its own indexer, which caches the shard watermark: every
+// write of the shard record goes through Set and so through the indexer,
+// which refreshes the cache before the value is stored.
 func (s *Scheduler) indexer(shardKey string) store.Indexer {
+	var (
+		w      time.Time
+		cached bool
+	)
 	return func(r store.Reader, key string, value []byte) (store.Entry, error) {
 		if codecs.IsShardRecord(value) {
+			if key == shardKey {
+				rec, err := codecs.DecodeShardRecord(value)
+				if err != nil {
+					return store.Entry{}, err
+				}
+				w, cached = rec.Watermark, true
+			}
 			return store.Entry{}, nil
 		}
 		rec, err := codecs.DecodeJobRecord(value)
@@ -196,9 +211,11 @@ func (s *Scheduler) indexer(shardKey string) store.Indexer {
 		if rec.Status != codecs.StatusActive {
 			return e, nil
 		}
-		w, err := s.watermark(r, shardKey)
-		if err != nil {
-			return store.Entry{}, err
+		if !cached {
+			if w, err = s.watermark(r, shardKey); err != nil {
+				return store.Entry{}, err
+			}
+			cached = true
 		}
 		sched, err := s.schedules.Get(rec.Job.Spec)
 		if err != nil {
