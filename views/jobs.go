@@ -249,14 +249,15 @@ func decodeCursor(c string, partitions int32) (int32, string, error) {
 	}
 	b, err := base64.RawURLEncoding.DecodeString(c)
 	if err != nil {
-		return 0, "", errBadCursor
+		return 0, "", ErrBadCursor
 	}
 	ps, after, ok := strings.Cut(string(b), "/")
 	p, err := strconv.Atoi(ps)
 	if !ok || err != nil || p < 0 || int32(p) >= partitions {
-		return 0, "", errBadCursor
+		return 0, "", ErrBadCursor
 	}
 	return int32(p), after, nil
 }
 
-var errBadCursor = errors.New("views: invalid cursor")
+// ErrBadCursor is returned by List for a cursor it did not issue.
+var ErrBadCursor = errors.New("views: invalid cursor")

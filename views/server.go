@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -69,21 +70,53 @@ func (s *Server) limits() codecs.Limits {
 	return s.Limits
 }
 
+// route is one registered pattern; handler returns nil when this server
+// does not serve it (GET /metrics without a Gatherer).
+type route struct {
+	pattern string
+	handler func(s *Server) http.Handler
+}
+
+// routeTable is the single list of routes: Handler registers it and Routes
+// reports it (docs/openapi.json must document each one).
+var routeTable = []route{
+	{"GET /v1/jobs", func(s *Server) http.Handler { return s.auth(s.listJobs) }},
+	{"GET /v1/jobs/{id}", func(s *Server) http.Handler { return s.auth(s.getJob) }},
+	{"PUT /v1/jobs/{id}", func(s *Server) http.Handler { return s.auth(s.putJob) }},
+	{"POST /v1/buckets/{bucket}/trigger", func(s *Server) http.Handler { return s.auth(s.triggerBucket) }},
+	{"DELETE /v1/jobs/{id}", func(s *Server) http.Handler { return s.auth(s.op(codecs.OpDelete)) }},
+	{"POST /v1/jobs/{id}/pause", func(s *Server) http.Handler { return s.auth(s.op(codecs.OpPause)) }},
+	{"POST /v1/jobs/{id}/resume", func(s *Server) http.Handler { return s.auth(s.op(codecs.OpResume)) }},
+	{"POST /v1/jobs/{id}/fire", func(s *Server) http.Handler { return s.auth(s.fire) }},
+	{"GET /healthz", func(*Server) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
+	}},
+	{"GET /readyz", func(s *Server) http.Handler { return http.HandlerFunc(s.readyz) }},
+	{"GET /metrics", func(s *Server) http.Handler {
+		if s.Gatherer == nil {
+			return nil
+		}
+		return promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{})
+	}},
+}
+
+// Routes returns the patterns Handler registers, like "GET /v1/jobs/{id}"
+// ("GET /metrics" only when the server has a Gatherer).
+func Routes() []string {
+	out := make([]string, len(routeTable))
+	for i, rt := range routeTable {
+		out[i] = rt.pattern
+	}
+	return out
+}
+
 // Handler returns the routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/jobs", s.auth(s.listJobs))
-	mux.HandleFunc("GET /v1/jobs/{id}", s.auth(s.getJob))
-	mux.HandleFunc("PUT /v1/jobs/{id}", s.auth(s.putJob))
-	mux.HandleFunc("POST /v1/buckets/{bucket}/trigger", s.auth(s.triggerBucket))
-	mux.HandleFunc("DELETE /v1/jobs/{id}", s.auth(s.op(codecs.OpDelete)))
-	mux.HandleFunc("POST /v1/jobs/{id}/pause", s.auth(s.op(codecs.OpPause)))
-	mux.HandleFunc("POST /v1/jobs/{id}/resume", s.auth(s.op(codecs.OpResume)))
-	mux.HandleFunc("POST /v1/jobs/{id}/fire", s.auth(s.fire))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
-	mux.HandleFunc("GET /readyz", s.readyz)
-	if s.Gatherer != nil {
-		mux.Handle("GET /metrics", promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{}))
+	for _, rt := range routeTable {
+		if h := rt.handler(s); h != nil {
+			mux.Handle(rt.pattern, h)
+		}
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		// This catch-all also matches known paths with the wrong method,
@@ -199,7 +232,10 @@ func (s *Server) putJob(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if job := s.awaitVersion(r.Context(), id, before); job != nil {
+	// produce validated def, so this cannot fail: it is what the view will
+	// show once this put is applied.
+	norm, _ := def.Validate(s.limits())
+	if job := s.awaitVersion(r.Context(), id, before, norm.Def()); job != nil {
 		w.Header().Set("ETag", etag(job.Version))
 		writeJSON(w, http.StatusOK, job)
 		return
@@ -208,8 +244,10 @@ func (s *Server) putJob(w http.ResponseWriter, r *http.Request) {
 }
 
 // awaitVersion waits (bounded) until the view shows a version of id newer
-// than before, and returns it; nil when the wait runs out.
-func (s *Server) awaitVersion(ctx context.Context, id string, before uint64) *Job {
+// than before with the definition want, and returns it; nil when the wait
+// runs out. A newer version with another definition is a concurrent
+// writer's, not this put's.
+func (s *Server) awaitVersion(ctx context.Context, id string, before uint64, want codecs.JobDef) *Job {
 	if s.Jobs == nil {
 		return nil
 	}
@@ -219,12 +257,21 @@ func (s *Server) awaitVersion(ctx context.Context, id string, before uint64) *Jo
 	}
 	deadline := time.Now().Add(wait)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		if job, err := s.Jobs.Get(id); err == nil && job.Version > before {
+		if job, err := s.Jobs.Get(id); err == nil && job.Version > before && sameDef(job.Job, want) {
 			return job
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	return nil
+}
+
+// sameDef reports whether two normalized definitions are equal.
+func sameDef(a, b codecs.JobDef) bool {
+	if !bytes.Equal(a.Payload, b.Payload) {
+		return false
+	}
+	a.Payload, b.Payload = nil, nil
+	return reflect.DeepEqual(a, b)
 }
 
 func etag(v uint64) string { return `"` + strconv.FormatUint(v, 10) + `"` }
@@ -276,7 +323,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	jobs, next, err := s.Jobs.List(q.Get("bucket"), q.Get("cursor"), limit)
 	switch {
-	case errors.Is(err, errBadCursor):
+	case errors.Is(err, ErrBadCursor):
 		writeProblem(w, http.StatusBadRequest, codecs.CodeInvalidField, "cursor", "invalid cursor; pass back next_cursor unchanged")
 	case err != nil:
 		writeProblem(w, http.StatusServiceUnavailable, "view_unavailable", "", err.Error())
