@@ -15,9 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/pflag"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/processors"
 	"github.com/chronos-scheduler/chronos/processors/scheduler"
 	"github.com/chronos-scheduler/chronos/topology"
@@ -110,6 +112,7 @@ func (f *instanceFlags) serve(ctx context.Context, brokers []string, storeDir st
 	if err != nil {
 		return err
 	}
+	reg.MustRegister(&lag.Collector{Admin: kadm.NewClient(sys.Client()), Policy: lag.Earliest, Targets: lagTargets(cfg.Layout)})
 	jobs, err := views.NewJobs(cfg.Kafka, cfg.Layout, filepath.Join(storeDir, "view"), log.With("component", "view"))
 	if err != nil {
 		return err

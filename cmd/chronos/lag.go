@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronos-scheduler/chronos/lag"
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// lagTargets are the (group, topic) pairs of a Chronos system.
+func lagTargets(l topology.Layout) []lag.Target {
+	s := string(l.SchedulerGroup())
+	return []lag.Target{
+		{Group: s, Topic: string(l.Jobs())},
+		{Group: s, Topic: string(l.ShardTriggers())},
+		{Group: s, Topic: string(l.SchedulerLoop())},
+		{Group: string(l.ClockGroup()), Topic: string(l.Clock())},
+		{Group: string(l.RouterGroup()), Topic: string(l.BucketTriggers())},
+	}
+}
+
+func newLag() *cobra.Command {
+	var (
+		brokers   []string
+		layout    layoutFlags
+		group     string
+		topic     string
+		threshold int64
+		policy    string
+		withLag   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "lag",
+		Short: "Print consumer-group lag per partition and the replicas KEDA would ask for",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if policy != string(lag.Earliest) && policy != string(lag.Latest) {
+				return fmt.Errorf("--offset-reset-policy %q: want earliest or latest", policy)
+			}
+			l := layout.layout()
+			if group == "" {
+				group = string(l.SchedulerGroup())
+			}
+			var targets []lag.Target
+			if topic != "" {
+				targets = []lag.Target{{Group: group, Topic: topic}}
+			} else {
+				for _, t := range lagTargets(l) {
+					if t.Group == group {
+						targets = append(targets, t)
+					}
+				}
+				if len(targets) == 0 {
+					return fmt.Errorf("--group %s is not a Chronos group; name its --topic", group)
+				}
+			}
+			cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			ctx, cancel := context.WithTimeout(cmd.Context(), 15*time.Second)
+			defer cancel()
+			parts, err := lag.Measure(ctx, kadm.NewClient(cl), lag.Policy(policy), targets...)
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "GROUP\tTOPIC\tPARTITION\tEND\tCOMMITTED\tLAG")
+			var total int64
+			for _, p := range parts {
+				committed := fmt.Sprint(p.Committed)
+				if p.Committed < 0 {
+					committed = "-"
+				}
+				fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%s\t%d\n", p.Group, p.Topic, p.Partition, p.End, committed, p.Lag)
+				total += p.Lag
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			// KEDA is pinned to one topic (the scheduler's input); replicas
+			// are computed from the first target's partitions.
+			first := parts[:0]
+			for _, p := range parts {
+				if p.Topic == targets[0].Topic {
+					first = append(first, p)
+				}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "total lag %d; KEDA (topic %s, lagThreshold %d) would ask for %d replicas\n",
+				total, targets[0].Topic, threshold, lag.Replicas(first, threshold, withLag))
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringSliceVar(&brokers, "brokers", []string{"127.0.0.1:9092"}, "bootstrap brokers")
+	fs.StringVar(&group, "group", "", "consumer group (default: the scheduler group)")
+	fs.StringVar(&topic, "topic", "", "topic (default: every input topic of the group)")
+	fs.Int64Var(&threshold, "lag-threshold", 10, "KEDA lagThreshold: target lag per replica")
+	fs.StringVar(&policy, "offset-reset-policy", string(lag.Earliest), "how a partition without a commit counts: earliest (all of it) or latest (1)")
+	fs.BoolVar(&withLag, "limit-to-partitions-with-lag", false, "cap replicas at partitions with lag, as KEDA's option does")
+	layout.register(fs)
+	return cmd
+}
