@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -90,7 +91,7 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ensureTopics(ctx, cl, cfg.Layout); err != nil {
+	if err := ensureTopics(ctx, cl, cfg.Kafka, cfg.Layout); err != nil {
 		cl.Close()
 		return nil, err
 	}
@@ -120,13 +121,18 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 	return s, nil
 }
 
-func ensureTopics(ctx context.Context, cl *kgo.Client, l topology.Layout) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+// ensureTopics creates the layout's topics and waits until the brokers
+// report every one of them in metadata: Kafka acknowledges a creation before
+// its brokers serve the topic, and goka fails on a topic it cannot see.
+func ensureTopics(ctx context.Context, cl *kgo.Client, kafka clients.Config, l topology.Layout) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	var err error
 	for {
 		if err = l.Ensure(ctx, kadm.NewClient(cl)); err == nil {
-			return nil
+			if err = waitVisible(kafka, l); err == nil {
+				return nil
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -155,7 +161,9 @@ func (s *System) Run(ctx context.Context) error {
 		}()
 	}
 	run(s.sched.Group(), s.sched.Graph(), s.sched.Options()...)
-	run(s.cfg.Layout.ClockGroup(), s.clock.Graph())
+	// The clock table lives in the data dir too (goka's default is a
+	// shared directory under /tmp, which outlives the data dir).
+	run(s.cfg.Layout.ClockGroup(), s.clock.Graph(), goka.WithStorageBuilder(store.Builder(s.cfg.DataDir, s.clockStoreOptions())))
 	run(s.cfg.Layout.RouterGroup(), s.route.Graph())
 	if !s.cfg.NoTicker {
 		host, _ := os.Hostname()
@@ -168,6 +176,11 @@ func (s *System) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+func (s *System) clockStoreOptions() store.Options {
+	log := s.log.With("group", "clock")
+	return store.Options{Sync: s.cfg.SyncStore, Logger: func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }}
 }
 
 func (s *System) resolution() time.Duration {
@@ -245,4 +258,31 @@ func cacheBytes(cfg Config) int64 {
 		total = 256 << 20
 	}
 	return max(total/int64(cfg.Layout.Partitions), 1<<20)
+}
+
+// waitVisible checks once, with a fresh sarama metadata request (what goka
+// itself uses), that every topic of l has its partitions.
+func waitVisible(kafka clients.Config, l topology.Layout) error {
+	sc, err := sarama.NewClient(kafka.Brokers, kafka.Sarama())
+	if err != nil {
+		return err
+	}
+	defer sc.Close()
+	var names []string
+	for _, t := range l.Topics() {
+		names = append(names, t.Name)
+	}
+	if err := sc.RefreshMetadata(names...); err != nil {
+		return err
+	}
+	for _, t := range l.Topics() {
+		ps, err := sc.Partitions(t.Name)
+		if err != nil {
+			return fmt.Errorf("processors: topic %s is not visible yet: %w", t.Name, err)
+		}
+		if int32(len(ps)) != t.Partitions {
+			return fmt.Errorf("processors: topic %s shows %d of %d partitions", t.Name, len(ps), t.Partitions)
+		}
+	}
+	return nil
 }
