@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -99,6 +100,10 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 	if cfg.Registerer != nil {
 		metrics = scheduler.NewMetrics(cfg.Registerer)
 	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
 	sched, err := scheduler.New(scheduler.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Store: store.Options{Sync: cfg.SyncStore, CacheSize: cacheBytes(cfg)},
 		Limits: cfg.Limits, ChunkSize: cfg.ChunkSize, Producer: scheduler.KgoProducer{Client: cl}, Now: cfg.Now,
 		Logger: cfg.Logger.With("group", "scheduler"), Metrics: metrics})
@@ -117,6 +122,30 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 		return nil, err
 	}
 	s := &System{cfg: cfg, sched: sched, clock: clk, route: route, kgo: cl, log: cfg.Logger}
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_clock_lag_seconds",
+				Help: "Wall time minus the last time this instance's clock group announced (absent while another instance owns the clock)."},
+				func() float64 {
+					last := clk.LastAnnounced()
+					if last.IsZero() {
+						return math.NaN()
+					}
+					return now().Sub(last).Seconds()
+				}),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_partitions_owned",
+				Help: "Scheduler partitions whose store this instance has open (assigned and recovering or recovered)."},
+				func() float64 { return float64(sched.OpenStores()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_ready",
+				Help: "1 when every group of this instance runs and has recovered its partitions."},
+				func() float64 {
+					if s.Ready() != nil {
+						return 0
+					}
+					return 1
+				}),
+		)
+	}
 	s.mu.procs = make(map[goka.Group]*goka.Processor)
 	return s, nil
 }

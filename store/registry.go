@@ -33,6 +33,13 @@ func (r *Registry) Get(p int32) *Store {
 	return r.stores[p]
 }
 
+// Len returns how many stores are open.
+func (r *Registry) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.stores)
+}
+
 // registered registers its store while it is open.
 type registered struct {
 	*Store

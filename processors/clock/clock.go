@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -39,6 +40,7 @@ type Config struct {
 type Clock struct {
 	cfg       Config
 	shardKeys []string
+	last      atomic.Int64 // unix nanos of the last time this instance announced
 }
 
 // New returns the clock group for cfg.
@@ -100,6 +102,17 @@ func (c *Clock) onTick(ctx goka.Context, msg any) {
 		ctx.Emit(c.cfg.Layout.ShardTriggers(), k, adv)
 	}
 	ctx.SetValue(encodeTime(t))
+	c.last.Store(t.UnixNano())
+}
+
+// LastAnnounced returns the last time this instance's clock group announced
+// (zero if it has not, e.g. because another instance owns the clock).
+func (c *Clock) LastAnnounced() time.Time {
+	n := c.last.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n).UTC()
 }
 
 func encodeTime(t time.Time) []byte {

@@ -174,6 +174,9 @@ func (s *Scheduler) StorageBuilder() storage.Builder {
 	})
 }
 
+// OpenStores returns how many partition stores are open on this instance.
+func (s *Scheduler) OpenStores() int { return s.stores.Len() }
+
 // Store returns the open store of a partition, or nil.
 func (s *Scheduler) Store(p int32) *store.Store { return s.stores.Get(p) }
 
