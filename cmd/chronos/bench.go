@@ -106,7 +106,7 @@ func runBench(ctx context.Context, f *instanceFlags, brokers []string, cfg bench
 		return nil, err
 	}
 	pcfg := processors.Config{Kafka: f.kafka.config(brokers), Layout: layout, DataDir: dir, ChunkSize: f.chunk,
-		Resolution: f.resolution, SyncStore: f.syncStore, Logger: log}
+		Resolution: f.resolution, SyncStore: f.syncStore, StoreCacheBytes: f.storeCache, Logger: log}
 	sys, err := processors.New(ctx, pcfg)
 	if err != nil {
 		return nil, err

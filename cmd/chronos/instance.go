@@ -39,6 +39,7 @@ type instanceFlags struct {
 	chunk      int
 	maxPayload int
 	syncStore  bool
+	storeCache int64
 }
 
 type kafkaFlags struct {
@@ -89,6 +90,7 @@ func (f *instanceFlags) register(fs *pflag.FlagSet, httpDefault string) {
 	fs.IntVar(&f.chunk, "fanout-chunk", scheduler.DefaultChunkSize, "most due jobs fired per callback")
 	fs.IntVar(&f.maxPayload, "max-payload", codecs.DefaultMaxPayload, "largest job payload in bytes")
 	fs.BoolVar(&f.syncStore, "sync-store", false, "fsync every partition store write")
+	fs.Int64Var(&f.storeCache, "store-cache-bytes", 256<<20, "Pebble block cache of all partition stores together")
 	f.kafka.register(fs)
 	f.layout.register(fs)
 }
@@ -107,7 +109,7 @@ func (f *instanceFlags) serve(ctx context.Context, brokers []string, storeDir st
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg := processors.Config{Kafka: f.kafka.config(brokers), Layout: f.layout.layout(), DataDir: storeDir,
 		Limits: codecs.Limits{MaxPayload: f.maxPayload}, ChunkSize: f.chunk, Resolution: f.resolution,
-		SyncStore: f.syncStore, Registerer: reg, Logger: log}
+		SyncStore: f.syncStore, StoreCacheBytes: f.storeCache, Registerer: reg, Logger: log}
 	sys, err := processors.New(ctx, cfg)
 	if err != nil {
 		return err
