@@ -35,6 +35,7 @@ PREFIX = os.environ.get("CHRONOS_TOPIC_PREFIX", "")
 JOBS = PREFIX + "chronos-jobs"
 DISPATCH = PREFIX + "chronos-dispatch"
 REJECTS = PREFIX + "chronos-rejects"
+BUCKET_TRIGGERS = PREFIX + "chronos-bucket-triggers"
 
 DISPATCH_TIMEOUT = 90.0  # seconds for every expected fire to arrive
 REJECT_TIMEOUT = 60.0
@@ -430,3 +431,54 @@ def test_malformed_and_unknown_field_commands_are_rejected_with_original_bytes()
         assert m.partition() == part, "a reject is on the partition number of the rejected record"
         if "field" in r:
             assert isinstance(r["field"], str)
+
+
+def test_bucket_trigger_fires_every_job_of_the_bucket_once_per_trigger():
+    """Puts 100 jobs in one bucket (cron far in the future, so only the
+    trigger fires them) and produces a bucket trigger as docs/topics.md
+    describes. The puts and the trigger travel on different topics, so a
+    trigger may overtake puts: it is re-sent with a new trigger id until one
+    trigger id has fired all 100 jobs."""
+    n = partitions_of(JOBS)
+    run = uuid.uuid4().hex[:6]
+    bucket = f"py-bucket-{run}"
+    ids = [f"py-b-{run}-{i:03d}" for i in range(100)]
+    ts = int(time.time() * 1000)
+    puts = []
+    for i in ids:
+        k = i.encode()
+        v = compact({"v": 1, "op": "put", "id": i,
+                     "job": {"cron": "0 0 1 1 *", "bucket": bucket, "payload": {"own": i}}})
+        puts.append((JOBS, k, v, chronos_partition(k, n), ts))
+    produce_all(new_producer(), puts)
+
+    reader = TopicReader(DISPATCH)
+    by_trigger = {}
+    try:
+        for attempt in range(8):
+            trigger_id = f"py-trigger-{run}-{attempt}"
+            value = compact({"v": 1, "bucket": bucket, "trigger_id": trigger_id, "payload": {"override": attempt}})
+            key = bucket.encode()
+            produce_all(new_producer(), [(BUCKET_TRIGGERS, key, value,
+                                          chronos_partition(key, partitions_of(BUCKET_TRIGGERS)), None)])
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline:
+                for m in reader.poll(0.5):
+                    e = json.loads(m.value())
+                    if e.get("bucket") != bucket:
+                        continue
+                    assert e["v"] == 1 and e["trigger"] == "bucket", e
+                    assert m.key().decode() == e["job_id"]
+                    assert e["fire_id"] == e["job_id"] + "@" + e["trigger_id"], e
+                    assert e["missed"] == 0
+                    assert e["payload"] == {"override": int(e["trigger_id"].rsplit("-", 1)[1])}, e
+                    by_trigger.setdefault(e["trigger_id"], []).append(e["job_id"])
+            done = [t for t, got in by_trigger.items() if sorted(set(got)) == sorted(ids)]
+            if done:
+                break
+    finally:
+        reader.close()
+    assert done, f"no trigger fired all 100 jobs: {[(t, len(set(g))) for t, g in by_trigger.items()]}"
+    for t, got in by_trigger.items():
+        assert len(got) == len(set(got)), f"trigger {t} fired a job twice"
+        assert set(got) <= set(ids)
