@@ -238,3 +238,16 @@ func (r *reader) time() time.Time {
 		return time.Time{}
 	}
 }
+
+// JobStatus reads only the status of an encoded job record (for counting
+// without decoding); ok is false for anything else.
+func JobStatus(b []byte) (Status, bool) {
+	if len(b) < 2 || b[0] != tagJob || b[1] != recordFormat {
+		return 0, false
+	}
+	_, n := binary.Uvarint(b[2:])
+	if n <= 0 || len(b) <= 2+n {
+		return 0, false
+	}
+	return Status(b[2+n]), true
+}

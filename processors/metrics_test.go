@@ -54,6 +54,13 @@ chronos_fires_total{trigger="bucket"} 0
 chronos_fires_total{trigger="manual"} 1
 chronos_fires_total{trigger="schedule"} 6
 `), "chronos_fires_total"))
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP chronos_jobs Jobs in the partitions this instance owns, by state (counted at most every 30 s).
+# TYPE chronos_jobs gauge
+chronos_jobs{state="active"} 3
+chronos_jobs{state="completed"} 0
+chronos_jobs{state="paused"} 0
+`), "chronos_jobs"))
 	mfs, err := reg.Gather()
 	require.NoError(t, err)
 	for _, mf := range mfs {

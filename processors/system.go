@@ -123,7 +123,7 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 	}
 	s := &System{cfg: cfg, sched: sched, clock: clk, route: route, kgo: cl, log: cfg.Logger}
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(
+		cfg.Registerer.MustRegister(sched.JobsCollector(),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_clock_lag_seconds",
 				Help: "Wall time minus the last time this instance's clock group announced (absent while another instance owns the clock)."},
 				func() float64 {
