@@ -29,7 +29,7 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultChunkSize  = 5000
+	DefaultChunkSize  = 25000
 	DefaultMaxCatchUp = 100
 )
 
