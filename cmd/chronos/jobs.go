@@ -134,21 +134,29 @@ func newJobsFire(api *apiClient) *cobra.Command {
 		Short: "Fire a job once now",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			body := map[string]any{}
-			if trigger != "" {
-				body["trigger_id"] = trigger
+			b, err := fireRequest(trigger, payload)
+			if err != nil {
+				return err
 			}
-			if payload != "" {
-				if !json.Valid([]byte(payload)) {
-					return &exitError{code: 1, err: errors.New("--payload is not valid JSON")}
-				}
-				body["payload"] = json.RawMessage(payload)
-			}
-			b, _ := json.Marshal(body)
 			return api.do(cmd.OutOrStdout(), http.MethodPost, "/v1/jobs/"+url.PathEscape(args[0])+"/fire", b)
 		},
 	}
 	cmd.Flags().StringVar(&payload, "payload", "", "JSON payload for this fire instead of the job's")
 	cmd.Flags().StringVar(&trigger, "trigger-id", "", "idempotency key of this fire (default: random)")
 	return cmd
+}
+
+// fireRequest is the body of a fire or bucket-trigger request.
+func fireRequest(trigger, payload string) ([]byte, error) {
+	body := map[string]any{}
+	if trigger != "" {
+		body["trigger_id"] = trigger
+	}
+	if payload != "" {
+		if !json.Valid([]byte(payload)) {
+			return nil, &exitError{code: 1, err: errors.New("--payload is not valid JSON")}
+		}
+		body["payload"] = json.RawMessage(payload)
+	}
+	return json.Marshal(body)
 }

@@ -152,17 +152,10 @@ func newTrigger() *cobra.Command {
 		Short: "Fire every active job of a bucket once (prints the trigger id)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			body := map[string]any{}
-			if trigger != "" {
-				body["trigger_id"] = trigger
+			b, err := fireRequest(trigger, payload)
+			if err != nil {
+				return err
 			}
-			if payload != "" {
-				if !json.Valid([]byte(payload)) {
-					return &exitError{code: 1, err: fmt.Errorf("--payload is not valid JSON")}
-				}
-				body["payload"] = json.RawMessage(payload)
-			}
-			b, _ := json.Marshal(body)
 			return api.do(cmd.OutOrStdout(), http.MethodPost, "/v1/buckets/"+url.PathEscape(args[0])+"/trigger", b)
 		},
 	}
