@@ -36,8 +36,9 @@ type Config struct {
 	DataDir string
 	// Limits on commands (default codecs.DefaultLimits()).
 	Limits codecs.Limits
-	// ChunkSize: see scheduler.Config (default 5000).
-	ChunkSize int
+	// ChunkSize and ChunkBudget: see scheduler.Config (defaults 25000, 500ms).
+	ChunkSize   int
+	ChunkBudget time.Duration
 	// Resolution of the clock (default 1s).
 	Resolution time.Duration
 	// NoTicker disables this instance's clock ticker (tests drive time).
@@ -105,7 +106,7 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 		now = time.Now
 	}
 	sched, err := scheduler.New(scheduler.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Store: store.Options{Sync: cfg.SyncStore, CacheSize: cacheBytes(cfg)},
-		Limits: cfg.Limits, ChunkSize: cfg.ChunkSize, Producer: scheduler.KgoProducer{Client: cl}, Now: cfg.Now,
+		Limits: cfg.Limits, ChunkSize: cfg.ChunkSize, ChunkBudget: cfg.ChunkBudget, Producer: scheduler.KgoProducer{Client: cl}, Now: cfg.Now,
 		Logger: cfg.Logger.With("group", "scheduler"), Metrics: metrics})
 	if err != nil {
 		cl.Close()

@@ -105,7 +105,7 @@ func runBench(ctx context.Context, f *instanceFlags, brokers []string, cfg bench
 	if err != nil {
 		return nil, err
 	}
-	pcfg := processors.Config{Kafka: f.kafka.config(brokers), Layout: layout, DataDir: dir, ChunkSize: f.chunk,
+	pcfg := processors.Config{Kafka: f.kafka.config(brokers), Layout: layout, DataDir: dir, ChunkSize: f.chunk, ChunkBudget: f.budget,
 		Resolution: f.resolution, SyncStore: f.syncStore, StoreCacheBytes: f.storeCache, Logger: log}
 	sys, err := processors.New(ctx, pcfg)
 	if err != nil {

@@ -40,6 +40,7 @@ type instanceFlags struct {
 	maxPayload int
 	syncStore  bool
 	storeCache int64
+	budget     time.Duration
 }
 
 type kafkaFlags struct {
@@ -87,7 +88,8 @@ func (f *instanceFlags) register(fs *pflag.FlagSet, httpDefault string) {
 	fs.StringVar(&f.apiToken, "api-token", "", "bearer token required on /v1 (empty: no auth)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&f.resolution, "resolution", time.Second, "clock resolution: fires are dispatched at this granularity")
-	fs.IntVar(&f.chunk, "fanout-chunk", scheduler.DefaultChunkSize, "most due jobs fired per callback")
+	fs.IntVar(&f.chunk, "fanout-chunk", scheduler.DefaultChunkSize, "due jobs fired per produce-and-ack round")
+	fs.DurationVar(&f.budget, "fanout-budget", scheduler.DefaultChunkBudget, "how long one callback keeps firing chunks before continuing through the loopback")
 	fs.IntVar(&f.maxPayload, "max-payload", codecs.DefaultMaxPayload, "largest job payload in bytes")
 	fs.BoolVar(&f.syncStore, "sync-store", false, "fsync every partition store write")
 	fs.Int64Var(&f.storeCache, "store-cache-bytes", 256<<20, "Pebble block cache of all partition stores together")
@@ -108,7 +110,7 @@ func (f *instanceFlags) serve(ctx context.Context, brokers []string, storeDir st
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg := processors.Config{Kafka: f.kafka.config(brokers), Layout: f.layout.layout(), DataDir: storeDir,
-		Limits: codecs.Limits{MaxPayload: f.maxPayload}, ChunkSize: f.chunk, Resolution: f.resolution,
+		Limits: codecs.Limits{MaxPayload: f.maxPayload}, ChunkSize: f.chunk, ChunkBudget: f.budget, Resolution: f.resolution,
 		SyncStore: f.syncStore, StoreCacheBytes: f.storeCache, Registerer: reg, Logger: log}
 	sys, err := processors.New(ctx, cfg)
 	if err != nil {

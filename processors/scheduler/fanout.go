@@ -74,40 +74,57 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 		return err
 	}
 	cursor := store.Due{At: tr.AfterAt, Key: tr.AfterKey}
-	due, err := st.DueUpTo(tr.T, cursor, s.cfg.ChunkSize+1)
-	if err != nil {
-		return err
-	}
-	more := len(due) > s.cfg.ChunkSize
-	if more {
-		due = due[:s.cfg.ChunkSize]
-	}
-	moves, err := s.fireChunk(ctx, st, due, tr.T)
-	if len(due) > 0 {
-		s.cfg.Metrics.fanout(len(due))
-	}
-	if err != nil {
-		return err
-	}
-	indexed, err := st.IndexedUpTo()
-	if err != nil {
-		return err
-	}
-	if !more && tr.T.After(indexed) {
-		indexed = tr.T
-	}
-	if err := st.ApplyMoves(moves, indexed); err != nil {
-		return err
-	}
-	if more {
-		last := due[len(due)-1]
-		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: tr.T, AfterAt: last.At, AfterKey: last.Key}))
-		return nil
+	began := time.Now()
+	for {
+		more, last, err := s.advanceChunk(ctx, st, tr.T, cursor)
+		if err != nil {
+			return err
+		}
+		if !more {
+			break
+		}
+		cursor = last
+		if time.Since(began) >= s.cfg.ChunkBudget {
+			// Bounded work per callback: the rest continues through the
+			// loopback, so commands and other triggers of this shard run.
+			ctx.Loopback(ctx.Key(), codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: tr.T, AfterAt: last.At, AfterKey: last.Key}))
+			return nil
+		}
 	}
 	if tr.T.After(shard.Watermark) {
 		ctx.SetValue(codecs.EncodeShardRecord(codecs.ShardRecord{Watermark: tr.T}))
 	}
 	return nil
+}
+
+// advanceChunk fires one chunk of the jobs due up to t after cursor, then
+// moves their index entries; more reports whether due jobs remain after the
+// chunk's last entry, last.
+func (s *Scheduler) advanceChunk(ctx goka.Context, st *store.Store, t time.Time, cursor store.Due) (more bool, last store.Due, err error) {
+	due, err := st.DueUpTo(t, cursor, s.cfg.ChunkSize+1)
+	if err != nil {
+		return false, last, err
+	}
+	more = len(due) > s.cfg.ChunkSize
+	if more {
+		due = due[:s.cfg.ChunkSize]
+	}
+	moves, err := s.fireChunk(ctx, st, due, t)
+	if len(due) > 0 {
+		s.cfg.Metrics.fanout(len(due))
+		last = due[len(due)-1]
+	}
+	if err != nil {
+		return false, last, err
+	}
+	indexed, err := st.IndexedUpTo()
+	if err != nil {
+		return false, last, err
+	}
+	if !more && t.After(indexed) {
+		indexed = t
+	}
+	return more, last, st.ApplyMoves(moves, indexed)
 }
 
 // ensureIndex rebuilds the partition's due index when the table's watermark

@@ -29,8 +29,9 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultChunkSize  = 25000
-	DefaultMaxCatchUp = 100
+	DefaultChunkSize   = 25000
+	DefaultChunkBudget = 500 * time.Millisecond
+	DefaultMaxCatchUp  = 100
 )
 
 // Msg is one record to produce.
@@ -58,6 +59,11 @@ type Config struct {
 	// ChunkSize is the most due jobs fired per callback (default 5000);
 	// the rest continues through a loopback message.
 	ChunkSize int
+	// ChunkBudget is how long one callback keeps firing chunks before it
+	// continues through the loopback (default 500ms). Each loopback is a
+	// round trip through Kafka; each callback blocks the shard's other
+	// inputs (commands, triggers) while it runs.
+	ChunkBudget time.Duration
 	// MaxCatchUp bounds the late fires a fire_all job dispatches per advance (default 100).
 	MaxCatchUp int
 	// Producer produces dispatch events (required).
@@ -77,6 +83,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ChunkSize == 0 {
 		c.ChunkSize = DefaultChunkSize
+	}
+	if c.ChunkBudget == 0 {
+		c.ChunkBudget = DefaultChunkBudget
 	}
 	if c.MaxCatchUp == 0 {
 		c.MaxCatchUp = DefaultMaxCatchUp
