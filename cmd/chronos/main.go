@@ -46,7 +46,7 @@ func newRoot() *cobra.Command {
 			return bindEnv(cmd.Flags())
 		},
 	}
-	root.AddCommand(newDev(), newRun(), newJobs(), newTrigger(), newTail(), newTopics(), newBench(), newLag())
+	root.AddCommand(newDev(), newRun(), newJobs(), newTrigger(), newTail(), newTopics(), newBench(), newLag(), newHealth())
 	return root
 }
 
