@@ -41,6 +41,7 @@ type instanceFlags struct {
 	syncStore  bool
 	storeCache int64
 	budget     time.Duration
+	executors  []string
 }
 
 type kafkaFlags struct {
@@ -92,6 +93,7 @@ func (f *instanceFlags) register(fs *pflag.FlagSet, httpDefault string) {
 	fs.DurationVar(&f.budget, "fanout-budget", scheduler.DefaultChunkBudget, "how long one callback keeps firing chunks before continuing through the loopback")
 	fs.IntVar(&f.maxPayload, "max-payload", codecs.DefaultMaxPayload, "largest job payload in bytes")
 	fs.BoolVar(&f.syncStore, "sync-store", false, "fsync every partition store write")
+	fs.StringSliceVar(&f.executors, "lag-executor-groups", nil, "also export the lag of these consumer groups on chronos-dispatch (your executors)")
 	fs.Int64Var(&f.storeCache, "store-cache-bytes", 256<<20, "Pebble block cache of all partition stores together")
 	f.kafka.register(fs)
 	f.layout.register(fs)
@@ -116,7 +118,11 @@ func (f *instanceFlags) serve(ctx context.Context, brokers []string, storeDir st
 	if err != nil {
 		return err
 	}
-	reg.MustRegister(&lag.Collector{Admin: kadm.NewClient(sys.Client()), Policy: lag.Earliest, Targets: lagTargets(cfg.Layout)})
+	targets := lagTargets(cfg.Layout)
+	for _, g := range f.executors {
+		targets = append(targets, lag.Target{Group: g, Topic: string(cfg.Layout.Dispatch())})
+	}
+	reg.MustRegister(&lag.Collector{Admin: kadm.NewClient(sys.Client()), Policy: lag.Earliest, Targets: targets})
 	jobs, err := views.NewJobs(cfg.Kafka, cfg.Layout, filepath.Join(storeDir, "view"), log.With("component", "view"))
 	if err != nil {
 		return err
