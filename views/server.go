@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -188,7 +189,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, optional bool)
 		writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, "", "empty body: send the job definition as JSON")
 		return nil, false
 	}
-	if ct := r.Header.Get("Content-Type"); len(body) > 0 && ct != "" && !strings.HasPrefix(ct, "application/json") {
+	if ct := r.Header.Get("Content-Type"); len(body) > 0 && ct != "" && !isJSON(ct) {
 		writeProblem(w, http.StatusUnsupportedMediaType, codecs.CodeMalformed, "", "Content-Type must be application/json")
 		return nil, false
 	}
@@ -485,4 +486,11 @@ func (s *Server) produceRecord(w http.ResponseWriter, r *http.Request, rec *kgo.
 		return false
 	}
 	return true
+}
+
+// isJSON reports whether a Content-Type is application/json (any case, any
+// parameters such as charset).
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
 }

@@ -496,3 +496,23 @@ func TestMetrics(t *testing.T) {
 		require.Equal(t, "not_found", decodeProblem(t, resp, b).Code)
 	})
 }
+
+func TestContentTypeIsParsed(t *testing.T) {
+	t.Parallel()
+	for ct, want := range map[string]int{
+		"application/json":                http.StatusAccepted,
+		"APPLICATION/JSON":                http.StatusAccepted,
+		"application/json; charset=utf-8": http.StatusAccepted,
+		"application/jsonp":               http.StatusUnsupportedMediaType,
+		"application/json-seq":            http.StatusUnsupportedMediaType,
+		"text/plain":                      http.StatusUnsupportedMediaType,
+	} {
+		require.Equal(t, want, isJSONStatus(t, ct), ct)
+	}
+}
+
+func isJSONStatus(t *testing.T, ct string) int {
+	f := newFixture(t, nil)
+	resp, _ := f.do(t, request{method: "PUT", path: "/v1/jobs/ct", body: `{"every":"1m"}`, header: map[string]string{"Content-Type": ct}})
+	return resp.StatusCode
+}
