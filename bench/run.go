@@ -274,9 +274,16 @@ func measureBurst(ctx context.Context, cfg Config, col *collector, due time.Time
 	return nil
 }
 
-// measureSteady measures the fires scheduled in [base, base+Duration).
+// measureSteady measures the fires scheduled in a window of Duration that
+// starts at base, or at the first whole second after registration ended if
+// registration overran base (the earlier fires are catch-up, not steady).
 func measureSteady(ctx context.Context, cfg Config, col *collector, base time.Time, rep *Report) error {
-	end := base.Add(cfg.Duration)
+	start := base
+	if now := time.Now(); now.After(base) {
+		start = now.Truncate(time.Second).Add(time.Second)
+		cfg.progress("measuring from %s, after registration, instead of %s", start.Format(time.TimeOnly), base.Format(time.TimeOnly))
+	}
+	end := start.Add(cfg.Duration)
 	for time.Now().Before(end.Add(5 * time.Second)) {
 		if err := sleepUntil(ctx, minTime(time.Now().Add(5*time.Second), end.Add(5*time.Second))); err != nil {
 			return err
@@ -286,12 +293,13 @@ func measureSteady(ctx context.Context, cfg Config, col *collector, base time.Ti
 	arr, dups := col.snapshot()
 	in := arr[:0]
 	for _, a := range arr {
-		if !a.scheduled.Before(base) && a.scheduled.Before(end) {
+		if !a.scheduled.Before(start) && a.scheduled.Before(end) {
 			in = append(in, a)
 		}
 	}
 	rep.Window, rep.Duplicates = cfg.Duration, dups
-	rep.Expected = expectedEvery(cfg.Jobs, int(cfg.Every/time.Second), int(cfg.Duration/time.Second))
+	from := int(start.Sub(base) / time.Second)
+	rep.Expected = expectedEvery(cfg.Jobs, int(cfg.Every/time.Second), from, int(cfg.Duration/time.Second))
 	rep.Fires = int64(len(in))
 	rep.Missed = rep.Expected - rep.Fires
 	rep.FiresPerSecond = float64(len(in)) / cfg.Duration.Seconds()
@@ -299,14 +307,15 @@ func measureSteady(ctx context.Context, cfg Config, col *collector, base time.Ti
 	return nil
 }
 
-// expectedEvery counts fires in [0, d) seconds of jobs where job i first
-// fires at second i mod every and then every `every` seconds.
-func expectedEvery(jobs, every, d int) int64 {
+// expectedEvery counts the fires in seconds [from, from+d) after base of
+// jobs where job i fires at second i mod every and then every `every`
+// seconds.
+func expectedEvery(jobs, every, from, d int) int64 {
 	var n int64
-	for off := 0; off < every && off < jobs; off++ {
-		perOffset := int64((jobs-1-off)/every + 1)
-		if off < d {
-			n += perOffset * int64((d-1-off)/every+1)
+	for sec := from; sec < from+d; sec++ {
+		off := sec % every
+		if off < jobs {
+			n += int64((jobs-1-off)/every + 1)
 		}
 	}
 	return n

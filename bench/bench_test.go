@@ -1,0 +1,47 @@
+package bench
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestExpectedEvery(t *testing.T) {
+	t.Parallel()
+	// Brute force: job i fires at second i%every + k*every.
+	brute := func(jobs, every, from, d int) int64 {
+		var n int64
+		for i := 0; i < jobs; i++ {
+			for s := i % every; s < from+d; s += every {
+				if s >= from {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	for _, c := range [][4]int{{100, 60, 0, 30}, {100, 60, 0, 120}, {7, 60, 5, 61}, {1000, 7, 13, 50}, {3, 10, 0, 10}} {
+		require.Equal(t, brute(c[0], c[1], c[2], c[3]), expectedEvery(c[0], c[1], c[2], c[3]), "%v", c)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, Config{Jobs: 10, Mode: ModeEvery, Every: time.Minute, Duration: time.Second}.Validate())
+	err := Config{Jobs: 0, Mode: "x", Duration: 0}.Validate()
+	require.ErrorContains(t, err, "jobs 0")
+	require.ErrorContains(t, err, `mode "x"`)
+	require.ErrorContains(t, err, "duration")
+	require.Error(t, Config{Jobs: 1, Mode: ModeEvery, Every: 1500 * time.Millisecond, Duration: time.Second}.Validate())
+}
+
+func TestParseDispatch(t *testing.T) {
+	t.Parallel()
+	id, at, ok := parseDispatch([]byte(`{"v":1,"fire_id":"j@2026-01-01T00:00:01Z","job_id":"j","trigger":"schedule","scheduled_at":"2026-01-01T00:00:01Z"}`))
+	require.True(t, ok)
+	require.Equal(t, "j@2026-01-01T00:00:01Z", string(id))
+	require.Equal(t, time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC), at)
+	_, _, ok = parseDispatch([]byte(`{"v":1}`))
+	require.False(t, ok)
+}
