@@ -48,6 +48,12 @@ type Config struct {
 	BatchBytes int
 	// Compression is none, gzip, snappy, lz4 (default) or zstd.
 	Compression string
+	// TLS encrypts (and with a client certificate, authenticates) every
+	// connection to the brokers (default off).
+	TLS TLS
+	// SASL authenticates every connection (default off). Its password
+	// never prints; see Secret.
+	SASL SASL
 }
 
 // Default returns the default configuration for brokers.
@@ -84,6 +90,8 @@ func (c Config) Validate() error {
 	if _, err := c.saramaCodec(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.TLS.validate()...)
+	errs = append(errs, c.SASL.validate()...)
 	return errors.Join(errs...)
 }
 
@@ -117,7 +125,8 @@ func (c Config) kgoCodec() kgo.CompressionCodec {
 	return kgo.NoCompression()
 }
 
-// Sarama returns a new *sarama.Config for one goka builder.
+// Sarama returns a new *sarama.Config for one goka builder, with the TLS and
+// SASL settings of c (SCRAM through franz-go's implementation).
 func (c Config) Sarama() *sarama.Config {
 	s := goka.DefaultConfig()
 	s.Version = sarama.V3_6_0_0
@@ -143,6 +152,7 @@ func (c Config) Sarama() *sarama.Config {
 		s.Producer.Idempotent = true
 		s.Net.MaxOpenRequests = 1
 	}
+	c.saramaSecurity(s)
 	return s
 }
 
@@ -184,7 +194,8 @@ func (c Config) producerBuilder() goka.ProducerBuilder {
 }
 
 // Kgo returns franz-go options for a client of this configuration: seeds,
-// client id, producer settings and goka-compatible partitioning.
+// client id, TLS and SASL, producer settings and goka-compatible
+// partitioning.
 func (c Config) Kgo(extra ...kgo.Opt) []kgo.Opt {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.Brokers...),
@@ -206,6 +217,7 @@ func (c Config) Kgo(extra ...kgo.Opt) []kgo.Opt {
 	if !c.Idempotent {
 		opts = append(opts, kgo.DisableIdempotentWrite())
 	}
+	opts = append(opts, c.kgoSecurity()...)
 	return append(opts, extra...)
 }
 

@@ -50,6 +50,28 @@ type kafkaFlags struct {
 	linger      time.Duration
 	batchBytes  int
 	compression string
+	security    securityFlags
+}
+
+// securityFlags are the TLS and SASL settings of every Kafka connection,
+// shared by dev, run, bench and the tools (docs/security.md).
+type securityFlags struct {
+	tls              bool
+	tlsCAFile        string
+	tlsCertFile      string
+	tlsKeyFile       string
+	tlsServerName    string
+	tlsInsecure      bool
+	saslMechanism    string
+	saslUser         string
+	saslPassword     string
+	saslPasswordFile string
+}
+
+// connFlags are the connection flags of the tools: brokers plus security.
+type connFlags struct {
+	brokers  []string
+	security securityFlags
 }
 
 type layoutFlags struct {
@@ -65,12 +87,50 @@ func (k *kafkaFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&k.linger, "linger", d.Linger, "how long producers wait to fill a batch")
 	fs.IntVar(&k.batchBytes, "batch-bytes", d.BatchBytes, "largest producer batch in bytes")
 	fs.StringVar(&k.compression, "compression", d.Compression, "none, gzip, snappy, lz4 or zstd")
+	k.security.register(fs)
 }
 
 func (k *kafkaFlags) config(brokers []string) clients.Config {
 	c := clients.Default(brokers...)
 	c.Acks, c.Idempotent, c.Linger, c.BatchBytes, c.Compression = k.acks, k.idempotent, k.linger, k.batchBytes, k.compression
+	k.security.apply(&c)
 	return c
+}
+
+func (s *securityFlags) register(fs *pflag.FlagSet) {
+	fs.BoolVar(&s.tls, "tls", false, "connect to the brokers with TLS")
+	fs.StringVar(&s.tlsCAFile, "tls-ca-file", "", "PEM file of the CAs of the brokers' certificates (empty: system roots)")
+	fs.StringVar(&s.tlsCertFile, "tls-cert-file", "", "PEM client certificate for mutual TLS (with --tls-key-file)")
+	fs.StringVar(&s.tlsKeyFile, "tls-key-file", "", "PEM client key for mutual TLS (with --tls-cert-file)")
+	fs.StringVar(&s.tlsServerName, "tls-server-name", "", "host name to verify in the brokers' certificates (empty: each broker's host)")
+	fs.BoolVar(&s.tlsInsecure, "tls-insecure-skip-verify", false, "do not verify the brokers' certificates (INSECURE: tests only)")
+	fs.StringVar(&s.saslMechanism, "sasl-mechanism", "", "SASL mechanism: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (empty: no SASL)")
+	fs.StringVar(&s.saslUser, "sasl-user", "", "SASL user")
+	fs.StringVar(&s.saslPassword, "sasl-password", "", "SASL password; prefer CHRONOS_SASL_PASSWORD or --sasl-password-file (flags show in ps)")
+	fs.StringVar(&s.saslPasswordFile, "sasl-password-file", "", "file holding the SASL password (trailing newline ignored)")
+}
+
+func (s *securityFlags) apply(c *clients.Config) {
+	c.TLS = clients.TLS{Enabled: s.tls, CAFile: s.tlsCAFile, CertFile: s.tlsCertFile, KeyFile: s.tlsKeyFile,
+		ServerName: s.tlsServerName, InsecureSkipVerify: s.tlsInsecure}
+	c.SASL = clients.SASL{Mechanism: strings.ToUpper(s.saslMechanism), User: s.saslUser,
+		Password: clients.Secret(s.saslPassword), PasswordFile: s.saslPasswordFile}
+}
+
+// register adds --brokers (usage: its help text) and the security flags.
+func (c *connFlags) register(fs *pflag.FlagSet, usage string) {
+	fs.StringSliceVar(&c.brokers, "brokers", []string{"127.0.0.1:9092"}, usage)
+	c.security.register(fs)
+}
+
+// config returns the validated client configuration of a tool.
+func (c *connFlags) config() (clients.Config, error) {
+	cfg := clients.Default(c.brokers...)
+	c.security.apply(&cfg)
+	if err := cfg.Validate(); err != nil {
+		return clients.Config{}, err
+	}
+	return cfg, nil
 }
 
 func (l *layoutFlags) register(fs *pflag.FlagSet) {
@@ -137,7 +197,8 @@ func (f *instanceFlags) serve(ctx context.Context, brokers []string, storeDir st
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
-	log.Info("chronos is running", "brokers", strings.Join(brokers, ","), "http", "http://"+ln.Addr().String(),
+	log.Info("chronos is running", "brokers", strings.Join(brokers, ","), "kafka_tls", cfg.Kafka.TLS.Enabled,
+		"kafka_sasl", cfg.Kafka.SASL.Mechanism, "http", "http://"+ln.Addr().String(),
 		"partitions", cfg.Layout.Partitions, "data_dir", storeDir)
 	viewDone := make(chan error, 1)
 	go func() { viewDone <- jobs.Run(ctx) }()

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/topology"
@@ -28,7 +27,7 @@ func lagTargets(l topology.Layout) []lag.Target {
 
 func newLag() *cobra.Command {
 	var (
-		brokers   []string
+		conn      connFlags
 		layout    layoutFlags
 		group     string
 		topic     string
@@ -61,7 +60,11 @@ func newLag() *cobra.Command {
 					return fmt.Errorf("--group %s is not a Chronos group; name its --topic", group)
 				}
 			}
-			cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+			kafka, err := conn.config()
+			if err != nil {
+				return err
+			}
+			cl, err := kafka.NewKgo()
 			if err != nil {
 				return err
 			}
@@ -100,7 +103,7 @@ func newLag() *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringSliceVar(&brokers, "brokers", []string{"127.0.0.1:9092"}, "bootstrap brokers")
+	conn.register(fs, "bootstrap brokers")
 	fs.StringVar(&group, "group", "", "consumer group (default: the scheduler group)")
 	fs.StringVar(&topic, "topic", "", "topic (default: every input topic of the group)")
 	fs.Int64Var(&threshold, "lag-threshold", 10, "KEDA lagThreshold: target lag per replica")

@@ -11,11 +11,13 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronos-scheduler/chronos/clients"
 )
 
 func newTail() *cobra.Command {
 	var (
-		brokers   []string
+		conn      connFlags
 		layout    layoutFlags
 		count     int
 		timeout   time.Duration
@@ -33,11 +35,15 @@ func newTail() *cobra.Command {
 				ctx, cancel = context.WithTimeout(ctx, timeout)
 				defer cancel()
 			}
-			return tail(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), brokers, string(layout.layout().Dispatch()), count, beginning)
+			kafka, err := conn.config()
+			if err != nil {
+				return err
+			}
+			return tail(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), kafka, string(layout.layout().Dispatch()), count, beginning)
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringSliceVar(&brokers, "brokers", []string{"127.0.0.1:9092"}, "bootstrap brokers")
+	conn.register(fs, "bootstrap brokers")
 	fs.IntVar(&count, "count", 0, "exit 0 after this many events (0: until interrupted)")
 	fs.DurationVar(&timeout, "timeout", 0, "exit non-zero if --count events have not arrived by then (0: no limit)")
 	fs.BoolVar(&beginning, "from-beginning", false, "start at the beginning of the topic instead of its end")
@@ -45,13 +51,12 @@ func newTail() *cobra.Command {
 	return cmd
 }
 
-func tail(ctx context.Context, out, errOut io.Writer, brokers []string, topic string, count int, beginning bool) error {
+func tail(ctx context.Context, out, errOut io.Writer, kafka clients.Config, topic string, count int, beginning bool) error {
 	start := kgo.NewOffset().AtEnd()
 	if beginning {
 		start = kgo.NewOffset().AtStart()
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(start),
-		kgo.FetchMaxWait(200*time.Millisecond))
+	cl, err := kafka.NewKgo(kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(start), kgo.FetchMaxWait(200*time.Millisecond))
 	if err != nil {
 		return err
 	}

@@ -7,14 +7,13 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 func newTopics() *cobra.Command {
 	var (
-		brokers []string
-		layout  layoutFlags
-		create  bool
+		conn   connFlags
+		layout layoutFlags
+		create bool
 	)
 	cmd := &cobra.Command{
 		Use:   "topics",
@@ -26,7 +25,11 @@ func newTopics() *cobra.Command {
 				return err
 			}
 			if create {
-				cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+				kafka, err := conn.config()
+				if err != nil {
+					return err
+				}
+				cl, err := kafka.NewKgo()
 				if err != nil {
 					return err
 				}
@@ -41,7 +44,7 @@ func newTopics() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringSliceVar(&brokers, "brokers", []string{"127.0.0.1:9092"}, "bootstrap brokers (with --create)")
+	conn.register(cmd.Flags(), "bootstrap brokers (with --create)")
 	cmd.Flags().BoolVar(&create, "create", false, "create missing topics")
 	layout.register(cmd.Flags())
 	return cmd
