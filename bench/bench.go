@@ -80,13 +80,24 @@ type Report struct {
 	DelayP50         time.Duration `json:"delay_p50_ns"`
 	DelayP99         time.Duration `json:"delay_p99_ns"`
 	DelayMax         time.Duration `json:"delay_max_ns"`
-	Missed           int64         `json:"missed"`
-	Duplicates       int64         `json:"duplicates"`
-	CPUSeconds       float64       `json:"cpu_seconds"`
-	PeakRSSBytes     int64         `json:"peak_rss_bytes"`
-	RawPerSecond     float64       `json:"raw_records_per_second"`
-	RawRatio         float64       `json:"ratio_to_raw"`
-	RecordBytes      int           `json:"record_bytes"`
+	// Slices are the delays of consecutive 10-second slices of a steady
+	// window: a p99 that grows from slice to slice is a growing backlog.
+	Slices       []Slice `json:"slices,omitempty"`
+	Missed       int64   `json:"missed"`
+	Duplicates   int64   `json:"duplicates"`
+	CPUSeconds   float64 `json:"cpu_seconds"`
+	PeakRSSBytes int64   `json:"peak_rss_bytes"`
+	RawPerSecond float64 `json:"raw_records_per_second"`
+	RawRatio     float64 `json:"ratio_to_raw"`
+	RecordBytes  int     `json:"record_bytes"`
+}
+
+// Slice is the fire delay of the fires scheduled in one 10-second slice.
+type Slice struct {
+	Start time.Time     `json:"start"`
+	Fires int           `json:"fires"`
+	P99   time.Duration `json:"delay_p99_ns"`
+	Max   time.Duration `json:"delay_max_ns"`
 }
 
 func (c *Config) progress(format string, args ...any) {

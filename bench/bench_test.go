@@ -45,3 +45,19 @@ func TestParseDispatch(t *testing.T) {
 	_, _, ok = parseDispatch([]byte(`{"v":1}`))
 	require.False(t, ok)
 }
+
+func TestSlices(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var arr []arrival
+	for s := 0; s < 30; s++ {
+		at := t0.Add(time.Duration(s) * time.Second)
+		arr = append(arr, arrival{scheduled: at, received: at.Add(time.Duration(s) * time.Millisecond)})
+	}
+	got := slices(arr, t0, t0.Add(30*time.Second), 10*time.Second)
+	require.Len(t, got, 3)
+	for i, sl := range got {
+		require.Equal(t, 10, sl.Fires)
+		require.Equal(t, time.Duration(10*i+9)*time.Millisecond, sl.Max)
+	}
+}

@@ -25,6 +25,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("fires", "%d of %d expected", r.Fires, r.Expected)
 	row("fires/s", "%.0f", r.FiresPerSecond)
 	row("delay p50 / p99 / max", "%s / %s / %s", r.DelayP50.Round(time.Millisecond), r.DelayP99.Round(time.Millisecond), r.DelayMax.Round(time.Millisecond))
+	for _, sl := range r.Slices {
+		row("  from "+sl.Start.Format(time.TimeOnly), "%d fires, p99 %s, max %s", sl.Fires, sl.P99.Round(time.Millisecond), sl.Max.Round(time.Millisecond))
+	}
 	row("missed", "%d", r.Missed)
 	row("duplicates", "%d", r.Duplicates)
 	row("cpu seconds", "%.1f (this process)", r.CPUSeconds)

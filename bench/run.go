@@ -304,7 +304,26 @@ func measureSteady(ctx context.Context, cfg Config, col *collector, base time.Ti
 	rep.Missed = rep.Expected - rep.Fires
 	rep.FiresPerSecond = float64(len(in)) / cfg.Duration.Seconds()
 	delays(in, rep)
+	rep.Slices = slices(in, start, end, 10*time.Second)
 	return nil
+}
+
+// slices splits arrivals by scheduled time into slices of width w and
+// returns each slice's p99 and max delay.
+func slices(arr []arrival, start, end time.Time, w time.Duration) []Slice {
+	var out []Slice
+	for from := start; from.Before(end); from = from.Add(w) {
+		var r Report
+		var in []arrival
+		for _, a := range arr {
+			if !a.scheduled.Before(from) && a.scheduled.Before(from.Add(w)) {
+				in = append(in, a)
+			}
+		}
+		delays(in, &r)
+		out = append(out, Slice{Start: from, Fires: len(in), P99: r.DelayP99, Max: r.DelayMax})
+	}
+	return out
 }
 
 // expectedEvery counts the fires in seconds [from, from+d) after base of
