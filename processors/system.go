@@ -57,13 +57,14 @@ type Config struct {
 
 // System is one running instance. Create with New, then Run.
 type System struct {
-	cfg   Config
-	sched *scheduler.Scheduler
-	clock *clock.Clock
-	route *router.Router
-	kgo   *kgo.Client
-	log   *slog.Logger
-	mu    struct {
+	cfg    Config
+	sched  *scheduler.Scheduler
+	clock  *clock.Clock
+	route  *router.Router
+	kgo    *kgo.Client
+	ticker *clock.Ticker // nil with NoTicker
+	log    *slog.Logger
+	mu     struct {
 		sync.Mutex
 		procs map[goka.Group]*goka.Processor
 	}
@@ -123,6 +124,10 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 		return nil, err
 	}
 	s := &System{cfg: cfg, sched: sched, clock: clk, route: route, kgo: cl, log: cfg.Logger}
+	if !cfg.NoTicker {
+		host, _ := os.Hostname()
+		s.ticker = &clock.Ticker{Client: cl, Topic: string(cfg.Layout.Clock()), Resolution: s.resolution(), Instance: host, Now: cfg.Now}
+	}
 	if cfg.Registerer != nil {
 		cfg.Registerer.MustRegister(sched.JobsCollector(),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_clock_lag_seconds",
@@ -195,9 +200,7 @@ func (s *System) Run(ctx context.Context) error {
 	// shared directory under /tmp, which outlives the data dir).
 	run(s.cfg.Layout.ClockGroup(), s.clock.Graph(), goka.WithStorageBuilder(store.Builder(s.cfg.DataDir, s.clockStoreOptions())))
 	run(s.cfg.Layout.RouterGroup(), s.route.Graph())
-	if !s.cfg.NoTicker {
-		host, _ := os.Hostname()
-		t := &clock.Ticker{Client: s.kgo, Topic: string(s.cfg.Layout.Clock()), Resolution: s.resolution(), Instance: host, Now: s.cfg.Now}
+	if t := s.ticker; t != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -248,14 +251,37 @@ func (s *System) supervise(ctx context.Context, name goka.Group, graph *goka.Gro
 	}
 }
 
+func (s *System) ticking() error {
+	if s.ticker == nil {
+		return nil
+	}
+	last := s.ticker.LastAcked()
+	if last.IsZero() {
+		return errors.New("the clock has not ticked yet")
+	}
+	now := time.Now
+	if s.cfg.Now != nil {
+		now = s.cfg.Now
+	}
+	if age, limit := now().Sub(last), max(10*s.resolution(), 10*time.Second); age > limit {
+		return fmt.Errorf("the clock last ticked %s ago", age.Round(time.Millisecond))
+	}
+	return nil
+}
+
 func (s *System) setProc(g goka.Group, p *goka.Processor) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mu.procs[g] = p
 }
 
-// Ready reports whether every group runs and has recovered its partitions.
+// Ready reports whether every group runs and has recovered its partitions,
+// and this instance's clock ticks (its last tick was acknowledged within ten
+// resolutions, at least 10 s).
 func (s *System) Ready() error {
+	if err := s.ticking(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, g := range []goka.Group{s.sched.Group(), s.cfg.Layout.ClockGroup(), s.cfg.Layout.RouterGroup()} {

@@ -1,12 +1,14 @@
 package processors_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/processors"
 	"github.com/chronos-scheduler/chronos/testenv"
 )
 
@@ -33,4 +35,21 @@ func TestSmokeEveryJobFires(t *testing.T) {
 	require.Contains(t, ids, "a@2026-03-01T00:01:00Z")
 	require.Contains(t, ids, "b@2026-03-01T00:00:20Z")
 	require.Len(t, ids, 9)
+}
+
+// TestReadyNeedsTheClockToTick: an instance with its ticker is not ready
+// before its first tick is acknowledged, and is once it has been.
+func TestReadyNeedsTheClockToTick(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t, 2)
+	cfg := env.Config()
+	cfg.NoTicker = false
+	sys, err := processors.New(t.Context(), cfg)
+	require.NoError(t, err)
+	require.ErrorContains(t, sys.Ready(), "not ticked")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sys.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	testenv.Eventually(t, 60*time.Second, sys.Ready)
 }

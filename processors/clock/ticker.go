@@ -3,6 +3,7 @@ package clock
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -22,6 +23,18 @@ type Ticker struct {
 	Instance   string
 	// Now is the wall clock (default time.Now).
 	Now func() time.Time
+
+	acked atomic.Int64 // unix nanos of the tick last acknowledged by the broker
+}
+
+// LastAcked returns the time carried by the last tick the broker
+// acknowledged (zero before the first).
+func (t *Ticker) LastAcked() time.Time {
+	n := t.acked.Load()
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
 }
 
 // Run ticks until ctx is done. Produce errors are retried on the next tick;
@@ -48,5 +61,9 @@ func (t *Ticker) Run(ctx context.Context) error {
 
 func (t *Ticker) send(ctx context.Context, at time.Time) {
 	rec := &kgo.Record{Topic: t.Topic, Key: []byte(TickKey), Value: codecs.EncodeInternal(codecs.Tick{Time: at.UTC(), Instance: t.Instance})}
-	t.Client.Produce(ctx, rec, nil)
+	t.Client.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+		if err == nil {
+			t.acked.Store(at.UnixNano())
+		}
+	})
 }
