@@ -45,16 +45,22 @@ type Env struct {
 // Everything it starts is stopped by t.Cleanup.
 func New(t testing.TB, partitions int32) *Env {
 	t.Helper()
-	e := &Env{T: t, DataDir: t.TempDir()}
-	var brokers []string
 	if env := os.Getenv(BrokersEnv); env != "" {
-		brokers = strings.Split(env, ",")
-	} else {
-		b, err := embedded.Start(embedded.Options{Partitions: partitions})
-		require.NoError(t, err)
-		t.Cleanup(b.Close)
-		e.Broker, brokers = b, b.Addrs()
+		return NewOn(t, partitions, strings.Split(env, ","))
 	}
+	b, err := embedded.Start(embedded.Options{Partitions: partitions})
+	require.NoError(t, err)
+	t.Cleanup(b.Close)
+	e := NewOn(t, partitions, b.Addrs())
+	e.Broker = b
+	return e
+}
+
+// NewOn returns an environment on brokers the test manages itself (for
+// example an embedded broker with a data dir that the test restarts).
+func NewOn(t testing.TB, partitions int32, brokers []string) *Env {
+	t.Helper()
+	e := &Env{T: t, DataDir: t.TempDir()}
 	e.Layout = topology.Layout{Names: topology.Names{Prefix: "t" + randHex(6) + "."}, Partitions: partitions, Replication: 1}
 	e.Kafka = clients.Default(brokers...)
 	cl, err := e.Kafka.NewKgo()
