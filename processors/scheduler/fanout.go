@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,18 +43,42 @@ func (s *Scheduler) onLoop(ctx goka.Context, msg any) {
 }
 
 func (s *Scheduler) trigger(ctx goka.Context, tr codecs.ShardTrigger) {
+	if ctx.Context().Err() != nil {
+		// The partition is being revoked or the instance stops: goka may
+		// still hand over buffered messages, and would commit them after
+		// the callback returns. Leave them to the next owner.
+		uncommitted(ctx, errRevoked)
+		return
+	}
+	var err error
 	switch tr.Kind {
 	case codecs.KindAdvance:
-		if err := s.advance(ctx, tr); err != nil {
-			ctx.Fail(err)
-		}
+		err = s.advance(ctx, tr)
 	case codecs.KindBucket:
-		if err := s.fireBucket(ctx, tr); err != nil {
-			ctx.Fail(err)
-		}
+		err = s.fireBucket(ctx, tr)
 	default:
 		s.reject(ctx, nil, &codecs.Error{Code: codecs.CodeUnknownOp, Field: "kind", Reason: "unsupported shard trigger " + tr.Kind})
 	}
+	if err != nil {
+		failed(ctx, err)
+	}
+}
+
+// errRevoked marks inputs left uncommitted because their partition is going away.
+var errRevoked = errors.New("scheduler: partition revoked; input left to the next owner")
+
+// uncommitted makes goka never commit the current input: a deferred commit
+// completed with an error fails the message instead of acknowledging it.
+func uncommitted(ctx goka.Context, err error) { ctx.DeferCommit()(err) }
+
+// failed handles a fan-out that could not finish. Its input must not be
+// committed, or its fires are lost. ctx.Fail stops the partition (goka
+// panics out of the callback) while the processor runs; once goka's context
+// is cancelled (a rebalance, a shutdown) it only records the error and goka
+// would commit the input, so the commit is withheld explicitly as well.
+func failed(ctx goka.Context, err error) {
+	uncommitted(ctx, err)
+	ctx.Fail(err)
 }
 
 // advance fires every job of the partition due up to tr.T, one chunk per

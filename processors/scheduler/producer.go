@@ -13,8 +13,12 @@ type KgoProducer struct {
 	Client *kgo.Client
 }
 
-// ProduceSync implements Producer.
+// ProduceSync implements Producer. It deliberately ignores ctx's
+// cancellation: a fan-out whose partition is revoked mid-chunk still
+// finishes producing (bounded by the client's record delivery timeout), so
+// the chunk is either acknowledged or reported failed, never half-known.
 func (p KgoProducer) ProduceSync(ctx context.Context, topic string, msgs []Msg) error {
+	ctx = context.WithoutCancel(ctx)
 	recs := make([]*kgo.Record, len(msgs))
 	backing := make([]kgo.Record, len(msgs))
 	for i, m := range msgs {
