@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lovoo/goka"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -48,6 +49,9 @@ type Config struct {
 	// StoreCacheBytes is the Pebble block cache of all partition stores
 	// together, split evenly (default 256 MiB).
 	StoreCacheBytes int64
+	// StoreFS is the file system of the partition stores (default: the
+	// operating system's; tests inject faults through it).
+	StoreFS vfs.FS
 	// Now is the wall clock for fired_at and ticks (default time.Now).
 	Now func() time.Time
 	// Registerer receives the metrics (nil: none).
@@ -63,6 +67,7 @@ type System struct {
 	route  *router.Router
 	kgo    *kgo.Client
 	ticker *clock.Ticker // nil with NoTicker
+	fatal  *fatalSignal
 	log    *slog.Logger
 	mu     struct {
 		sync.Mutex
@@ -98,6 +103,7 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 		cl.Close()
 		return nil, err
 	}
+	fatal := &fatalSignal{ch: make(chan struct{})}
 	var metrics *scheduler.Metrics
 	if cfg.Registerer != nil {
 		metrics = scheduler.NewMetrics(cfg.Registerer)
@@ -106,7 +112,7 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 	if now == nil {
 		now = time.Now
 	}
-	sched, err := scheduler.New(scheduler.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Store: store.Options{Sync: cfg.SyncStore, CacheSize: cacheBytes(cfg)},
+	sched, err := scheduler.New(scheduler.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Store: store.Options{Sync: cfg.SyncStore, CacheSize: cacheBytes(cfg), OnFatal: fatal.report, FS: cfg.StoreFS},
 		Limits: cfg.Limits, ChunkSize: cfg.ChunkSize, ChunkBudget: cfg.ChunkBudget, Producer: scheduler.KgoProducer{Client: cl}, Now: cfg.Now,
 		Logger: cfg.Logger.With("group", "scheduler"), Metrics: metrics})
 	if err != nil {
@@ -123,7 +129,7 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 		cl.Close()
 		return nil, err
 	}
-	s := &System{cfg: cfg, sched: sched, clock: clk, route: route, kgo: cl, log: cfg.Logger}
+	s := &System{cfg: cfg, sched: sched, clock: clk, route: route, kgo: cl, log: cfg.Logger, fatal: fatal}
 	if !cfg.NoTicker {
 		host, _ := os.Hostname()
 		s.ticker = &clock.Ticker{Client: cl, Topic: string(cfg.Layout.Clock()), Resolution: s.resolution(), Instance: host, Now: cfg.Now}
@@ -184,9 +190,21 @@ func (s *System) Scheduler() *scheduler.Scheduler { return s.sched }
 func (s *System) Client() *kgo.Client { return s.kgo }
 
 // Run runs every group until ctx is cancelled, restarting a failed group
-// with backoff. It returns nil on cancellation.
+// with backoff. It returns nil on cancellation, and the error when a
+// partition store fails fatally (e.g. a full disk): the process should then
+// exit and be restarted, recovering its partitions from the changelogs.
 func (s *System) Run(ctx context.Context) error {
 	defer s.kgo.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.fatal.ch:
+			s.log.Error("stopping: a partition store failed; restart the process to recover from the changelog", "err", s.fatal.err())
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	var wg sync.WaitGroup
 	run := func(name goka.Group, graph *goka.GroupGraph, opts ...goka.ProcessorOption) {
 		wg.Add(1)
@@ -208,12 +226,37 @@ func (s *System) Run(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	return nil
+	return s.fatal.err()
+}
+
+// fatalSignal carries the first fatal storage error of an instance. Safe for
+// concurrent use.
+type fatalSignal struct {
+	once  sync.Once
+	ch    chan struct{}
+	mu    sync.Mutex
+	first error
+}
+
+func (f *fatalSignal) report(err error) {
+	f.once.Do(func() {
+		f.mu.Lock()
+		f.first = err
+		f.mu.Unlock()
+		close(f.ch)
+	})
+}
+
+func (f *fatalSignal) err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.first
 }
 
 func (s *System) clockStoreOptions() store.Options {
 	log := s.log.With("group", "clock")
-	return store.Options{Sync: s.cfg.SyncStore, Logger: func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }}
+	return store.Options{Sync: s.cfg.SyncStore, OnFatal: s.fatal.report, FS: s.cfg.StoreFS,
+		Logger: func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }}
 }
 
 func (s *System) resolution() time.Duration {

@@ -148,7 +148,8 @@ func (s *Store) DueUpTo(upTo time.Time, after Due, limit int) ([]Due, error) {
 // remove). Moves of keys that are not in the table are skipped (an index
 // entry must always point to a table record). If a key occurs more than
 // once, its last move wins. The batch also stores indexedUpTo.
-func (s *Store) ApplyMoves(moves []Move, indexedUpTo time.Time) error {
+func (s *Store) ApplyMoves(moves []Move, indexedUpTo time.Time) (err error) {
+	defer s.recoverFatal(&err)
 	if err := s.acquire(); err != nil {
 		return err
 	}
@@ -296,7 +297,8 @@ func (s *Store) DueOf(key string) (time.Time, error) {
 // with the Indexer, in batches of rebuildBatchSize records, and stores
 // indexedUpTo. A rebuild interrupted by a crash is redone by the next Open.
 // Without an Indexer it only drops the indexes.
-func (s *Store) RebuildIndexes(indexedUpTo time.Time) error {
+func (s *Store) RebuildIndexes(indexedUpTo time.Time) (err error) {
+	defer s.recoverFatal(&err)
 	if err := s.acquire(); err != nil {
 		return err
 	}

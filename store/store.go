@@ -51,6 +51,11 @@ type Options struct {
 	CacheSize int64
 	// Logger receives pebble's log output and store messages; optional.
 	Logger func(format string, args ...any)
+	// OnFatal is called once when a write hits a fatal storage error (pebble
+	// stops on a failed WAL write, e.g. a full disk). Every later call
+	// returns ErrFatal; the process should stop and restart, recovering the
+	// partitions from their changelogs. Optional.
+	OnFatal func(error)
 }
 
 var (
@@ -89,9 +94,31 @@ type Store struct {
 
 	itMu  sync.Mutex
 	iters map[*iterator]struct{}
+
+	broken atomic.Bool // a write hit a fatal pebble error; the DB is unusable
 }
 
 var _ storage.Storage = (*Store)(nil)
+
+// ErrFatal wraps a fatal storage error: the DB cannot be used any more.
+var ErrFatal = errors.New("store: fatal storage error")
+
+// recoverFatal turns pebble's panic on a fatal write error (its way of
+// stopping on a failed WAL write) into ErrFatal, marks the store broken and
+// reports it once. Deferred by every write method, after the unlock.
+func (s *Store) recoverFatal(err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	*err = fmt.Errorf("%w: %s: %v", ErrFatal, s.dir, r)
+	if s.broken.CompareAndSwap(false, true) {
+		s.logf("store %s: %v; the process must restart to recover from the changelog", s.dir, *err)
+		if s.opts.OnFatal != nil {
+			s.opts.OnFatal(*err)
+		}
+	}
+}
 
 // New returns a Store for dir. It does not open the DB; goka calls Open.
 func New(dir string, opts Options) *Store {
@@ -238,7 +265,8 @@ func (s *Store) commitOffsetsDuringRecovery() {
 
 // Close persists the local offset (if non-zero), releases outstanding
 // iterators and closes the DB. Close is idempotent.
-func (s *Store) Close() error {
+func (s *Store) Close() (err error) {
+	defer s.recoverFatal(&err)
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -255,7 +283,12 @@ func (s *Store) Close() error {
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var err error
+	if s.broken.Load() {
+		// pebble stopped on a fatal error; flushing or closing it would
+		// crash the process. Leave it to the process restart.
+		s.db = nil
+		return ErrFatal
+	}
 	if off := s.offset.Load(); off != 0 {
 		err = s.db.Set(metaKey(metaOffset), encodeOffset(off), s.wo)
 	}
@@ -285,6 +318,10 @@ func (s *Store) acquire() error {
 	if !s.opened {
 		s.mu.RUnlock()
 		return ErrNotOpen
+	}
+	if s.broken.Load() {
+		s.mu.RUnlock()
+		return ErrFatal
 	}
 	return nil
 }
@@ -340,7 +377,8 @@ func (s *Store) Get(key string) ([]byte, error) {
 
 // Set stores value under key. With an Indexer, one atomic batch writes the
 // value, removes the key's old index entries and writes the new ones.
-func (s *Store) Set(key string, value []byte) error {
+func (s *Store) Set(key string, value []byte) (err error) {
+	defer s.recoverFatal(&err)
 	if err := s.acquire(); err != nil {
 		return err
 	}
@@ -377,7 +415,8 @@ func (s *Store) Set(key string, value []byte) error {
 
 // Delete removes key and its index entries atomically. Deleting a missing
 // key is not an error.
-func (s *Store) Delete(key string) error {
+func (s *Store) Delete(key string) (err error) {
+	defer s.recoverFatal(&err)
 	if err := s.acquire(); err != nil {
 		return err
 	}
@@ -450,7 +489,8 @@ func (s *Store) GetOffset(def int64) (int64, error) {
 
 // SetOffset sets the local offset. It is persisted immediately after
 // MarkRecovered, before that only periodically and on Close.
-func (s *Store) SetOffset(offset int64) error {
+func (s *Store) SetOffset(offset int64) (err error) {
+	defer s.recoverFatal(&err)
 	if err := s.acquire(); err != nil {
 		return err
 	}
@@ -464,7 +504,8 @@ func (s *Store) SetOffset(offset int64) error {
 
 // MarkRecovered persists the local offset (if non-zero) and switches to
 // persisting every SetOffset.
-func (s *Store) MarkRecovered() error {
+func (s *Store) MarkRecovered() (err error) {
+	defer s.recoverFatal(&err)
 	if err := s.acquire(); err != nil {
 		return err
 	}
