@@ -46,6 +46,8 @@ func TestBadCommandsAreRejectedAndValidJobsKeepFiring(t *testing.T) {
 		env.Produce(string(env.Layout.Jobs()), b.key, []byte(b.value), t0)
 		env.Put("good-"+string(rune('a'+i)), codecs.JobDef{Every: "10s"}, t0)
 	}
+	// A delete of an unknown job is a no-op, not a reject.
+	env.Produce(string(env.Layout.Jobs()), "never-existed", []byte(`{"v":1,"op":"delete"}`), t0)
 	env.WaitApplied()
 	env.Tick(t0.Add(10 * time.Second))
 
@@ -65,6 +67,7 @@ func TestBadCommandsAreRejectedAndValidJobsKeepFiring(t *testing.T) {
 		require.Equal(t, string(env.Layout.Jobs()), rj.Topic)
 	}
 	dispatch.WaitLen(t, len(bad), 30*time.Second)
+	require.Len(t, rejects.Records(), len(bad), "exactly one reject per bad command, none for the unknown delete")
 	fired := map[string]bool{}
 	for _, d := range dispatch.Dispatches(t) {
 		fired[d.FireID] = true
