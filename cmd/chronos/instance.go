@@ -133,6 +133,20 @@ func (c *connFlags) config() (clients.Config, error) {
 	return cfg, nil
 }
 
+// admin returns an admin client for the connection settings and the func
+// that closes it.
+func (c *connFlags) admin() (*kadm.Client, func(), error) {
+	kafka, err := c.config()
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := kafka.NewKgo()
+	if err != nil {
+		return nil, nil, err
+	}
+	return kadm.NewClient(cl), cl.Close, nil
+}
+
 func (l *layoutFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&l.prefix, "topic-prefix", "", "prefix of every topic and group name")
 	fs.Int32Var(&l.partitions, "partitions", topology.DefaultPartitions, "partitions of the sharded topics (fixed once created)")

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/topology"
@@ -60,18 +59,14 @@ func newLag() *cobra.Command {
 					return fmt.Errorf("--group %s is not a Chronos group; name its --topic", group)
 				}
 			}
-			kafka, err := conn.config()
+			adm, closeAdm, err := conn.admin()
 			if err != nil {
 				return err
 			}
-			cl, err := kafka.NewKgo()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
+			defer closeAdm()
 			ctx, cancel := context.WithTimeout(cmd.Context(), 15*time.Second)
 			defer cancel()
-			parts, err := lag.Measure(ctx, kadm.NewClient(cl), lag.Policy(policy), targets...)
+			parts, err := lag.Measure(ctx, adm, lag.Policy(policy), targets...)
 			if err != nil {
 				return err
 			}

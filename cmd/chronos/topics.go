@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 func newTopics() *cobra.Command {
@@ -25,18 +24,14 @@ func newTopics() *cobra.Command {
 				return err
 			}
 			if create {
-				kafka, err := conn.config()
+				adm, closeAdm, err := conn.admin()
 				if err != nil {
 					return err
 				}
-				cl, err := kafka.NewKgo()
-				if err != nil {
-					return err
-				}
-				defer cl.Close()
+				defer closeAdm()
 				ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 				defer cancel()
-				if err := l.Ensure(ctx, kadm.NewClient(cl)); err != nil {
+				if err := l.Ensure(ctx, adm); err != nil {
 					return err
 				}
 			}
