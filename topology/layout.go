@@ -70,9 +70,10 @@ func (l Layout) Topics() []Topic {
 	}
 }
 
-// Ensure creates every missing topic of the layout and checks that existing
-// sharded topics have the configured partition count (a mismatch breaks
-// co-partitioning, so it is an error, not a warning).
+// Ensure creates every missing topic of the layout and checks that every
+// existing one has its partition count (for sharded topics a mismatch breaks
+// co-partitioning; the clock topics must have one), as an error, not a
+// warning.
 func (l Layout) Ensure(ctx context.Context, adm *kadm.Client) error {
 	if err := l.Validate(); err != nil {
 		return err

@@ -189,9 +189,6 @@ func (s *Scheduler) OpenStores() int { return s.stores.Len() }
 // Store returns the open store of a partition, or nil.
 func (s *Scheduler) Store(p int32) *store.Store { return s.stores.Get(p) }
 
-// ShardKey returns the shard-trigger key of partition p.
-func (s *Scheduler) ShardKey(p int32) string { return s.shardKeys[p] }
-
 // indexer derives a job's index entries: its bucket, and while active its
 // first fire after both the shard watermark and the job's NotBefore.
 //
