@@ -80,6 +80,10 @@ type Report struct {
 	DelayP50         time.Duration `json:"delay_p50_ns"`
 	DelayP99         time.Duration `json:"delay_p99_ns"`
 	DelayMax         time.Duration `json:"delay_max_ns"`
+	// StartP99 is the p99 of fired_at minus scheduled_at: how late the
+	// fan-out of a fire's chunk began. The rest of the delay is encoding,
+	// producing, the broker's acks and the measuring consumer.
+	StartP99 time.Duration `json:"start_p99_ns"`
 	// Slices are the delays of consecutive 10-second slices of a steady
 	// window: a p99 that grows from slice to slice is a growing backlog.
 	Slices       []Slice `json:"slices,omitempty"`
@@ -89,7 +93,10 @@ type Report struct {
 	PeakRSSBytes int64   `json:"peak_rss_bytes"`
 	RawPerSecond float64 `json:"raw_records_per_second"`
 	RawRatio     float64 `json:"ratio_to_raw"`
-	RecordBytes  int     `json:"record_bytes"`
+	// RawGokaPerSecond is the same raw ceiling through goka's own producer
+	// (sarama), the alternative to the franz-go client dispatch events use.
+	RawGokaPerSecond float64 `json:"raw_goka_records_per_second"`
+	RecordBytes      int     `json:"record_bytes"`
 }
 
 // Slice is the fire delay of the fires scheduled in one 10-second slice.
@@ -98,6 +105,8 @@ type Slice struct {
 	Fires int           `json:"fires"`
 	P99   time.Duration `json:"delay_p99_ns"`
 	Max   time.Duration `json:"delay_max_ns"`
+	// StartP99 is the slice's p99 of fired_at minus scheduled_at.
+	StartP99 time.Duration `json:"start_p99_ns"`
 }
 
 func (c *Config) progress(format string, args ...any) {

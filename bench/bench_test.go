@@ -38,11 +38,12 @@ func TestConfigValidate(t *testing.T) {
 
 func TestParseDispatch(t *testing.T) {
 	t.Parallel()
-	id, at, ok := parseDispatch([]byte(`{"v":1,"fire_id":"j@2026-01-01T00:00:01Z","job_id":"j","trigger":"schedule","scheduled_at":"2026-01-01T00:00:01Z"}`))
+	id, at, fired, ok := parseDispatch([]byte(`{"v":1,"fire_id":"j@2026-01-01T00:00:01Z","job_id":"j","trigger":"schedule","scheduled_at":"2026-01-01T00:00:01Z","fired_at":"2026-01-01T00:00:01.25Z"}`))
 	require.True(t, ok)
 	require.Equal(t, "j@2026-01-01T00:00:01Z", string(id))
 	require.Equal(t, time.Date(2026, 1, 1, 0, 0, 1, 0, time.UTC), at)
-	_, _, ok = parseDispatch([]byte(`{"v":1}`))
+	require.Equal(t, time.Date(2026, 1, 1, 0, 0, 1, 250_000_000, time.UTC), fired)
+	_, _, _, ok = parseDispatch([]byte(`{"v":1}`))
 	require.False(t, ok)
 }
 

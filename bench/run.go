@@ -2,7 +2,9 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"sort"
@@ -45,6 +47,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("bench: raw ceiling: %w", err)
 	}
 	cfg.progress("raw transport ceiling: %.0f records/s of %d B", rep.RawPerSecond, len(sample))
+	if rep.RawGokaPerSecond, err = rawCeilingGoka(ctx, cfg, sample); err != nil {
+		return nil, fmt.Errorf("bench: raw ceiling of goka's producer: %w", err)
+	}
+	cfg.progress("raw ceiling of goka's sarama producer: %.0f records/s", rep.RawGokaPerSecond)
 
 	// Fires start only after registration is expected to be done.
 	estimate := time.Duration(cfg.Jobs/20_000)*time.Second + 5*time.Second
@@ -176,6 +182,48 @@ func rawCeiling(ctx context.Context, cfg Config, value []byte) (float64, error) 
 	return float64(n) / time.Since(start).Seconds(), nil
 }
 
+// rawCeilingGoka is rawCeiling through goka's own producer (sarama, with
+// the same settings), the path goka's ctx.Emit takes. Each record's promise
+// is awaited, so the figure includes every ack.
+func rawCeilingGoka(ctx context.Context, cfg Config, value []byte) (float64, error) {
+	topic := string(cfg.Layout.Prefix) + "chronos-bench-raw-goka"
+	cl, err := cfg.Kafka.NewKgo()
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, cfg.Layout.Partitions, cfg.Layout.Replication, nil, topic); err != nil {
+		return 0, err
+	}
+	p, err := cfg.Kafka.GokaProducer()
+	if err != nil {
+		return 0, err
+	}
+	n := min(cfg.Jobs, 500_000)
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = jobID(i)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	start := time.Now()
+	for _, k := range keys {
+		wg.Add(1)
+		p.EmitWithHeaders(topic, k, value, nil).Then(func(err error) {
+			if err != nil {
+				mu.Lock()
+				firstErr = cmp.Or(firstErr, err)
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	rate := float64(n) / time.Since(start).Seconds()
+	return rate, errors.Join(firstErr, p.Close())
+}
+
 // collector keeps what arrived on chronos-dispatch.
 type collector struct {
 	mu       sync.Mutex
@@ -186,6 +234,8 @@ type collector struct {
 
 type arrival struct {
 	scheduled, received time.Time
+	// fired is the dispatch's fired_at: when the fan-out of its chunk began.
+	fired time.Time
 }
 
 func newCollector() *collector { return &collector{seen: make(map[uint64]uint32)} }
@@ -196,7 +246,7 @@ func (c *collector) consume(ctx context.Context, cl *kgo.Client) {
 		now := time.Now()
 		c.mu.Lock()
 		fs.EachRecord(func(r *kgo.Record) {
-			id, sched, ok := parseDispatch(r.Value)
+			id, sched, fired, ok := parseDispatch(r.Value)
 			if !ok {
 				return
 			}
@@ -207,18 +257,19 @@ func (c *collector) consume(ctx context.Context, cl *kgo.Client) {
 				c.dups++
 				return
 			}
-			c.arrivals = append(c.arrivals, arrival{scheduled: sched, received: now})
+			c.arrivals = append(c.arrivals, arrival{scheduled: sched, received: now, fired: fired})
 		})
 		c.mu.Unlock()
 	}
 }
 
-// parseDispatch extracts fire_id and scheduled_at without a JSON decoder.
-func parseDispatch(v []byte) ([]byte, time.Time, bool) {
-	id := field(v, `"fire_id":"`)
-	at := field(v, `"scheduled_at":"`)
-	t, err := time.Parse(time.RFC3339Nano, string(at))
-	return id, t, id != nil && err == nil
+// parseDispatch extracts fire_id, scheduled_at and fired_at without a JSON
+// decoder.
+func parseDispatch(v []byte) (id []byte, scheduled, fired time.Time, ok bool) {
+	id = field(v, `"fire_id":"`)
+	scheduled, err := time.Parse(time.RFC3339Nano, string(field(v, `"scheduled_at":"`)))
+	fired, ferr := time.Parse(time.RFC3339Nano, string(field(v, `"fired_at":"`)))
+	return id, scheduled, fired, id != nil && err == nil && ferr == nil
 }
 
 func field(v []byte, name string) []byte {
@@ -321,7 +372,7 @@ func slices(arr []arrival, start, end time.Time, w time.Duration) []Slice {
 			}
 		}
 		delays(in, &r)
-		out = append(out, Slice{Start: from, Fires: len(in), P99: r.DelayP99, Max: r.DelayMax})
+		out = append(out, Slice{Start: from, Fires: len(in), P99: r.DelayP99, Max: r.DelayMax, StartP99: r.StartP99})
 	}
 	return out
 }
@@ -352,6 +403,11 @@ func delays(arr []arrival, rep *Report) {
 	rep.DelayP50 = ds[len(ds)/2]
 	rep.DelayP99 = ds[len(ds)*99/100]
 	rep.DelayMax = ds[len(ds)-1]
+	for i, a := range arr {
+		ds[i] = a.fired.Sub(a.scheduled)
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	rep.StartP99 = ds[len(ds)*99/100]
 }
 
 func minTime(a, b time.Time) time.Time {

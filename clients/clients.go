@@ -184,6 +184,12 @@ func (c Config) TopicManagerBuilder() goka.TopicManagerBuilder {
 	return goka.TopicManagerBuilderWithConfig(c.Sarama(), tm)
 }
 
+// GokaProducer returns goka's producer (sarama) with this configuration and
+// goka's partitioning, the producer goka's ctx.Emit and SetValue use.
+func (c Config) GokaProducer() (goka.Producer, error) {
+	return c.producerBuilder()(c.Brokers, c.ClientID, goka.DefaultHasher())
+}
+
 func (c Config) producerBuilder() goka.ProducerBuilder {
 	cfg := c.Sarama()
 	return func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {

@@ -49,6 +49,11 @@ type Options struct {
 	FS vfs.FS
 	// CacheSize is the pebble block cache size in bytes; 0 = 8 MiB.
 	CacheSize int64
+	// MemTableSize is the size of pebble's memtable in bytes; 0 = pebble's
+	// default (4 MiB). A full memtable is flushed and compacted: stores with
+	// equal write rates and equal sizes do that in lockstep, so the
+	// scheduler staggers the sizes of its partition stores.
+	MemTableSize uint64
 	// Logger receives pebble's log output and store messages; optional.
 	Logger func(format string, args ...any)
 	// OnFatal is called once when a write hits a fatal storage error (pebble
@@ -188,6 +193,7 @@ func (s *Store) Open() error {
 		FS:                 fs,
 		Cache:              cache,
 		FormatMajorVersion: pebble.FormatNewest,
+		MemTableSize:       s.opts.MemTableSize,
 	}
 	if s.opts.Logger != nil {
 		po.Logger = pebbleLogger{s.opts.Logger}

@@ -22,12 +22,13 @@ import (
 
 func newBench() *cobra.Command {
 	var (
-		f       instanceFlags
-		brokers []string
-		cfg     bench.Config
-		aligned bool
-		output  string
-		profile string
+		f        instanceFlags
+		brokers  []string
+		cfg      bench.Config
+		aligned  bool
+		output   string
+		profile  string
+		external bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -54,7 +55,13 @@ func newBench() *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
-			rep, err := runBench(ctx, &f, brokers, cfg, cmd.ErrOrStderr())
+			var rep *bench.Report
+			var err error
+			if external {
+				rep, err = benchExternal(ctx, &f, brokers, cfg, cmd.ErrOrStderr())
+			} else {
+				rep, err = runBench(ctx, &f, brokers, cfg, cmd.ErrOrStderr())
+			}
 			if err != nil {
 				return err
 			}
@@ -72,8 +79,27 @@ func newBench() *cobra.Command {
 	fs.StringSliceVar(&brokers, "brokers", nil, "use this Kafka cluster instead of an embedded broker")
 	fs.StringVarP(&output, "output", "o", "table", "table or json")
 	fs.StringVar(&profile, "cpu-profile", "", "write a CPU profile of the whole run to this file")
+	fs.BoolVar(&external, "external", false, "measure Chronos instances already running on --brokers with --topic-prefix (e.g. chronos run) instead of starting one")
 	f.register(fs, "")
 	return cmd
+}
+
+// benchExternal measures instances that run elsewhere: this process only
+// registers the jobs and consumes the dispatch events, so CPU seconds and
+// peak RSS in the report are the measuring process's, not the instances'.
+func benchExternal(ctx context.Context, f *instanceFlags, brokers []string, cfg bench.Config, progress io.Writer) (*bench.Report, error) {
+	if len(brokers) == 0 {
+		return nil, errors.New("--external needs --brokers: the cluster the instances run on")
+	}
+	if f.layout.prefix == "" {
+		return nil, errors.New("--external needs --topic-prefix: a prefix of its own, so jobs and fire_ids of earlier runs do not count (start the instances with the same prefix)")
+	}
+	layout := f.layout.layout()
+	if err := topology.ValidatePrefix(layout.Prefix); err != nil {
+		return nil, err
+	}
+	cfg.Kafka, cfg.Layout, cfg.Progress = f.kafka.config(brokers), layout, progress
+	return bench.Run(ctx, cfg)
 }
 
 // runBench starts the broker (unless given) and one Chronos instance in this

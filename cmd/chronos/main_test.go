@@ -203,3 +203,10 @@ func TestExitErrorUnwrapsThroughErrorsAs(t *testing.T) {
 	err := error(&exitError{code: 3, err: errors.New("boom")})
 	requireExit(t, err, 3, "boom")
 }
+
+func TestBenchExternalNeedsBrokersAndPrefix(t *testing.T) {
+	_, err := run(t, "bench", "--external")
+	require.ErrorContains(t, err, "--external needs --brokers")
+	_, err = run(t, "bench", "--external", "--brokers", "127.0.0.1:1")
+	require.ErrorContains(t, err, "--external needs --topic-prefix")
+}
