@@ -42,6 +42,9 @@ type Config struct {
 	Duration time.Duration
 	// Progress receives progress lines (nil: none).
 	Progress io.Writer
+	// Measuring, if set, is called once registration is done, before the
+	// measured window (chronos bench starts its CPU profile there).
+	Measuring func()
 }
 
 // Validate reports every problem with c.

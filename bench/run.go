@@ -55,7 +55,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// Fires start only after registration is expected to be done.
 	estimate := time.Duration(cfg.Jobs/20_000)*time.Second + 5*time.Second
 	base := time.Now().Add(estimate).Truncate(time.Second).Add(time.Second)
-	col := newCollector()
+	col := newCollector(expectedFires(cfg))
 	go col.consume(ctx, cl)
 	regStart := time.Now()
 	if err := register(ctx, cfg, cl, base); err != nil {
@@ -67,6 +67,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		rep.RegistrationRate, base.Format(time.TimeOnly))
 	if time.Now().After(base) {
 		cfg.progress("registration overran the first fire time by %s: early fires are late", time.Since(base).Round(time.Millisecond))
+	}
+	if cfg.Measuring != nil {
+		cfg.Measuring()
 	}
 	if cfg.Mode == ModeAligned {
 		err = measureBurst(ctx, cfg, col, base, rep)
@@ -238,7 +241,21 @@ type arrival struct {
 	fired time.Time
 }
 
-func newCollector() *collector { return &collector{seen: make(map[uint64]uint32)} }
+// newCollector returns a collector sized for about n fires, so the measuring
+// consumer does not spend the burst growing its map and slice.
+func newCollector(n int) *collector {
+	n = min(n, 20_000_000)
+	return &collector{seen: make(map[uint64]uint32, n), arrivals: make([]arrival, 0, n)}
+}
+
+// expectedFires estimates the fires a run receives (the window plus slack).
+func expectedFires(cfg Config) int {
+	if cfg.Mode == ModeAligned {
+		return cfg.Jobs
+	}
+	perSecond := float64(cfg.Jobs) / cfg.Every.Seconds()
+	return int(perSecond * (cfg.Duration.Seconds() + 10))
+}
 
 func (c *collector) consume(ctx context.Context, cl *kgo.Client) {
 	for ctx.Err() == nil {

@@ -49,6 +49,10 @@ type Config struct {
 	// StoreCacheBytes is the Pebble block cache of all partition stores
 	// together, split evenly (default 256 MiB).
 	StoreCacheBytes int64
+	// StoreMemTableBytes is the base memtable size of a partition store
+	// (default 4 MiB); partition p's is staggered up to twice that (see
+	// scheduler.StaggeredMemTableSize).
+	StoreMemTableBytes uint64
 	// StoreFS is the file system of the partition stores (default: the
 	// operating system's; tests inject faults through it).
 	StoreFS vfs.FS
@@ -112,7 +116,7 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 	if now == nil {
 		now = time.Now
 	}
-	sched, err := scheduler.New(scheduler.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Store: store.Options{Sync: cfg.SyncStore, CacheSize: cacheBytes(cfg), OnFatal: fatal.report, FS: cfg.StoreFS},
+	sched, err := scheduler.New(scheduler.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Store: store.Options{Sync: cfg.SyncStore, CacheSize: cacheBytes(cfg), MemTableSize: cfg.StoreMemTableBytes, OnFatal: fatal.report, FS: cfg.StoreFS},
 		Limits: cfg.Limits, ChunkSize: cfg.ChunkSize, ChunkBudget: cfg.ChunkBudget, Producer: scheduler.KgoProducer{Client: cl}, Now: cfg.Now,
 		Logger: cfg.Logger.With("group", "scheduler"), Metrics: metrics})
 	if err != nil {

@@ -50,8 +50,10 @@ func newBench() *cobra.Command {
 					return err
 				}
 				defer pf.Close()
-				if err := pprof.StartCPUProfile(pf); err != nil {
-					return err
+				cfg.Measuring = func() {
+					if err := pprof.StartCPUProfile(pf); err != nil {
+						fmt.Fprintln(cmd.ErrOrStderr(), "bench: cpu profile:", err)
+					}
 				}
 				defer pprof.StopCPUProfile()
 			}
@@ -78,7 +80,7 @@ func newBench() *cobra.Command {
 	fs.DurationVar(&cfg.Duration, "duration", 30*time.Second, "measurement window (--every), or the longest wait for a burst to drain")
 	fs.StringSliceVar(&brokers, "brokers", nil, "use this Kafka cluster instead of an embedded broker")
 	fs.StringVarP(&output, "output", "o", "table", "table or json")
-	fs.StringVar(&profile, "cpu-profile", "", "write a CPU profile of the whole run to this file")
+	fs.StringVar(&profile, "cpu-profile", "", "write a CPU profile of the measured window (after registration) to this file")
 	fs.BoolVar(&external, "external", false, "measure Chronos instances already running on --brokers with --topic-prefix (e.g. chronos run) instead of starting one")
 	f.register(fs, "")
 	return cmd
@@ -132,7 +134,7 @@ func runBench(ctx context.Context, f *instanceFlags, brokers []string, cfg bench
 		return nil, err
 	}
 	pcfg := processors.Config{Kafka: f.kafka.config(brokers), Layout: layout, DataDir: dir, ChunkSize: f.chunk, ChunkBudget: f.budget,
-		Resolution: f.resolution, SyncStore: f.syncStore, StoreCacheBytes: f.storeCache, Logger: log}
+		Resolution: f.resolution, SyncStore: f.syncStore, StoreCacheBytes: f.storeCache, StoreMemTableBytes: f.memTable, Logger: log}
 	sys, err := processors.New(ctx, pcfg)
 	if err != nil {
 		return nil, err

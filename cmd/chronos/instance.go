@@ -40,6 +40,7 @@ type instanceFlags struct {
 	maxPayload int
 	syncStore  bool
 	storeCache int64
+	memTable   uint64
 	budget     time.Duration
 	executors  []string
 }
@@ -169,6 +170,7 @@ func (f *instanceFlags) register(fs *pflag.FlagSet, httpDefault string) {
 	fs.BoolVar(&f.syncStore, "sync-store", false, "fsync every partition store write")
 	fs.StringSliceVar(&f.executors, "lag-executor-groups", nil, "also export the lag of these consumer groups on chronos-dispatch (your executors)")
 	fs.Int64Var(&f.storeCache, "store-cache-bytes", 256<<20, "Pebble block cache of all partition stores together")
+	fs.Uint64Var(&f.memTable, "store-memtable-bytes", scheduler.DefaultMemTableSize, "base memtable size of each partition store (staggered up to 2x by partition)")
 	f.kafka.register(fs)
 	f.layout.register(fs)
 }
@@ -187,7 +189,7 @@ func (f *instanceFlags) serve(ctx context.Context, brokers []string, storeDir st
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg := processors.Config{Kafka: f.kafka.config(brokers), Layout: f.layout.layout(), DataDir: storeDir,
 		Limits: codecs.Limits{MaxPayload: f.maxPayload}, ChunkSize: f.chunk, ChunkBudget: f.budget, Resolution: f.resolution,
-		SyncStore: f.syncStore, StoreCacheBytes: f.storeCache, Registerer: reg, Logger: log}
+		SyncStore: f.syncStore, StoreCacheBytes: f.storeCache, StoreMemTableBytes: f.memTable, Registerer: reg, Logger: log}
 	sys, err := processors.New(ctx, cfg)
 	if err != nil {
 		return err

@@ -119,6 +119,9 @@ func (c Config) Validate() error {
 	if c.Producer == nil {
 		errs = append(errs, errors.New("scheduler: no producer"))
 	}
+	if m := c.Store.MemTableSize; m != 0 && (m < 1<<20 || m > 1<<30) {
+		errs = append(errs, fmt.Errorf("scheduler: store memtable size %d, want 1MiB..1GiB", m))
+	}
 	return errors.Join(errs...)
 }
 
@@ -179,23 +182,27 @@ func (s *Scheduler) StorageBuilder() storage.Builder {
 		if partition >= 0 && partition < int32(len(s.shardKeys)) {
 			opts.Indexer = s.indexer(s.shardKeys[partition])
 		}
-		if opts.MemTableSize == 0 {
-			opts.MemTableSize = StaggeredMemTableSize(partition)
-		}
+		opts.MemTableSize = StaggeredMemTableSize(s.cfg.Store.MemTableSize, partition)
 		return opts
 	})
 }
 
-// StaggeredMemTableSize is the memtable size of partition p's store:
-// 4 MiB plus p mod 12 twelfths of 4 MiB. Under an even load every partition
+// StaggeredMemTableSize is the memtable size of partition p's store: base
+// (0: DefaultMemTableSize) plus p mod 12 twelfths of base. Under an even load every partition
 // store fills its memtable at the same rate; with equal sizes all of them
 // would flush and compact in the same second (measured: twelve ~1 s
 // compactions at once every ~14 s at 1M jobs a minute, delaying that
 // second's fires by up to a second). Different sizes spread them out.
-func StaggeredMemTableSize(p int32) uint64 {
-	const base = 4 << 20
+func StaggeredMemTableSize(base uint64, p int32) uint64 {
+	if base == 0 {
+		base = DefaultMemTableSize
+	}
 	return base + uint64(max(p, 0)%12)*base/12
 }
+
+// DefaultMemTableSize is the default base memtable size of a partition
+// store (pebble's own default).
+const DefaultMemTableSize = 4 << 20
 
 // OpenStores returns how many partition stores are open on this instance.
 func (s *Scheduler) OpenStores() int { return s.stores.Len() }
