@@ -133,6 +133,11 @@ func runBench(ctx context.Context, f *instanceFlags, brokers []string, cfg bench
 	if err != nil {
 		return nil, err
 	}
+	stopPprof, err := servePprof(f.pprofAddr, log)
+	if err != nil {
+		return nil, err
+	}
+	defer stopPprof()
 	pcfg := processors.Config{Kafka: f.kafka.config(brokers), Layout: layout, DataDir: dir, ChunkSize: f.chunk, ChunkBudget: f.budget,
 		Resolution: f.resolution, SyncStore: f.syncStore, StoreCacheBytes: f.storeCache, StoreMemTableBytes: f.memTable, Logger: log}
 	sys, err := processors.New(ctx, pcfg)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,6 +42,7 @@ type instanceFlags struct {
 	syncStore  bool
 	storeCache int64
 	memTable   uint64
+	pprofAddr  string
 	budget     time.Duration
 	executors  []string
 }
@@ -170,6 +172,7 @@ func (f *instanceFlags) register(fs *pflag.FlagSet, httpDefault string) {
 	fs.BoolVar(&f.syncStore, "sync-store", false, "fsync every partition store write")
 	fs.StringSliceVar(&f.executors, "lag-executor-groups", nil, "also export the lag of these consumer groups on chronos-dispatch (your executors)")
 	fs.Int64Var(&f.storeCache, "store-cache-bytes", 256<<20, "Pebble block cache of all partition stores together")
+	fs.StringVar(&f.pprofAddr, "pprof-addr", "", "serve Go's /debug/pprof profiles on this address (empty: off; no auth, keep it on localhost)")
 	fs.Uint64Var(&f.memTable, "store-memtable-bytes", scheduler.DefaultMemTableSize, "base memtable size of each partition store (staggered up to 2x by partition)")
 	f.kafka.register(fs)
 	f.layout.register(fs)
@@ -216,6 +219,11 @@ func (f *instanceFlags) serve(ctx context.Context, brokers []string, storeDir st
 	log.Info("chronos is running", "brokers", strings.Join(brokers, ","), "kafka_tls", cfg.Kafka.TLS.Enabled,
 		"kafka_sasl", cfg.Kafka.SASL.Mechanism, "http", "http://"+ln.Addr().String(),
 		"partitions", cfg.Layout.Partitions, "data_dir", storeDir)
+	stopPprof, err := servePprof(f.pprofAddr, log)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
 	viewDone := make(chan error, 1)
 	go func() { viewDone <- jobs.Run(ctx) }()
 	runErr := sys.Run(ctx)
@@ -229,4 +237,31 @@ func (f *instanceFlags) serve(ctx context.Context, brokers []string, storeDir st
 		return err
 	}
 	return runErr
+}
+
+// servePprof serves Go's runtime profiles on addr until stop is called
+// (empty addr: nothing).
+func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("pprof: %w", err)
+	}
+	ps := &http.Server{Handler: pprofHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = ps.Serve(ln) }()
+	log.Info("serving profiles", "pprof", "http://"+ln.Addr().String()+"/debug/pprof/")
+	return func() { _ = ps.Close() }, nil
+}
+
+// pprofHandler serves Go's runtime profiles under /debug/pprof/.
+func pprofHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }
