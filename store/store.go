@@ -56,6 +56,17 @@ type Options struct {
 	MemTableSize uint64
 	// Logger receives pebble's log output and store messages; optional.
 	Logger func(format string, args ...any)
+	// DeferIndexOnRecovery makes a store that is fresh at Open write the
+	// table only until MarkRecovered, which then builds the indexes in one
+	// pass over the table: much faster than maintaining them record by
+	// record while goka replays a whole changelog. Reads of the indexes
+	// before MarkRecovered see nothing (goka processes no input before it).
+	DeferIndexOnRecovery bool
+	// RebuildUpTo, if set, gives the indexedUpTo a rebuild of the indexes
+	// stores when the rebuild is the store's own (after the recovery of a
+	// fresh store, or of an interrupted rebuild at Open), read from the
+	// rebuilt table. nil: the indexedUpTo stored before (zero if none).
+	RebuildUpTo func(r Reader) (time.Time, error)
 	// OnFatal is called once when a write hits a fatal storage error (pebble
 	// stops on a failed WAL write, e.g. a full disk). Every later call
 	// returns ErrFatal; the process should stop and restart, recovering the
@@ -94,8 +105,12 @@ type Store struct {
 
 	offset    atomic.Int64
 	recovered atomic.Bool
-	stop      chan struct{}
-	bg        sync.WaitGroup
+	// deferIndex: the store was fresh at Open, so while goka recovers it
+	// from the changelog Set and Delete write the table only, and
+	// MarkRecovered builds the indexes in one pass. Guarded by wmu.
+	deferIndex bool
+	stop       chan struct{}
+	bg         sync.WaitGroup
 
 	itMu  sync.Mutex
 	iters map[*iterator]struct{}
@@ -229,8 +244,22 @@ func (s *Store) checkFormat() error {
 	}
 	if ver == nil && rebuilding == nil {
 		// Fresh DB (the version is the first thing ever written, so with a
-		// prefix-consistent WAL a DB without it holds no data either).
-		return s.db.Set(metaKey(metaVersion), []byte(indexVersion), pebble.Sync)
+		// prefix-consistent WAL a DB without it holds no data either). With
+		// DeferIndexOnRecovery, its recovery defers the indexes to
+		// MarkRecovered; the rebuilding flag makes a crash before that
+		// rebuild them at the next Open.
+		b := s.db.NewBatch()
+		defer b.Close()
+		if err := b.Set(metaKey(metaVersion), []byte(indexVersion), nil); err != nil {
+			return err
+		}
+		if s.opts.Indexer != nil && s.opts.DeferIndexOnRecovery {
+			if err := b.Set(metaKey(metaRebuilding), []byte{1}, nil); err != nil {
+				return err
+			}
+			s.deferIndex = true
+		}
+		return b.Commit(pebble.Sync)
 	}
 	if string(ver) == indexVersion && rebuilding == nil {
 		return nil
@@ -240,12 +269,22 @@ func (s *Store) checkFormat() error {
 			s.dir, ver, indexVersion, rebuilding != nil)
 		return nil
 	}
-	upTo, err := s.indexedUpTo()
-	if err != nil {
-		upTo = time.Time{}
-	}
 	s.logf("store %s: rebuilding indexes (version %q, interrupted rebuild: %v)", s.dir, ver, rebuilding != nil)
-	return s.rebuild(upTo)
+	return s.rebuild(s.ownRebuildUpTo())
+}
+
+// ownRebuildUpTo is the indexedUpTo of a rebuild the store starts itself.
+func (s *Store) ownRebuildUpTo() time.Time {
+	if s.opts.RebuildUpTo != nil {
+		if t, err := s.opts.RebuildUpTo(tableReader{s}); err == nil {
+			return t
+		}
+	}
+	t, err := s.indexedUpTo()
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 func (s *Store) commitOffsetsDuringRecovery() {
@@ -397,6 +436,12 @@ func (s *Store) Set(key string, value []byte) (err error) {
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if s.deferIndex {
+		if err := s.db.Set(tableKey(key), value, s.wo); err != nil {
+			return fmt.Errorf("store: set %q: %w", key, err)
+		}
+		return nil
+	}
 	e, err := s.opts.Indexer(tableReader{s}, key, value)
 	if err != nil {
 		return fmt.Errorf("store: indexing %q: %w", key, err)
@@ -429,6 +474,12 @@ func (s *Store) Delete(key string) (err error) {
 	defer s.mu.RUnlock()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if s.deferIndex {
+		if err := s.db.Delete(tableKey(key), s.wo); err != nil {
+			return fmt.Errorf("store: delete %q: %w", key, err)
+		}
+		return nil
+	}
 	old, err := s.getRev(key)
 	if err != nil {
 		return err
@@ -508,12 +559,25 @@ func (s *Store) SetOffset(offset int64) (err error) {
 	return nil
 }
 
-// MarkRecovered persists the local offset (if non-zero) and switches to
-// persisting every SetOffset.
+// MarkRecovered builds the indexes of a store that was fresh at Open (its
+// recovery wrote the table only), persists the local offset (if non-zero)
+// and switches to persisting every SetOffset.
 func (s *Store) MarkRecovered() (err error) {
 	defer s.recoverFatal(&err)
 	if err := s.acquire(); err != nil {
 		return err
+	}
+	s.wmu.Lock()
+	deferred := s.deferIndex
+	s.deferIndex = false // later writes index; the rebuild below covers earlier ones
+	s.wmu.Unlock()
+	if deferred {
+		start := time.Now()
+		if err := s.rebuild(s.ownRebuildUpTo()); err != nil {
+			s.mu.RUnlock()
+			return fmt.Errorf("store: indexing the recovered table: %w", err)
+		}
+		s.logf("store %s: indexed the recovered table in %s", s.dir, time.Since(start))
 	}
 	s.mu.RUnlock()
 	if off := s.offset.Load(); off != 0 {

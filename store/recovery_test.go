@@ -1,0 +1,119 @@
+package store
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// deferOpts returns options for a store that defers its indexes while it
+// recovers from a fresh start, with "watermark" as the rebuild's indexedUpTo
+// (the value is unix seconds, as in the scheduler's shard record).
+func deferOpts(fs vfs.FS) Options {
+	return Options{FS: fs, Indexer: testIndexer, Logger: quiet, DeferIndexOnRecovery: true,
+		RebuildUpTo: func(r Reader) (time.Time, error) {
+			v, err := r.Get("watermark")
+			if err != nil || v == nil {
+				return time.Time{}, err
+			}
+			var sec int
+			for _, c := range v {
+				sec = sec*10 + int(c-'0')
+			}
+			return at(sec), nil
+		}}
+}
+
+func TestFreshRecoveryDefersIndexesToMarkRecovered(t *testing.T) {
+	t.Parallel()
+	s := newMemStore(t, deferOpts(vfs.NewMem()))
+	// goka replays the changelog: sets, an overwrite, a delete.
+	require.NoError(t, s.Set("a", val(at(10), "b1")))
+	require.NoError(t, s.Set("b", val(at(20), "b1")))
+	require.NoError(t, s.Set("c", val(at(30), "b2")))
+	require.NoError(t, s.Set("a", val(at(40), "b2")))
+	require.NoError(t, s.Delete("c"))
+	require.NoError(t, s.Set("watermark", []byte("15")))
+	due, err := s.DueUpTo(at(100), Due{}, 0)
+	require.NoError(t, err)
+	require.Empty(t, due, "no index entries are written during the recovery of a fresh store")
+
+	require.NoError(t, s.MarkRecovered())
+	due, err = s.DueUpTo(at(100), Due{}, 0)
+	require.NoError(t, err)
+	require.Equal(t, []Due{{At: at(20), Key: "b"}, {At: at(40), Key: "a"}}, due)
+	keys, err := s.BucketKeys("b2", "", 0)
+	require.NoError(t, err)
+	require.Equal(t, []string{"a"}, keys)
+	upTo, err := s.IndexedUpTo()
+	require.NoError(t, err)
+	require.True(t, at(15).Equal(upTo), "the rebuild stores RebuildUpTo's time, got %s", upTo)
+	checkConsistent(t, s)
+
+	// After recovery every write maintains the indexes again.
+	require.NoError(t, s.Set("d", val(at(5), "")))
+	due, err = s.DueUpTo(at(5), Due{}, 0)
+	require.NoError(t, err)
+	require.Equal(t, []Due{{At: at(5), Key: "d"}}, due)
+
+	// A reopened store is not fresh: its recovery indexes record by record.
+	s = reopen(t, s)
+	require.NoError(t, s.Set("e", val(at(6), "")))
+	due, err = s.DueUpTo(at(6), Due{}, 0)
+	require.NoError(t, err)
+	require.Equal(t, []Due{{At: at(5), Key: "d"}, {At: at(6), Key: "e"}}, due)
+}
+
+func TestCrashDuringFreshRecoveryRebuildsAtOpen(t *testing.T) {
+	t.Parallel()
+	fs := vfs.NewCrashableMem()
+	s := New("/db", deferOpts(fs))
+	require.NoError(t, s.Open())
+	require.NoError(t, s.Set("a", val(at(10), "b1")))
+	require.NoError(t, s.Set("watermark", []byte("7")))
+	require.NoError(t, s.Sync())
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	require.NoError(t, s.Close())
+
+	s2 := New("/db", deferOpts(crashed))
+	require.NoError(t, s2.Open())
+	defer s2.Close()
+	// Before any MarkRecovered, the interrupted recovery's table is indexed.
+	due, err := s2.DueUpTo(at(100), Due{}, 0)
+	require.NoError(t, err)
+	require.Equal(t, []Due{{At: at(10), Key: "a"}}, due)
+	upTo, err := s2.IndexedUpTo()
+	require.NoError(t, err)
+	require.True(t, at(7).Equal(upTo))
+	// The rest of the recovery indexes record by record.
+	require.NoError(t, s2.Set("b", val(at(11), "")))
+	due, err = s2.DueUpTo(at(100), Due{}, 0)
+	require.NoError(t, err)
+	require.Len(t, due, 2)
+	require.NoError(t, s2.MarkRecovered())
+	checkConsistent(t, s2)
+}
+
+func TestWithoutDeferIndexesAreWrittenDuringRecovery(t *testing.T) {
+	t.Parallel()
+	opts := deferOpts(vfs.NewMem())
+	opts.DeferIndexOnRecovery = false
+	s := newMemStore(t, opts)
+	require.NoError(t, s.Set("a", val(at(10), "")))
+	due, err := s.DueUpTo(at(100), Due{}, 0)
+	require.NoError(t, err)
+	require.Len(t, due, 1)
+}
+
+func TestDeferredRebuildErrorFailsMarkRecovered(t *testing.T) {
+	t.Parallel()
+	opts := deferOpts(vfs.NewMem())
+	boom := errors.New("boom")
+	opts.Indexer = func(Reader, string, []byte) (Entry, error) { return Entry{}, boom }
+	s := newMemStore(t, opts)
+	require.NoError(t, s.Set("a", []byte("x")), "a deferred Set does not run the indexer")
+	require.ErrorIs(t, s.MarkRecovered(), boom)
+}
