@@ -52,8 +52,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	cfg.progress("raw ceiling of goka's sarama producer: %.0f records/s", rep.RawGokaPerSecond)
 
-	// Fires start only after registration is expected to be done.
+	// Fires start only after registration is expected to be done. A burst
+	// must not begin during registration, so its estimate is generous; a
+	// steady run that overruns just measures from after registration.
 	estimate := time.Duration(cfg.Jobs/20_000)*time.Second + 5*time.Second
+	if cfg.Mode == ModeEvery {
+		estimate = time.Duration(cfg.Jobs/40_000)*time.Second + 2*time.Second
+	}
 	base := time.Now().Add(estimate).Truncate(time.Second).Add(time.Second)
 	col := newCollector(expectedFires(cfg))
 	go col.consume(ctx, cl)
