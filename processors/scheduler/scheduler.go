@@ -180,12 +180,12 @@ func (s *Scheduler) StorageBuilder() storage.Builder {
 			opts.Logger = func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }
 		}
 		if partition >= 0 && partition < int32(len(s.shardKeys)) {
-			shardKey := s.shardKeys[partition]
-			opts.Indexer = s.indexer(shardKey)
-			// An index built from the recovered table reflects the shard's
-			// watermark, so the first advance does not rebuild it again.
-			opts.RebuildUpTo = func(r store.Reader) (time.Time, error) { return s.watermark(r, shardKey) }
-			opts.DeferIndexOnRecovery = true
+			opts.Indexer = s.indexer(s.shardKeys[partition])
+			// Not DeferIndexOnRecovery: it made an empty-disk recovery of
+			// 10M jobs faster, but a scale test on Apache Kafka lost one
+			// tick of fires once with it (not reproduced in eight reruns,
+			// cause not found), so the fire path keeps per-record indexing
+			// until that is understood.
 		}
 		opts.MemTableSize = StaggeredMemTableSize(s.cfg.Store.MemTableSize, partition)
 		return opts
