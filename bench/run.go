@@ -43,14 +43,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	sample := codecs.AppendDispatch(nil, &codecs.Dispatch{FireID: "job-0000000@2026-01-01T00:00:00Z", JobID: "job-0000000",
 		Trigger: codecs.TriggerSchedule, ScheduledAt: time.Now(), FiredAt: time.Now()})
 	rep.RecordBytes = len(sample)
-	if rep.RawPerSecond, err = rawCeiling(ctx, cfg, sample); err != nil {
-		return nil, fmt.Errorf("bench: raw ceiling: %w", err)
+	if rep.RawPerSecond, rep.RawGokaPerSecond, err = rawCeilings(ctx, cfg, sample); err != nil {
+		return nil, err
 	}
-	cfg.progress("raw transport ceiling: %.0f records/s of %d B", rep.RawPerSecond, len(sample))
-	if rep.RawGokaPerSecond, err = rawCeilingGoka(ctx, cfg, sample); err != nil {
-		return nil, fmt.Errorf("bench: raw ceiling of goka's producer: %w", err)
-	}
-	cfg.progress("raw ceiling of goka's sarama producer: %.0f records/s", rep.RawGokaPerSecond)
+	cfg.progress("raw transport ceiling: %.0f records/s of %d B (goka's sarama producer: %.0f records/s)",
+		rep.RawPerSecond, len(sample), rep.RawGokaPerSecond)
 
 	// Fires start only after registration is expected to be done. A burst
 	// must not begin during registration, so its estimate is generous; a
@@ -164,19 +161,40 @@ func waitConsumed(ctx context.Context, cl *kgo.Client, group, topic string) erro
 	}
 }
 
-// rawCeiling produces min(jobs, 500k) records of the dispatch size to a
-// scratch topic and returns records per second.
-func rawCeiling(ctx context.Context, cfg Config, value []byte) (float64, error) {
-	topic := string(cfg.Layout.Prefix) + "chronos-bench-raw"
+// rawCeilings produces min(jobs, 500k) records of the dispatch size to a
+// scratch topic, once with a plain franz-go producer and once with goka's
+// own producer (sarama, the path goka's ctx.Emit takes), and returns the
+// records per second of each; every ack is awaited.
+func rawCeilings(ctx context.Context, cfg Config, value []byte) (kgoRate, gokaRate float64, err error) {
 	cl, err := cfg.Kafka.NewKgo(kgo.ProducerLinger(0))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer cl.Close()
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, cfg.Layout.Partitions, cfg.Layout.Replication, nil, topic); err != nil {
-		return 0, err
-	}
 	n := min(cfg.Jobs, 500_000)
+	topic := func(name string) (string, error) {
+		t := string(cfg.Layout.Prefix) + name
+		_, err := kadm.NewClient(cl).CreateTopic(ctx, cfg.Layout.Partitions, cfg.Layout.Replication, nil, t)
+		return t, err
+	}
+	kt, err := topic("chronos-bench-raw")
+	if err != nil {
+		return 0, 0, fmt.Errorf("bench: raw ceiling: %w", err)
+	}
+	if kgoRate, err = rawKgo(ctx, cl, kt, n, value); err != nil {
+		return 0, 0, fmt.Errorf("bench: raw ceiling: %w", err)
+	}
+	gt, err := topic("chronos-bench-raw-goka")
+	if err != nil {
+		return 0, 0, fmt.Errorf("bench: raw ceiling of goka's producer: %w", err)
+	}
+	if gokaRate, err = rawGoka(cfg, gt, n, value); err != nil {
+		return 0, 0, fmt.Errorf("bench: raw ceiling of goka's producer: %w", err)
+	}
+	return kgoRate, gokaRate, nil
+}
+
+func rawKgo(ctx context.Context, cl *kgo.Client, topic string, n int, value []byte) (float64, error) {
 	recs := make([]*kgo.Record, n)
 	for i := range recs {
 		recs[i] = &kgo.Record{Topic: topic, Key: []byte(jobID(i)), Value: value}
@@ -190,24 +208,11 @@ func rawCeiling(ctx context.Context, cfg Config, value []byte) (float64, error) 
 	return float64(n) / time.Since(start).Seconds(), nil
 }
 
-// rawCeilingGoka is rawCeiling through goka's own producer (sarama, with
-// the same settings), the path goka's ctx.Emit takes. Each record's promise
-// is awaited, so the figure includes every ack.
-func rawCeilingGoka(ctx context.Context, cfg Config, value []byte) (float64, error) {
-	topic := string(cfg.Layout.Prefix) + "chronos-bench-raw-goka"
-	cl, err := cfg.Kafka.NewKgo()
-	if err != nil {
-		return 0, err
-	}
-	defer cl.Close()
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, cfg.Layout.Partitions, cfg.Layout.Replication, nil, topic); err != nil {
-		return 0, err
-	}
+func rawGoka(cfg Config, topic string, n int, value []byte) (float64, error) {
 	p, err := cfg.Kafka.GokaProducer()
 	if err != nil {
 		return 0, err
 	}
-	n := min(cfg.Jobs, 500_000)
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = jobID(i)
