@@ -3,28 +3,15 @@ package store
 import (
 	"errors"
 	"testing"
-	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
 )
 
 // deferOpts returns options for a store that defers its indexes while it
-// recovers from a fresh start, with "watermark" as the rebuild's indexedUpTo
-// (the value is unix seconds, as in the scheduler's shard record).
+// recovers from a fresh start.
 func deferOpts(fs vfs.FS) Options {
-	return Options{FS: fs, Indexer: testIndexer, Logger: quiet, DeferIndexOnRecovery: true,
-		RebuildUpTo: func(r Reader) (time.Time, error) {
-			v, err := r.Get("watermark")
-			if err != nil || v == nil {
-				return time.Time{}, err
-			}
-			var sec int
-			for _, c := range v {
-				sec = sec*10 + int(c-'0')
-			}
-			return at(sec), nil
-		}}
+	return Options{FS: fs, Indexer: testIndexer, Logger: quiet, DeferIndexOnRecovery: true}
 }
 
 func TestFreshRecoveryDefersIndexesToMarkRecovered(t *testing.T) {
@@ -36,7 +23,6 @@ func TestFreshRecoveryDefersIndexesToMarkRecovered(t *testing.T) {
 	require.NoError(t, s.Set("c", val(at(30), "b2")))
 	require.NoError(t, s.Set("a", val(at(40), "b2")))
 	require.NoError(t, s.Delete("c"))
-	require.NoError(t, s.Set("watermark", []byte("15")))
 	due, err := s.DueUpTo(at(100), Due{}, 0)
 	require.NoError(t, err)
 	require.Empty(t, due, "no index entries are written during the recovery of a fresh store")
@@ -50,7 +36,7 @@ func TestFreshRecoveryDefersIndexesToMarkRecovered(t *testing.T) {
 	require.Equal(t, []string{"a"}, keys)
 	upTo, err := s.IndexedUpTo()
 	require.NoError(t, err)
-	require.True(t, at(15).Equal(upTo), "the rebuild stores RebuildUpTo's time, got %s", upTo)
+	require.True(t, upTo.IsZero(), "a fresh store's rebuild keeps the zero indexedUpTo, got %s", upTo)
 	checkConsistent(t, s)
 
 	// After recovery every write maintains the indexes again.
@@ -73,7 +59,6 @@ func TestCrashDuringFreshRecoveryRebuildsAtOpen(t *testing.T) {
 	s := New("/db", deferOpts(fs))
 	require.NoError(t, s.Open())
 	require.NoError(t, s.Set("a", val(at(10), "b1")))
-	require.NoError(t, s.Set("watermark", []byte("7")))
 	require.NoError(t, s.Sync())
 	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
 	require.NoError(t, s.Close())
@@ -87,7 +72,7 @@ func TestCrashDuringFreshRecoveryRebuildsAtOpen(t *testing.T) {
 	require.Equal(t, []Due{{At: at(10), Key: "a"}}, due)
 	upTo, err := s2.IndexedUpTo()
 	require.NoError(t, err)
-	require.True(t, at(7).Equal(upTo))
+	require.True(t, upTo.IsZero())
 	// The rest of the recovery indexes record by record.
 	require.NoError(t, s2.Set("b", val(at(11), "")))
 	due, err = s2.DueUpTo(at(100), Due{}, 0)

@@ -62,11 +62,6 @@ type Options struct {
 	// record while goka replays a whole changelog. Reads of the indexes
 	// before MarkRecovered see nothing (goka processes no input before it).
 	DeferIndexOnRecovery bool
-	// RebuildUpTo, if set, gives the indexedUpTo a rebuild of the indexes
-	// stores when the rebuild is the store's own (after the recovery of a
-	// fresh store, or of an interrupted rebuild at Open), read from the
-	// rebuilt table. nil: the indexedUpTo stored before (zero if none).
-	RebuildUpTo func(r Reader) (time.Time, error)
 	// OnFatal is called once when a write hits a fatal storage error (pebble
 	// stops on a failed WAL write, e.g. a full disk). Every later call
 	// returns ErrFatal; the process should stop and restart, recovering the
@@ -270,16 +265,12 @@ func (s *Store) checkFormat() error {
 		return nil
 	}
 	s.logf("store %s: rebuilding indexes (version %q, interrupted rebuild: %v)", s.dir, ver, rebuilding != nil)
-	return s.rebuild(s.ownRebuildUpTo())
+	return s.rebuild(s.storedIndexedUpTo())
 }
 
-// ownRebuildUpTo is the indexedUpTo of a rebuild the store starts itself.
-func (s *Store) ownRebuildUpTo() time.Time {
-	if s.opts.RebuildUpTo != nil {
-		if t, err := s.opts.RebuildUpTo(tableReader{s}); err == nil {
-			return t
-		}
-	}
+// storedIndexedUpTo is the indexedUpTo a rebuild the store starts itself
+// keeps: the one stored before (zero if none or unreadable).
+func (s *Store) storedIndexedUpTo() time.Time {
 	t, err := s.indexedUpTo()
 	if err != nil {
 		return time.Time{}
@@ -573,7 +564,7 @@ func (s *Store) MarkRecovered() (err error) {
 	s.wmu.Unlock()
 	if deferred {
 		start := time.Now()
-		if err := s.rebuild(s.ownRebuildUpTo()); err != nil {
+		if err := s.rebuild(s.storedIndexedUpTo()); err != nil {
 			s.mu.RUnlock()
 			return fmt.Errorf("store: indexing the recovered table: %w", err)
 		}

@@ -183,9 +183,9 @@ func (s *Scheduler) StorageBuilder() storage.Builder {
 			opts.Indexer = s.indexer(s.shardKeys[partition])
 			// Not DeferIndexOnRecovery: it made an empty-disk recovery of
 			// 10M jobs faster, but a scale test on Apache Kafka lost one
-			// tick of fires once with it (not reproduced in eight reruns,
-			// cause not found), so the fire path keeps per-record indexing
-			// until that is understood.
+			// tick of fires once with it (1 run in 21, cause not found),
+			// so the fire path keeps per-record indexing until that is
+			// understood.
 		}
 		opts.MemTableSize = StaggeredMemTableSize(s.cfg.Store.MemTableSize, partition)
 		return opts
