@@ -1,0 +1,31 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-scheduler/chronos/bench"
+)
+
+// TestBenchReportsEveryFire runs `chronos bench` end to end on its embedded
+// broker (a small version of the documented 100k-job run) and checks the
+// report: every expected fire arrived once, and both raw ceilings were
+// measured.
+func TestBenchReportsEveryFire(t *testing.T) {
+	t.Parallel()
+	out, err := run(t, "bench", "--jobs", "3000", "--every", "10s", "--duration", "3s", "-o", "json")
+	require.NoError(t, err)
+	var rep bench.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Equal(t, 3000, rep.Jobs)
+	require.Positive(t, rep.Expected)
+	require.Equal(t, rep.Expected, rep.Fires, "every fire of the window arrived")
+	require.Zero(t, rep.Missed)
+	require.Zero(t, rep.Duplicates)
+	require.Len(t, rep.Slices, 1)
+	require.Positive(t, rep.RawPerSecond)
+	require.Positive(t, rep.RawGokaPerSecond)
+	require.Positive(t, rep.RegistrationRate)
+}
