@@ -17,6 +17,7 @@ const (
 	KindAdvance  = "advance"  // fire everything due up to T
 	KindBucket   = "bucket"   // fire the active jobs of a bucket
 	KindComplete = "complete" // loopback: mark a one-shot job completed
+	KindSettle   = "settle"   // loopback: record how far a job that owed fires has been handled
 )
 
 // ShardTrigger is a chronos-shard-triggers record (key = a shard key) and
@@ -32,8 +33,11 @@ type ShardTrigger struct {
 	Bucket    string          `json:"bucket,omitempty"`
 	TriggerID string          `json:"trigger_id,omitempty"`
 	Payload   json.RawMessage `json:"payload,omitempty"`
-	// Complete: the job version that fired.
+	// Complete and settle: the job version that fired.
 	Version uint64 `json:"version,omitempty"`
+	// Settle: the job's Through when it fired (the settle applies only if
+	// it is unchanged); T is how far it has now been handled.
+	Was time.Time `json:"was,omitzero"`
 }
 
 // EncodeInternal marshals an internal message (Tick or ShardTrigger).
@@ -64,7 +68,7 @@ func DecodeShardTrigger(b []byte) (ShardTrigger, error) {
 		return ShardTrigger{}, jsonError(err)
 	}
 	switch s.Kind {
-	case KindAdvance, KindBucket, KindComplete:
+	case KindAdvance, KindBucket, KindComplete, KindSettle:
 	default:
 		return ShardTrigger{}, errorf(CodeUnknownOp, "kind", "unknown shard trigger kind %q", s.Kind)
 	}

@@ -36,13 +36,18 @@ func (s Status) String() string {
 const (
 	tagJob   = 'J'
 	tagShard = 'S'
-	// recordFormat is the binary layout version, the second byte.
-	recordFormat = 1
+	// recordFormat is the binary layout version, the second byte: 2 adds
+	// Through to job records. Format 1 records (without it) are still read.
+	recordFormat  = 2
+	recordFormat1 = 1
 )
 
 // JobRecord is the table value of one job.
 type JobRecord struct {
-	Version uint64 // incremented by every put, pause and resume
+	// Version grows with every put, pause and resume and is never reused
+	// for a job id, even after a delete and a new put: a job created by a
+	// put starts at the put's offset in its partition plus one.
+	Version uint64
 	Status  Status
 	Job     Job
 	// NotBefore: no fire at or before this instant (the time of the put or
@@ -51,12 +56,37 @@ type JobRecord struct {
 	NotBefore time.Time
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Through, when set, is the time up to which the job's schedule has
+	// been handled (fired, or counted as missed): set while an active job
+	// still owes fires behind its shard's watermark (a late put or resume,
+	// a catch-up in progress), and while a job is paused. When zero, the
+	// job has been handled through max(NotBefore, shard watermark). What a
+	// job is owed therefore lives in its record, and any instance derives
+	// the same due time from the table alone (HandledThrough).
+	Through time.Time
+}
+
+// HandledThrough returns the time up to which the job has been handled,
+// given its shard's watermark w: its next fire is the schedule's first time
+// after it.
+func (r *JobRecord) HandledThrough(w time.Time) time.Time {
+	if !r.Through.IsZero() {
+		return r.Through
+	}
+	if r.NotBefore.After(w) {
+		return r.NotBefore
+	}
+	return w
 }
 
 // ShardRecord is the table value under a shard key: the time the shard has
-// fired up to.
+// fired up to, and the time of an advance in progress.
 type ShardRecord struct {
 	Watermark time.Time
+	// Advancing is the T of an advance that has begun and not finished
+	// (zero: none). A command applied meanwhile treats the times up to it
+	// as the old definition's (see the scheduler's put).
+	Advancing time.Time
 }
 
 // ErrNotJob is returned by DecodeJobRecord for a value of another kind.
@@ -85,6 +115,7 @@ func EncodeJobRecord(r *JobRecord) []byte {
 	w = appendTime(w, r.NotBefore)
 	w = appendTime(w, r.CreatedAt)
 	w = appendTime(w, r.UpdatedAt)
+	w = appendTime(w, r.Through)
 	return w
 }
 
@@ -93,7 +124,7 @@ func DecodeJobRecord(b []byte) (*JobRecord, error) {
 	if len(b) < 2 || b[0] != tagJob {
 		return nil, ErrNotJob
 	}
-	if b[1] != recordFormat {
+	if b[1] != recordFormat && b[1] != recordFormat1 {
 		return nil, fmt.Errorf("codecs: job record format %d is not supported", b[1])
 	}
 	rd := reader{b: b[2:]}
@@ -105,6 +136,9 @@ func DecodeJobRecord(b []byte) (*JobRecord, error) {
 	r.Job.MisfirePolicy = string(rd.bytes())
 	r.Job.MisfireGrace = time.Duration(rd.varint())
 	r.NotBefore, r.CreatedAt, r.UpdatedAt = rd.time(), rd.time(), rd.time()
+	if b[1] >= recordFormat {
+		r.Through = rd.time()
+	}
 	if rd.err != nil {
 		return nil, fmt.Errorf("codecs: corrupt job record: %w", rd.err)
 	}
@@ -119,7 +153,7 @@ func DecodeJobRecord(b []byte) (*JobRecord, error) {
 
 // EncodeShardRecord returns the binary encoding of r.
 func EncodeShardRecord(r ShardRecord) []byte {
-	return appendTime([]byte{tagShard, recordFormat}, r.Watermark)
+	return appendTime(appendTime([]byte{tagShard, recordFormat}, r.Watermark), r.Advancing)
 }
 
 // DecodeShardRecord parses a shard record; nil or empty b is the zero record.
@@ -127,11 +161,14 @@ func DecodeShardRecord(b []byte) (ShardRecord, error) {
 	if len(b) == 0 {
 		return ShardRecord{}, nil
 	}
-	if len(b) < 2 || b[0] != tagShard || b[1] != recordFormat {
+	if len(b) < 2 || b[0] != tagShard || (b[1] != recordFormat && b[1] != recordFormat1) {
 		return ShardRecord{}, errors.New("codecs: not a shard record")
 	}
 	rd := reader{b: b[2:]}
 	r := ShardRecord{Watermark: rd.time()}
+	if b[1] >= recordFormat {
+		r.Advancing = rd.time()
+	}
 	if rd.err != nil || len(rd.b) != 0 {
 		return ShardRecord{}, errors.New("codecs: corrupt shard record")
 	}
@@ -242,7 +279,7 @@ func (r *reader) time() time.Time {
 // JobStatus reads only the status of an encoded job record (for counting
 // without decoding); ok is false for anything else.
 func JobStatus(b []byte) (Status, bool) {
-	if len(b) < 2 || b[0] != tagJob || b[1] != recordFormat {
+	if len(b) < 2 || b[0] != tagJob || (b[1] != recordFormat && b[1] != recordFormat1) {
 		return 0, false
 	}
 	_, n := binary.Uvarint(b[2:])

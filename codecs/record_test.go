@@ -98,7 +98,8 @@ func TestDecodeJobRecordErrors(t *testing.T) {
 		{"tag only", []byte{'J'}, true},
 		{"shard record", codecs.EncodeShardRecord(codecs.ShardRecord{Watermark: time.Unix(1, 0)}), true},
 		{"json", []byte(`{"v":1}`), true},
-		{"unknown format", append([]byte{'J', 2}, valid[2:]...), false},
+		{"unknown format", append([]byte{'J', 3}, valid[2:]...), false},
+		{"format 1 with format 2's extra field", append([]byte{'J', 1}, valid[2:]...), false},
 		{"bad time flag", func() []byte {
 			b := append([]byte(nil), valid...)
 			b[len(b)-1] = 9
@@ -165,5 +166,45 @@ func TestFarFutureJobSurvivesTable(t *testing.T) {
 		got, err := codecs.DecodeJobRecord(codecs.EncodeJobRecord(&codecs.JobRecord{Version: 1, Status: codecs.StatusActive, Job: j}))
 		require.NoError(t, err)
 		require.True(t, j.Spec.At.Equal(got.Job.Spec.At), "%s came back as %s", at, got.Job.Spec.At)
+	}
+}
+
+// A format 1 record (written before Through existed) still decodes, with
+// Through zero; a format 2 record round-trips Through.
+func TestJobRecordFormats(t *testing.T) {
+	t.Parallel()
+	r := codecs.JobRecord{Version: 7, Status: codecs.StatusActive, Job: codecs.Job{Spec: schedule.Spec{Every: time.Second}},
+		NotBefore: time.Unix(100, 0).UTC(), Through: time.Unix(50, 0).UTC()}
+	b := codecs.EncodeJobRecord(&r)
+	got, err := codecs.DecodeJobRecord(b)
+	require.NoError(t, err)
+	require.Equal(t, r.Through, got.Through)
+	v1 := append([]byte{'J', 1}, b[2:len(b)-len(appendedTime(r.Through))]...)
+	old, err := codecs.DecodeJobRecord(v1)
+	require.NoError(t, err)
+	require.True(t, old.Through.IsZero())
+	require.Equal(t, r.NotBefore, old.NotBefore)
+	require.Equal(t, r.Version, old.Version)
+}
+
+// appendedTime is the encoding of t as the last field of a record.
+func appendedTime(t time.Time) []byte {
+	a := codecs.EncodeShardRecord(codecs.ShardRecord{Watermark: t})
+	return a[2 : len(a)-1] // tag, format ... Advancing (zero: one byte)
+}
+
+func TestHandledThrough(t *testing.T) {
+	t.Parallel()
+	at := func(s int64) time.Time { return time.Unix(s, 0).UTC() }
+	for _, tc := range []struct {
+		notBefore, through, w, want time.Time
+	}{
+		{at(10), time.Time{}, at(20), at(20)}, // on time: the watermark
+		{at(30), time.Time{}, at(20), at(30)}, // put ahead of the watermark
+		{at(10), at(15), at(20), at(15)},      // owes fires behind the watermark
+		{at(10), at(25), at(20), at(25)},
+	} {
+		r := codecs.JobRecord{NotBefore: tc.notBefore, Through: tc.through}
+		require.Equal(t, tc.want, r.HandledThrough(tc.w))
 	}
 }

@@ -42,6 +42,9 @@ type Config struct {
 	ChunkBudget time.Duration
 	// Resolution of the clock (default 1s).
 	Resolution time.Duration
+	// ClockMaxAhead bounds how far a tick may be ahead of the broker's
+	// timestamp (default 1s; negative: unbounded, for simulated clocks).
+	ClockMaxAhead time.Duration
 	// NoTicker disables this instance's clock ticker (tests drive time).
 	NoTicker bool
 	// SyncStore fsyncs every store write (default false).
@@ -123,7 +126,7 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 		cl.Close()
 		return nil, err
 	}
-	clk, err := clock.New(clock.Config{Layout: cfg.Layout, Resolution: cfg.Resolution, Logger: cfg.Logger.With("group", "clock")})
+	clk, err := clock.New(clock.Config{Layout: cfg.Layout, Resolution: cfg.Resolution, MaxAhead: cfg.ClockMaxAhead, Now: cfg.Now, Logger: cfg.Logger.With("group", "clock")})
 	if err != nil {
 		cl.Close()
 		return nil, err

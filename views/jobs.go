@@ -140,15 +140,17 @@ func (j *Jobs) readModel(id string, rec *codecs.JobRecord) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	if last := schedule.Last(sched, rec.NotBefore, w, 100_000); !last.IsZero() {
+	// Handled through: a job that still owes fires behind the watermark
+	// (a late put) shows them as next fires, not as its last fire.
+	h := rec.HandledThrough(w)
+	if rec.Status == codecs.StatusCompleted && w.Before(h) {
+		h = w
+	}
+	if last := schedule.Last(sched, rec.CreatedAt, h, 100_000); !last.IsZero() {
 		out.LastFire = &LastFire{ScheduledAt: last, FireID: codecs.ScheduledFireID(id, last)}
 	}
 	if rec.Status == codecs.StatusActive {
-		from := w
-		if rec.NotBefore.After(from) {
-			from = rec.NotBefore
-		}
-		out.NextFires = schedule.NextN(sched, from, 5)
+		out.NextFires = schedule.NextN(sched, h, 5)
 	}
 	return out, nil
 }

@@ -37,6 +37,7 @@ type instanceFlags struct {
 	kafka      kafkaFlags
 	layout     layoutFlags
 	resolution time.Duration
+	maxAhead   time.Duration
 	chunk      int
 	maxPayload int
 	syncStore  bool
@@ -166,6 +167,7 @@ func (f *instanceFlags) register(fs *pflag.FlagSet, httpDefault string) {
 	fs.StringVar(&f.apiToken, "api-token", "", "bearer token required on /v1 (empty: no auth)")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&f.resolution, "resolution", time.Second, "clock resolution: fires are dispatched at this granularity")
+	fs.DurationVar(&f.maxAhead, "clock-max-ahead", time.Second, "how far an instance's tick may be ahead of the broker's time (negative: unbounded)")
 	fs.IntVar(&f.chunk, "fanout-chunk", scheduler.DefaultChunkSize, "due jobs fired per produce-and-ack round")
 	fs.DurationVar(&f.budget, "fanout-budget", scheduler.DefaultChunkBudget, "how long one callback keeps firing chunks before continuing through the loopback")
 	fs.IntVar(&f.maxPayload, "max-payload", codecs.DefaultMaxPayload, "largest job payload in bytes")
@@ -191,7 +193,7 @@ func (f *instanceFlags) serve(ctx context.Context, brokers []string, storeDir st
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg := processors.Config{Kafka: f.kafka.config(brokers), Layout: f.layout.layout(), DataDir: storeDir,
-		Limits: codecs.Limits{MaxPayload: f.maxPayload}, ChunkSize: f.chunk, ChunkBudget: f.budget, Resolution: f.resolution,
+		Limits: codecs.Limits{MaxPayload: f.maxPayload}, ChunkSize: f.chunk, ChunkBudget: f.budget, Resolution: f.resolution, ClockMaxAhead: f.maxAhead,
 		SyncStore: f.syncStore, StoreCacheBytes: f.storeCache, StoreMemTableBytes: f.memTable, Registerer: reg, Logger: log}
 	sys, err := processors.New(ctx, cfg)
 	if err != nil {

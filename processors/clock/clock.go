@@ -26,6 +26,10 @@ import (
 // DefaultResolution is the default clock resolution.
 const DefaultResolution = time.Second
 
+// DefaultMaxAhead is the default bound on how far a tick may be ahead of
+// the broker's time.
+const DefaultMaxAhead = time.Second
+
 // Config configures the clock group.
 type Config struct {
 	Layout topology.Layout
@@ -33,7 +37,24 @@ type Config struct {
 	// time truncated to it. Smaller means lower fire delay and more
 	// shard-trigger messages (Partitions per step).
 	Resolution time.Duration
-	Logger     *slog.Logger
+	// MaxAhead bounds how far ahead of the broker a tick may move time
+	// (default 1s; negative: no bound, for replays and simulated clocks
+	// that run ahead of real time). chronos-clock is created with
+	// message.timestamp.type=LogAppendTime, so a record's timestamp is the
+	// broker's clock when it appended the tick; a tick is announced as at
+	// most that timestamp plus MaxAhead. One host with a fast clock
+	// therefore cannot fire jobs early by more than MaxAhead, nor make
+	// later fires count as missed. Larger values tolerate a broker clock
+	// behind the instances' (fires are late by the broker's lag beyond
+	// MaxAhead); smaller ones tighten how early a fast host can fire.
+	MaxAhead time.Duration
+	// Now is the wall clock of the instance that owns the clock group
+	// (default time.Now): a tick is also bounded by it plus MaxAhead, so
+	// a fast host that does not own the clock cannot move time even where
+	// the broker does not stamp appends (the embedded broker stamps only
+	// when the producer asks).
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // Clock is the clock group. Safe for concurrent use (stateless callbacks).
@@ -47,6 +68,12 @@ type Clock struct {
 func New(cfg Config) (*Clock, error) {
 	if cfg.Resolution == 0 {
 		cfg.Resolution = DefaultResolution
+	}
+	if cfg.MaxAhead == 0 {
+		cfg.MaxAhead = DefaultMaxAhead
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -92,7 +119,11 @@ func (c *Clock) onTick(ctx goka.Context, msg any) {
 			codecs.RejectOf(err, string(ctx.Topic()), ctx.Partition(), ctx.Offset(), []byte(ctx.Key()), raw, ctx.Timestamp())))
 		return
 	}
-	t := tick.Time.Truncate(c.cfg.Resolution).UTC()
+	t := Bound(Bound(tick.Time, ctx.Timestamp(), c.cfg.MaxAhead), c.cfg.Now(), c.cfg.MaxAhead).Truncate(c.cfg.Resolution).UTC()
+	if t.Before(tick.Time.Truncate(c.cfg.Resolution)) {
+		c.cfg.Logger.Warn("clock tick ahead of the broker; announcing the broker's time instead",
+			"instance", tick.Instance, "tick", tick.Time, "broker", ctx.Timestamp(), "max_ahead", c.cfg.MaxAhead)
+	}
 	last, _ := decodeTime(ctx.Value())
 	if !t.After(last) {
 		return
@@ -103,6 +134,20 @@ func (c *Clock) onTick(ctx goka.Context, msg any) {
 	}
 	ctx.SetValue(encodeTime(t))
 	c.last.Store(t.UnixNano())
+}
+
+// Bound returns the time a tick may announce: its own time, but no later
+// than the reference (the broker's timestamp of its record, or the clock
+// owner's wall clock) plus maxAhead (no bound when maxAhead is negative or
+// the reference is unset).
+func Bound(tick, ref time.Time, maxAhead time.Duration) time.Time {
+	if maxAhead < 0 || ref.IsZero() || ref.Unix() <= 0 {
+		return tick
+	}
+	if limit := ref.Add(maxAhead); tick.After(limit) {
+		return limit
+	}
+	return tick
 }
 
 // LastAnnounced returns the last time this instance's clock group announced

@@ -9,7 +9,6 @@ import (
 	"github.com/lovoo/goka"
 
 	"github.com/chronos-scheduler/chronos/codecs"
-	"github.com/chronos-scheduler/chronos/store"
 )
 
 // onCommand applies one chronos-jobs record. Invalid commands go to
@@ -43,17 +42,22 @@ func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 	ts := ctx.Timestamp().UTC()
 	switch cmd.Op {
 	case codecs.OpPut:
-		rec := &codecs.JobRecord{Status: codecs.StatusActive, Job: cmd.Job, NotBefore: ts, CreatedAt: ts, UpdatedAt: ts, Version: 1}
+		rec := &codecs.JobRecord{Job: cmd.Job, CreatedAt: ts, UpdatedAt: ts, Version: uint64(max(ctx.Offset(), 0)) + 1}
+		from := ts
 		if old != nil {
 			rec.Version, rec.CreatedAt = old.Version+1, old.CreatedAt
+			h, err := s.handled(ctx, old)
+			if err != nil {
+				failed(ctx, err)
+				return
+			}
+			from = later(ts, h)
 		}
-		if sched, err := s.schedules.Get(cmd.Job.Spec); err == nil && sched.Next(ts).IsZero() {
-			// A one-shot time or an end bound at or before the put: nothing
-			// will ever fire.
-			rec.Status = codecs.StatusCompleted
+		if err := s.activate(ctx, rec, from); err != nil {
+			failed(ctx, err)
+			return
 		}
 		ctx.SetValue(codecs.EncodeJobRecord(rec))
-		s.owedSince(ctx, rec)
 	case codecs.OpDelete:
 		if old != nil {
 			ctx.Delete()
@@ -64,58 +68,125 @@ func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 			s.cfg.Metrics.command(cmd.Op, "rejected")
 			return
 		}
-		s.apply(ctx, cmd, old, ts)
+		if err := s.apply(ctx, cmd, old, ts); err != nil {
+			failed(ctx, err)
+			return
+		}
 	}
 	s.cfg.Metrics.command(cmd.Op, "applied")
 }
 
-func (s *Scheduler) apply(ctx goka.Context, cmd codecs.Command, rec *codecs.JobRecord, ts time.Time) {
+func (s *Scheduler) apply(ctx goka.Context, cmd codecs.Command, rec *codecs.JobRecord, ts time.Time) error {
 	switch {
 	case cmd.Op == codecs.OpPause && rec.Status == codecs.StatusActive:
-		rec.Status, rec.Version, rec.UpdatedAt = codecs.StatusPaused, rec.Version+1, ts
+		h, err := s.handled(ctx, rec)
+		if err != nil {
+			return err
+		}
+		rec.Status, rec.Version, rec.UpdatedAt, rec.Through = codecs.StatusPaused, rec.Version+1, ts, h
 		ctx.SetValue(codecs.EncodeJobRecord(rec))
 	case cmd.Op == codecs.OpResume && rec.Status == codecs.StatusPaused:
-		rec.Status, rec.Version, rec.UpdatedAt, rec.NotBefore = codecs.StatusActive, rec.Version+1, ts, ts
+		h, err := s.handled(ctx, rec)
+		if err != nil {
+			return err
+		}
+		rec.Version, rec.UpdatedAt = rec.Version+1, ts
+		if err := s.activate(ctx, rec, later(ts, h)); err != nil {
+			return err
+		}
 		ctx.SetValue(codecs.EncodeJobRecord(rec))
-		s.owedSince(ctx, rec)
 	case cmd.Op == codecs.OpFire:
 		s.fireManual(ctx, cmd, rec, ts)
 	}
+	return nil
 }
 
-// owedSince makes a job that became active at NotBefore owe its fires from
-// then on, even when the shard's watermark is already past it (the command
-// was consumed late): the indexer starts after the watermark, so the entry
-// is moved back to the first fire after NotBefore. Those fires are then
-// dispatched by the next advance, as late fires under the misfire policy.
-func (s *Scheduler) owedSince(ctx goka.Context, rec *codecs.JobRecord) {
-	st := s.Store(ctx.Partition())
-	if st == nil || rec.Status != codecs.StatusActive {
-		return
-	}
+// activate makes rec active and owe the fires of its schedule after from
+// (its handled-through time). When the first of them is at or before the
+// shard's time (the command was consumed late, or an advance is under way),
+// the record says so in Through, so that any instance rebuilding the due
+// index from the table owes the same fires; those are then dispatched by
+// the next advance as late fires under the misfire policy. A schedule with
+// no fire after from completes the job.
+func (s *Scheduler) activate(ctx goka.Context, rec *codecs.JobRecord, from time.Time) error {
+	rec.Status, rec.NotBefore, rec.Through = codecs.StatusActive, from, time.Time{}
 	sched, err := s.schedules.Get(rec.Job.Spec)
 	if err != nil {
-		return
+		return nil // the indexer logs it; the job never fires
 	}
-	first := sched.Next(rec.NotBefore)
+	first := sched.Next(from)
 	if first.IsZero() {
-		return
+		rec.Status = codecs.StatusCompleted
+		return nil
+	}
+	shard, err := s.shard(ctx.Partition())
+	if err != nil {
+		return err
+	}
+	if !first.After(later(shard.Watermark, shard.Advancing)) {
+		rec.Through = from
+	}
+	return nil
+}
+
+// handled returns how far rec (the job's current record) has been handled:
+// every time of its schedule up to it was fired or counted as missed. For a
+// job that keeps up with its shard that is the shard's time (its watermark,
+// or an advance in progress, whose old-definition fires belong to the old
+// definition); for one that owes fires, Through, or as far as its local due
+// entry shows it has got since.
+func (s *Scheduler) handled(ctx goka.Context, rec *codecs.JobRecord) (time.Time, error) {
+	if rec.Status == codecs.StatusPaused && !rec.Through.IsZero() {
+		return rec.Through, nil
+	}
+	shard, err := s.shard(ctx.Partition())
+	if err != nil {
+		return time.Time{}, err
+	}
+	now := later(shard.Watermark, shard.Advancing)
+	if rec.Status != codecs.StatusActive || rec.Through.IsZero() {
+		return later(rec.NotBefore, now), nil
+	}
+	h := rec.Through
+	st := s.Store(ctx.Partition())
+	if st == nil {
+		return h, nil
 	}
 	due, err := st.DueOf(ctx.Key())
 	if err != nil {
-		ctx.Fail(err)
-		return
+		return time.Time{}, err
 	}
-	if !due.IsZero() && !first.Before(due) {
-		return
+	if !due.IsZero() {
+		h = later(h, earlier(due.Add(-time.Nanosecond), now))
 	}
-	indexed, err := st.IndexedUpTo()
-	if err == nil {
-		err = st.ApplyMoves([]store.Move{{Key: ctx.Key(), To: first}}, indexed)
+	return h, nil
+}
+
+// shard returns partition p's shard record from the local store.
+func (s *Scheduler) shard(p int32) (codecs.ShardRecord, error) {
+	st := s.Store(p)
+	if st == nil || p < 0 || int(p) >= len(s.shardKeys) {
+		return codecs.ShardRecord{}, fmt.Errorf("scheduler: no open store for partition %d", p)
 	}
+	b, err := st.Get(s.shardKeys[p])
 	if err != nil {
-		ctx.Fail(err)
+		return codecs.ShardRecord{}, err
 	}
+	return codecs.DecodeShardRecord(b)
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // fireManual dispatches one fire now. Its fire_id is stable across

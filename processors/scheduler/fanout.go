@@ -35,8 +35,14 @@ func (s *Scheduler) onLoop(ctx goka.Context, msg any) {
 		s.reject(ctx, raw, err)
 		return
 	}
-	if tr.Kind == codecs.KindComplete {
+	switch tr.Kind {
+	case codecs.KindComplete:
 		s.complete(ctx, tr.Version)
+		return
+	case codecs.KindSettle:
+		if err := s.settle(ctx, tr); err != nil {
+			failed(ctx, err)
+		}
 		return
 	}
 	s.trigger(ctx, tr)
@@ -98,27 +104,47 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 	if err := s.ensureIndex(st, shard.Watermark); err != nil {
 		return err
 	}
+	if !tr.T.After(shard.Watermark) && shard.Advancing.IsZero() {
+		return nil // already fired up to T; an owed entry waits for the next advance
+	}
+	if shard.Advancing.Before(tr.T) && tr.T.After(shard.Watermark) {
+		// Say that an advance to T is under way before firing anything: a
+		// command applied between its callbacks (or on another owner after
+		// a rebalance) leaves the times up to T to the definition it
+		// replaces, so no fire_id goes out twice with two payloads.
+		shard.Advancing = tr.T
+		ctx.SetValue(codecs.EncodeShardRecord(shard))
+	}
+	t := later(tr.T, shard.Advancing)
 	cursor := store.Due{At: tr.AfterAt, Key: tr.AfterKey}
 	began := time.Now()
 	for {
-		more, last, err := s.advanceChunk(ctx, st, tr.T, cursor)
+		more, last, err := s.advanceChunk(ctx, st, t, cursor)
 		if err != nil {
 			return err
 		}
 		if !more {
-			break
+			// The watermark never passes an entry still due: entries behind
+			// the cursor (a put or a catch-up that stopped at its bound
+			// while this advance ran) are fired before it moves.
+			behind, err := st.DueUpTo(t, store.Due{}, 1)
+			if err != nil {
+				return err
+			}
+			if len(behind) == 0 {
+				break
+			}
+			last = store.Due{}
 		}
 		cursor = last
 		if time.Since(began) >= s.cfg.ChunkBudget {
 			// Bounded work per callback: the rest continues through the
 			// loopback, so commands and other triggers of this shard run.
-			ctx.Loopback(ctx.Key(), codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: tr.T, AfterAt: last.At, AfterKey: last.Key}))
+			ctx.Loopback(ctx.Key(), codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t, AfterAt: last.At, AfterKey: last.Key}))
 			return nil
 		}
 	}
-	if tr.T.After(shard.Watermark) {
-		ctx.SetValue(codecs.EncodeShardRecord(codecs.ShardRecord{Watermark: tr.T}))
-	}
+	ctx.SetValue(codecs.EncodeShardRecord(codecs.ShardRecord{Watermark: later(t, shard.Watermark)}))
 	return nil
 }
 
@@ -177,6 +203,7 @@ func (s *Scheduler) fireChunk(ctx goka.Context, st *store.Store, due []store.Due
 	msgs := make([]Msg, 0, len(due))
 	var buf []Fire
 	var completed []completion
+	var settles []codecs.ShardTrigger
 	now := s.cfg.Now()
 	keys := make([]string, len(due))
 	for i, d := range due {
@@ -209,6 +236,9 @@ func (s *Scheduler) fireChunk(ctx goka.Context, st *store.Store, due []store.Due
 		moves = append(moves, store.Move{Key: d.Key, To: plan.Next})
 		if plan.Next.IsZero() {
 			completed = append(completed, completion{d.Key, rec.Version})
+		} else if !rec.Through.IsZero() {
+			settles = append(settles, codecs.ShardTrigger{Kind: codecs.KindSettle, Version: rec.Version,
+				Was: rec.Through, T: plan.Next.Add(-time.Nanosecond), AfterKey: d.Key})
 		}
 	}
 	if len(msgs) > 0 {
@@ -219,6 +249,11 @@ func (s *Scheduler) fireChunk(ctx goka.Context, st *store.Store, due []store.Due
 	// Only after the fires are acknowledged may a job be marked completed.
 	for _, c := range completed {
 		ctx.Loopback(c.key, codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindComplete, T: t, Version: c.version}))
+	}
+	for _, st := range settles {
+		key := st.AfterKey
+		st.AfterKey = ""
+		ctx.Loopback(key, codecs.EncodeInternal(st))
 	}
 	return moves, nil
 }
@@ -232,6 +267,29 @@ func (s *Scheduler) complete(ctx goka.Context, version uint64) {
 	}
 	rec.Status = codecs.StatusCompleted
 	ctx.SetValue(codecs.EncodeJobRecord(rec))
+}
+
+// settle records, after a job that owed fires behind the watermark has
+// fired, how far it has now been handled (tr.T): still behind the
+// watermark, it stays owed from there; caught up, it is an ordinary job
+// again. It applies only to the record that fired (same version, same
+// Through), never to one a later command replaced.
+func (s *Scheduler) settle(ctx goka.Context, tr codecs.ShardTrigger) error {
+	rec, err := s.current(ctx)
+	if err != nil || rec == nil || rec.Version != tr.Version || rec.Status != codecs.StatusActive || !rec.Through.Equal(tr.Was) {
+		return nil
+	}
+	shard, err := s.shard(ctx.Partition())
+	if err != nil {
+		return err
+	}
+	if tr.T.Before(shard.Watermark) {
+		rec.Through = tr.T
+	} else {
+		rec.Through, rec.NotBefore = time.Time{}, later(rec.NotBefore, tr.T)
+	}
+	ctx.SetValue(codecs.EncodeJobRecord(rec))
+	return nil
 }
 
 type completion struct {

@@ -216,7 +216,9 @@ func (s *Scheduler) OpenStores() int { return s.stores.Len() }
 func (s *Scheduler) Store(p int32) *store.Store { return s.stores.Get(p) }
 
 // indexer derives a job's index entries: its bucket, and while active its
-// first fire after both the shard watermark and the job's NotBefore.
+// first fire after the time it has been handled through (the record's
+// Through when it owes fires behind the watermark, else the later of the
+// shard watermark and the job's NotBefore).
 //
 // Each store gets its own indexer, which caches the shard watermark: every
 // write of the shard record goes through Set and so through the indexer,
@@ -257,11 +259,7 @@ func (s *Scheduler) indexer(shardKey string) store.Indexer {
 			s.cfg.Logger.Error("job record with an invalid schedule; it will not fire", "job", key, "err", err)
 			return e, nil
 		}
-		from := w
-		if rec.NotBefore.After(from) {
-			from = rec.NotBefore
-		}
-		e.Due = sched.Next(from)
+		e.Due = sched.Next(rec.HandledThrough(w))
 		return e, nil
 	}
 }
