@@ -35,3 +35,9 @@ func (e *Error) Error() string {
 func errorf(code, field, format string, args ...any) *Error {
 	return &Error{Code: code, Field: field, Reason: fmt.Sprintf(format, args...)}
 }
+
+// Reject codes of the input policy (see docs/topics.md).
+const (
+	CodeTombstone      = "tombstone"       // a null value on chronos-jobs (use op delete)
+	CodeWrongPartition = "wrong_partition" // the key does not hash to the partition it arrived on
+)

@@ -1,30 +1,65 @@
 package codecs
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
-// Reject is a record of chronos-rejects: an input that could not be applied,
-// with the reason and the original bytes (key = the original key).
+// Reject is a record of chronos-rejects: an input that could not be
+// applied, with the reason and a bounded sample of the original record, so
+// that a reject always fits a broker's message size limit whatever the
+// input was (see MaxRejectBytes).
 type Reject struct {
-	V          int       `json:"v"`
-	Code       string    `json:"code"`
-	Field      string    `json:"field,omitempty"`
-	Reason     string    `json:"reason"`
-	Topic      string    `json:"topic"`
-	Partition  int32     `json:"partition"`
-	Offset     int64     `json:"offset"`
-	Key        []byte    `json:"key"`   // base64 in JSON
-	Value      []byte    `json:"value"` // base64 in JSON
+	V         int    `json:"v"`
+	Code      string `json:"code"`
+	Field     string `json:"field,omitempty"`
+	Reason    string `json:"reason"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    int64  `json:"offset"`
+	// Key is the original key, or its first RejectSampleBytes bytes when
+	// longer (base64 in JSON; null for a null key).
+	Key []byte `json:"key"`
+	// KeySize is the length of the original key in bytes.
+	KeySize int `json:"key_size"`
+	// Value is the original value, or its first RejectSampleBytes bytes
+	// when longer (base64 in JSON; null for a null value, a tombstone).
+	Value []byte `json:"value"`
+	// ValueSize is the length of the original value in bytes.
+	ValueSize int `json:"value_size"`
+	// ValueSHA256 is the hex SHA-256 of the whole original value ("" for a
+	// null value), to match a reject with the record that caused it.
+	ValueSHA256 string `json:"value_sha256,omitempty"`
+	// Truncated is true when Key or Value is only a prefix of the original.
+	Truncated  bool      `json:"truncated,omitempty"`
 	RejectedAt time.Time `json:"rejected_at"`
 }
 
-// RejectVersion is the version of reject records this release writes.
-const RejectVersion = 1
+// RejectVersion is the version of reject records this release writes:
+// 2 since key and value are bounded samples (v1 copied the whole value).
+const RejectVersion = 2
 
-// EncodeReject marshals a reject record; it sets V.
+// Bounds of a reject record.
+const (
+	// RejectSampleBytes is the most bytes of the original key and of the
+	// original value a reject carries (1 KiB each).
+	RejectSampleBytes = 1 << 10
+	// MaxRejectTextBytes bounds a reject's reason (its field: 256 bytes).
+	MaxRejectTextBytes = 1 << 10
+	// MaxRejectBytes is an upper bound of an encoded reject: samples
+	// (base64), reason and field (JSON escaping can make each byte six),
+	// a topic name (at most 249 bytes) and the fixed fields. Far below any
+	// broker's message size limit.
+	MaxRejectBytes = 16 << 10
+)
+
+// EncodeReject marshals a reject record; it sets V. A reject built by
+// RejectOf encodes to at most MaxRejectBytes.
 func EncodeReject(r Reject) []byte {
 	r.V = RejectVersion
 	b, err := json.Marshal(r)
@@ -34,7 +69,7 @@ func EncodeReject(r Reject) []byte {
 	return b
 }
 
-// DecodeReject parses a reject record.
+// DecodeReject parses a reject record (v1 or v2).
 func DecodeReject(b []byte) (Reject, error) {
 	var r Reject
 	if err := json.Unmarshal(b, &r); err != nil {
@@ -44,13 +79,54 @@ func DecodeReject(b []byte) (Reject, error) {
 }
 
 // RejectOf builds the reject record of an input that failed with err: the
-// code, field and reason of a *Error, or CodeMalformed and err's text.
+// code, field and reason of a *Error, or CodeMalformed and err's text. Key
+// and value are cut to RejectSampleBytes and the text to
+// MaxRejectTextBytes, so the result always encodes to at most
+// MaxRejectBytes; key and value are copied (not aliased).
 func RejectOf(err error, topic string, partition int32, offset int64, key, value []byte, at time.Time) Reject {
-	r := Reject{Code: CodeMalformed, Reason: err.Error(), Topic: topic, Partition: partition, Offset: offset,
-		Key: key, Value: value, RejectedAt: at.UTC()}
+	r := Reject{Code: CodeMalformed, Reason: err.Error(), Topic: truncText(topic, 255), Partition: partition, Offset: offset,
+		KeySize: len(key), ValueSize: len(value), RejectedAt: at.UTC()}
 	var ce *Error
 	if errors.As(err, &ce) {
 		r.Code, r.Field, r.Reason = ce.Code, ce.Field, ce.Reason
 	}
+	r.Code = truncText(r.Code, 64)
+	r.Field, r.Reason = truncText(r.Field, 256), truncText(r.Reason, MaxRejectTextBytes)
+	r.Key, r.Truncated = sample(key)
+	var cut bool
+	r.Value, cut = sample(value)
+	r.Truncated = r.Truncated || cut
+	if value != nil {
+		sum := sha256.Sum256(value)
+		r.ValueSHA256 = hex.EncodeToString(sum[:])
+	}
 	return r
+}
+
+// sample copies at most RejectSampleBytes of b (nil stays nil).
+func sample(b []byte) ([]byte, bool) {
+	if b == nil {
+		return nil, false
+	}
+	n := min(len(b), RejectSampleBytes)
+	return append(make([]byte, 0, n), b[:n]...), n < len(b)
+}
+
+// truncText makes s valid UTF-8 (invalid bytes become U+FFFD, as JSON
+// would) and cuts it to at most n bytes without splitting a character,
+// marking the cut with "…" (within the n bytes).
+func truncText(s string, n int) string {
+	if len(s) > n {
+		s = s[:n+1] // enough to know a cut is needed; U+FFFD only grows it
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	i := n - len(mark)
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + mark
 }

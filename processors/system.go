@@ -23,6 +23,7 @@ import (
 	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/processors/clock"
+	"github.com/chronos-scheduler/chronos/processors/inputs"
 	"github.com/chronos-scheduler/chronos/processors/router"
 	"github.com/chronos-scheduler/chronos/processors/scheduler"
 	"github.com/chronos-scheduler/chronos/store"
@@ -112,8 +113,13 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 	}
 	fatal := &fatalSignal{ch: make(chan struct{})}
 	var metrics *scheduler.Metrics
+	// One input policy for every group: rejects are produced through the
+	// franz-go client with bounded retries, so a reject that cannot be
+	// written is counted and skipped instead of failing the partition.
+	in := &inputs.Policy{Rejects: cfg.Layout.Rejects(), Producer: cl, Logger: cfg.Logger.With("component", "inputs")}
 	if cfg.Registerer != nil {
 		metrics = scheduler.NewMetrics(cfg.Registerer)
+		in.Metrics = inputs.NewMetrics(cfg.Registerer)
 	}
 	now := cfg.Now
 	if now == nil {
@@ -121,17 +127,17 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 	}
 	sched, err := scheduler.New(scheduler.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Store: store.Options{Sync: cfg.SyncStore, CacheSize: cacheBytes(cfg), MemTableSize: cfg.StoreMemTableBytes, OnFatal: fatal.report, FS: cfg.StoreFS},
 		Limits: cfg.Limits, ChunkSize: cfg.ChunkSize, ChunkBudget: cfg.ChunkBudget, Producer: scheduler.KgoProducer{Client: cl}, Now: cfg.Now,
-		Logger: cfg.Logger.With("group", "scheduler"), Metrics: metrics})
+		Logger: cfg.Logger.With("group", "scheduler"), Metrics: metrics, Inputs: in})
 	if err != nil {
 		cl.Close()
 		return nil, err
 	}
-	clk, err := clock.New(clock.Config{Layout: cfg.Layout, Resolution: cfg.Resolution, MaxAhead: cfg.ClockMaxAhead, Now: cfg.Now, Logger: cfg.Logger.With("group", "clock")})
+	clk, err := clock.New(clock.Config{Layout: cfg.Layout, Resolution: cfg.Resolution, MaxAhead: cfg.ClockMaxAhead, Now: cfg.Now, Logger: cfg.Logger.With("group", "clock"), Inputs: in})
 	if err != nil {
 		cl.Close()
 		return nil, err
 	}
-	route, err := router.New(router.Config{Layout: cfg.Layout, Limits: cfg.Limits, Logger: cfg.Logger.With("group", "router")})
+	route, err := router.New(router.Config{Layout: cfg.Layout, Limits: cfg.Limits, Logger: cfg.Logger.With("group", "router"), Inputs: in})
 	if err != nil {
 		cl.Close()
 		return nil, err
@@ -223,8 +229,9 @@ func (s *System) Run(ctx context.Context) error {
 	run(s.sched.Group(), s.sched.Graph(), s.sched.Options()...)
 	// The clock table lives in the data dir too (goka's default is a
 	// shared directory under /tmp, which outlives the data dir).
-	run(s.cfg.Layout.ClockGroup(), s.clock.Graph(), goka.WithStorageBuilder(store.Builder(s.cfg.DataDir, s.clockStoreOptions())))
-	run(s.cfg.Layout.RouterGroup(), s.route.Graph())
+	run(s.cfg.Layout.ClockGroup(), s.clock.Graph(), goka.WithStorageBuilder(store.Builder(s.cfg.DataDir, s.clockStoreOptions())),
+		goka.WithNilHandling(goka.NilProcess))
+	run(s.cfg.Layout.RouterGroup(), s.route.Graph(), goka.WithNilHandling(goka.NilProcess))
 	if t := s.ticker; t != nil {
 		wg.Add(1)
 		go func() {

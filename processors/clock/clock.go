@@ -20,6 +20,7 @@ import (
 	"github.com/lovoo/goka/codec"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/processors/inputs"
 	"github.com/chronos-scheduler/chronos/topology"
 )
 
@@ -55,6 +56,9 @@ type Config struct {
 	// when the producer asks).
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Inputs is the policy for ticks that cannot be applied (default:
+	// rejects emitted through goka, see inputs.Policy).
+	Inputs *inputs.Policy
 }
 
 // Clock is the clock group. Safe for concurrent use (stateless callbacks).
@@ -77,6 +81,9 @@ func New(cfg Config) (*Clock, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Inputs == nil {
+		cfg.Inputs = &inputs.Policy{Rejects: cfg.Layout.Rejects(), Logger: cfg.Logger}
 	}
 	if err := ValidateResolution(cfg.Resolution); err != nil {
 		return nil, err
@@ -114,9 +121,7 @@ func (c *Clock) onTick(ctx goka.Context, msg any) {
 	raw, _ := msg.([]byte)
 	tick, err := codecs.DecodeTick(raw)
 	if err != nil {
-		c.cfg.Logger.Warn("rejected clock tick", "offset", ctx.Offset(), "err", err)
-		ctx.Emit(c.cfg.Layout.Rejects(), ctx.Key(), codecs.EncodeReject(
-			codecs.RejectOf(err, string(ctx.Topic()), ctx.Partition(), ctx.Offset(), []byte(ctx.Key()), raw, ctx.Timestamp())))
+		c.cfg.Inputs.Reject(ctx, raw, err)
 		return
 	}
 	t := Bound(Bound(tick.Time, ctx.Timestamp(), c.cfg.MaxAhead), c.cfg.Now(), c.cfg.MaxAhead).Truncate(c.cfg.Resolution).UTC()

@@ -10,6 +10,7 @@ import (
 	"github.com/lovoo/goka/codec"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/processors/inputs"
 	"github.com/chronos-scheduler/chronos/topology"
 )
 
@@ -19,6 +20,9 @@ type Config struct {
 	// Limits on trigger payloads (default codecs.DefaultLimits()).
 	Limits codecs.Limits
 	Logger *slog.Logger
+	// Inputs is the policy for triggers that cannot be applied (default:
+	// rejects emitted through goka, see inputs.Policy).
+	Inputs *inputs.Policy
 }
 
 // Router is the router group. Its callbacks are stateless; safe for
@@ -35,6 +39,9 @@ func New(cfg Config) (*Router, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.Inputs == nil {
+		cfg.Inputs = &inputs.Policy{Rejects: cfg.Layout.Rejects(), Logger: cfg.Logger}
 	}
 	if err := cfg.Layout.Validate(); err != nil {
 		return nil, err
@@ -58,11 +65,13 @@ func (r *Router) Graph() *goka.GroupGraph {
 
 func (r *Router) onTrigger(ctx goka.Context, msg any) {
 	raw, _ := msg.([]byte)
+	if raw == nil {
+		r.cfg.Inputs.Reject(ctx, nil, &codecs.Error{Code: codecs.CodeTombstone, Reason: "a null value (tombstone) is not a bucket trigger"})
+		return
+	}
 	bt, err := codecs.DecodeBucketTrigger(raw, ctx.Partition(), ctx.Offset(), r.cfg.Limits)
 	if err != nil {
-		rj := codecs.RejectOf(err, string(ctx.Topic()), ctx.Partition(), ctx.Offset(), []byte(ctx.Key()), raw, ctx.Timestamp())
-		r.cfg.Logger.Warn("rejected bucket trigger", "offset", ctx.Offset(), "code", rj.Code, "reason", rj.Reason)
-		ctx.Emit(r.cfg.Layout.Rejects(), ctx.Key(), codecs.EncodeReject(rj))
+		r.cfg.Inputs.Reject(ctx, raw, err)
 		return
 	}
 	msgOut := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindBucket, T: ctx.Timestamp().UTC(),

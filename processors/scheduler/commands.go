@@ -15,7 +15,7 @@ import (
 // chronos-rejects; nothing else changes.
 func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 	raw, _ := msg.([]byte)
-	cmd, err := codecs.DecodeCommand([]byte(ctx.Key()), raw, s.cfg.Limits)
+	cmd, err := s.decodeCommand(ctx, raw)
 	if err != nil {
 		s.reject(ctx, raw, err)
 		s.cfg.Metrics.command("invalid", "rejected")
@@ -218,12 +218,4 @@ func (s *Scheduler) current(ctx goka.Context) (*codecs.JobRecord, error) {
 		return nil, &codecs.Error{Code: codecs.CodeReservedID, Field: "id", Reason: "the key belongs to a shard record"}
 	}
 	return rec, err
-}
-
-// reject writes the input to chronos-rejects with the reason.
-func (s *Scheduler) reject(ctx goka.Context, raw []byte, err error) {
-	r := codecs.RejectOf(err, string(ctx.Topic()), ctx.Partition(), ctx.Offset(), []byte(ctx.Key()), raw, ctx.Timestamp())
-	s.cfg.Logger.Warn("rejected input", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "code", r.Code, "reason", r.Reason)
-	ctx.Emit(s.cfg.Layout.Rejects(), ctx.Key(), codecs.EncodeReject(r))
-	s.cfg.Metrics.rejected(r.Code)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/lovoo/goka/storage"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/processors/inputs"
 	"github.com/chronos-scheduler/chronos/schedule"
 	"github.com/chronos-scheduler/chronos/store"
 	"github.com/chronos-scheduler/chronos/topology"
@@ -75,6 +76,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Metrics (nil: none).
 	Metrics *Metrics
+	// Inputs is the policy for records that cannot be applied (default:
+	// rejects emitted through goka, see inputs.Policy).
+	Inputs *inputs.Policy
 }
 
 func (c *Config) setDefaults() {
@@ -95,6 +99,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Inputs == nil {
+		c.Inputs = &inputs.Policy{Rejects: c.Layout.Rejects(), Logger: c.Logger}
 	}
 }
 
@@ -167,7 +174,9 @@ func (s *Scheduler) Graph() *goka.GroupGraph {
 
 // Options returns the processor options the scheduler needs (its storage).
 func (s *Scheduler) Options() []goka.ProcessorOption {
-	return []goka.ProcessorOption{goka.WithStorageBuilder(s.StorageBuilder())}
+	// Tombstones reach the callbacks (goka drops them by default), so the
+	// input policy can reject them.
+	return []goka.ProcessorOption{goka.WithStorageBuilder(s.StorageBuilder()), goka.WithNilHandling(goka.NilProcess)}
 }
 
 // StorageBuilder returns the goka storage builder: one Pebble store per

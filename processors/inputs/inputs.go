@@ -1,0 +1,168 @@
+// Package inputs is the input policy every Chronos processor applies to the
+// records it consumes: a record either ends as an applied command or as a
+// reject on chronos-rejects that always fits (a bounded sample of the
+// record, see codecs.RejectOf); when even the reject cannot be produced
+// (the topic is missing, the producer is denied, the broker refuses it),
+// the record is counted in chronos_inputs_dropped_total{topic,reason},
+// logged with its partition and offset, and skipped after bounded retries.
+// One record never stops a partition.
+package inputs
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+)
+
+// Defaults of Policy.
+const (
+	DefaultAttempts       = 3
+	DefaultAttemptTimeout = 5 * time.Second
+)
+
+// Drop reasons, the reason label of chronos_inputs_dropped_total.
+const (
+	DropTopicMissing = "rejects_topic_missing" // the rejects topic does not exist
+	DropDenied       = "rejects_denied"        // the producer may not write the rejects topic
+	DropTooLarge     = "reject_too_large"      // the broker refused the reject's size
+	DropFailed       = "reject_failed"         // any other produce error, after every attempt
+)
+
+// Producer produces one record and waits for its acknowledgement.
+type Producer interface {
+	ProduceSync(ctx context.Context, rs ...*kgo.Record) kgo.ProduceResults
+}
+
+// Policy decides the fate of records that cannot be applied. Its zero value
+// is not usable; set Rejects. Safe for concurrent use by every partition of
+// every group.
+type Policy struct {
+	// Rejects is the rejects topic (required).
+	Rejects goka.Stream
+	// Producer writes rejects, outside goka (nil: goka's ctx.Emit, which
+	// fails the partition when the reject cannot be written; only for
+	// tests without a client).
+	Producer Producer
+	// Attempts is how often a reject is tried before the record is
+	// dropped (default 3); AttemptTimeout bounds one try (default 5s).
+	Attempts       int
+	AttemptTimeout time.Duration
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+	// Metrics (nil: none).
+	Metrics *Metrics
+}
+
+// Metrics are the input policy's Prometheus metrics. A nil *Metrics records
+// nothing. Safe for concurrent use.
+type Metrics struct {
+	dropped *prometheus.CounterVec
+}
+
+// NewMetrics creates the input metrics and registers them on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_inputs_dropped_total",
+		Help: "Consumed records that could be neither applied nor rejected (the reject could not be produced), by input topic and reason."},
+		[]string{"topic", "reason"})}
+	reg.MustRegister(m.dropped)
+	return m
+}
+
+func (m *Metrics) drop(topic, reason string) {
+	if m != nil {
+		m.dropped.WithLabelValues(topic, reason).Inc()
+	}
+}
+
+// Reject writes the current record of ctx to the rejects topic with the
+// reason err (a *codecs.Error for a stable code), and returns the reject's
+// code. raw is the record's value (nil for a null value). With a Producer
+// the reject is produced asynchronously; the record's offset is committed
+// only once the reject is acknowledged or, after Attempts tries, dropped
+// and counted, so the partition goes on in any case.
+func (p *Policy) Reject(ctx goka.Context, raw []byte, err error) string {
+	key := []byte(ctx.Key())
+	r := codecs.RejectOf(err, string(ctx.Topic()), ctx.Partition(), ctx.Offset(), key, raw, ctx.Timestamp())
+	log := p.logger()
+	log.Warn("rejected input", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "code", r.Code, "field", r.Field, "reason", r.Reason)
+	value := codecs.EncodeReject(r)
+	// The reject's key is the original key's sample: same partition number
+	// for keys up to the sample size, bounded for any key.
+	rkey := r.Key
+	if p.Producer == nil {
+		ctx.Emit(p.Rejects, string(rkey), value)
+		return r.Code
+	}
+	done := ctx.DeferCommit()
+	rec := &kgo.Record{Topic: string(p.Rejects), Key: rkey, Value: value}
+	go func() {
+		if reason, err := p.produce(rec); err != nil {
+			p.Metrics.drop(r.Topic, reason)
+			log.Error("dropped input: its reject could not be produced", "topic", r.Topic, "partition", r.Partition,
+				"offset", r.Offset, "code", r.Code, "drop_reason", reason, "err", err)
+		}
+		done(nil)
+	}()
+	return r.Code
+}
+
+// produce tries rec up to Attempts times; on failure it returns the drop
+// reason and the last error.
+func (p *Policy) produce(rec *kgo.Record) (string, error) {
+	attempts := p.Attempts
+	if attempts <= 0 {
+		attempts = DefaultAttempts
+	}
+	timeout := p.AttemptTimeout
+	if timeout <= 0 {
+		timeout = DefaultAttemptTimeout
+	}
+	var err error
+	for i := range attempts {
+		if i > 0 {
+			time.Sleep(time.Duration(i) * 100 * time.Millisecond)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		r := *rec // a record may be produced only once at a time
+		err = p.Producer.ProduceSync(ctx, &r).FirstErr()
+		cancel()
+		if err == nil {
+			return "", nil
+		}
+		if reason, final := DropReason(err); final {
+			return reason, err
+		}
+	}
+	reason, _ := DropReason(err)
+	return reason, err
+}
+
+// DropReason classifies a produce error of a reject; final is true when
+// trying again cannot help.
+func DropReason(err error) (reason string, final bool) {
+	switch {
+	case errors.Is(err, kerr.UnknownTopicOrPartition):
+		return DropTopicMissing, false
+	case errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed),
+		errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
+		return DropDenied, true
+	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
+		return DropTooLarge, true
+	}
+	return DropFailed, false
+}
+
+func (p *Policy) logger() *slog.Logger {
+	if p.Logger == nil {
+		return slog.Default()
+	}
+	return p.Logger
+}
