@@ -195,6 +195,11 @@ func (f *instanceFlags) serve(ctx context.Context, brokers []string, storeDir st
 	cfg := processors.Config{Kafka: f.kafka.config(brokers), Layout: f.layout.layout(), DataDir: storeDir,
 		Limits: codecs.Limits{MaxPayload: f.maxPayload}, ChunkSize: f.chunk, ChunkBudget: f.budget, Resolution: f.resolution, ClockMaxAhead: f.maxAhead,
 		SyncStore: f.syncStore, StoreCacheBytes: f.storeCache, StoreMemTableBytes: f.memTable, Registerer: reg, Logger: log}
+	now, err := testClock(log)
+	if err != nil {
+		return err
+	}
+	cfg.Now = now
 	sys, err := processors.New(ctx, cfg)
 	if err != nil {
 		return err

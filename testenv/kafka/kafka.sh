@@ -6,6 +6,8 @@
 #   kafka.sh start [DIR]    start a broker on free loopback ports; prints host:port
 #   kafka.sh stop  [DIR]    stop it (TERM, KILL after 20 s)
 #   kafka.sh env   [DIR]    print "export CHRONOS_TEST_BROKERS=host:port"
+#   kafka.sh restart [DIR]  stop the broker of DIR and start it again on the same
+#                           ports and log dir (its topics and offsets kept)
 #
 # DIR (default ${CHRONOS_KAFKA_DIR:-/tmp/chronos-kafka}) holds server.properties,
 # the log dir, broker.log, pid and brokers. Every start formats a fresh log dir.
@@ -183,6 +185,43 @@ stop() {
   rm -f "$dir/pid"
 }
 
+# restart stops the broker of DIR (if running) and starts it again with the
+# same server.properties: same ports, same log dir, nothing formatted.
+restart() {
+  local dir="${1:-$DEFAULT_DIR}"
+  [[ -f "$dir/server.properties" && -d "$dir/data" && -f "$dir/brokers" ]] ||
+    die "no broker was started in $dir (kafka.sh start $dir)"
+  dir="$(cd "$dir" && pwd)"
+  stop "$dir"
+  local port
+  port="$(sed -n 's/^listeners=PLAINTEXT:\/\/127.0.0.1:\([0-9]*\),.*/\1/p' "$dir/server.properties")"
+  [[ -n "$port" ]] || die "no PLAINTEXT port in $dir/server.properties"
+  # The readiness check below looks for a fresh "Kafka Server started".
+  if [[ -f "$dir/broker.log" ]]; then
+    cat "$dir/broker.log" >>"$dir/broker.log.old"
+    rm -f "$dir/broker.log"
+  fi
+  setsid bash -c 'exec "$@"' _ java ${KAFKA_HEAP_OPTS:--Xms128m -Xmx512m} -XX:+UseSerialGC \
+    -Djava.awt.headless=true -Dlog4j2.configurationFile="$dir/log4j2.properties" \
+    -Dkafka.logs.dir="$dir" -cp "$LIBS/*" kafka.Kafka "$dir/server.properties" \
+    </dev/null >>"$dir/broker.out" 2>&1 &
+  echo $! >"$dir/pid"
+  local deadline=$((SECONDS + START_TIMEOUT))
+  until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null &&
+        grep -q "Kafka Server started" "$dir/broker.log" 2>/dev/null; do
+    if ! running "$dir"; then
+      echo "--- $dir/broker.out" >&2; tail -n 40 "$dir/broker.out" >&2 || true
+      die "the broker exited while restarting"
+    fi
+    if ((SECONDS >= deadline)); then
+      stop "$dir" >&2 || true
+      die "the broker was not ready within ${START_TIMEOUT}s of its restart"
+    fi
+    sleep 0.5
+  done
+  cat "$dir/brokers"
+}
+
 env_cmd() {
   local dir="${1:-$DEFAULT_DIR}"
   running "$dir" || die "no broker running in $dir (kafka.sh start $dir)"
@@ -194,5 +233,6 @@ case "${1:-}" in
   start) start "${2:-}" ;;
   stop) stop "${2:-}" ;;
   env) env_cmd "${2:-}" ;;
-  *) echo "usage: $0 fetch | start [DIR] | stop [DIR] | env [DIR]" >&2; exit 2 ;;
+  restart) restart "${2:-}" ;;
+  *) echo "usage: $0 fetch | start [DIR] | stop [DIR] | env [DIR] | restart [DIR]" >&2; exit 2 ;;
 esac

@@ -1,0 +1,56 @@
+package soak
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// broker is the Apache Kafka broker of testenv/kafka/kafka.sh in one dir.
+type broker struct {
+	script, dir string
+	addr        string // host:port
+	owned       bool   // started by this harness (stopped at the end)
+}
+
+func (b *broker) run(cmd string) (string, error) {
+	out, err := exec.Command(b.script, cmd, b.dir).Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		return "", fmt.Errorf("soak: kafka.sh %s %s: %w\n%s", cmd, b.dir, err, stderr)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// start starts the broker, or reuses the one already running in dir.
+func (b *broker) start() error {
+	if _, err := os.Stat(filepath.Join(b.dir, "pid")); err != nil {
+		b.owned = true
+	}
+	addr, err := b.run("start")
+	b.addr = addr
+	return err
+}
+
+// restart stops the broker and starts it again keeping its log dir.
+func (b *broker) restart() error {
+	addr, err := b.run("restart")
+	if err == nil && addr != b.addr {
+		return fmt.Errorf("soak: broker came back at %s, not %s", addr, b.addr)
+	}
+	return err
+}
+
+// stop stops the broker if this harness started it.
+func (b *broker) stop() error {
+	if !b.owned {
+		return nil
+	}
+	_, err := b.run("stop")
+	return err
+}
