@@ -580,7 +580,8 @@ func TestCompose(t *testing.T) {
 		port := httpPort(t, env)
 		ports := list(s["ports"])
 		require.Len(t, ports, 1)
-		_, container, _ := strings.Cut(str(ports[0]), ":")
+		published := str(ports[0]) // [host-ip:]host-port:container-port
+		container := published[strings.LastIndexByte(published, ':')+1:]
 		require.Equal(t, port, container, "%s publishes the HTTP port", name)
 		vol, ok := mounts(t, s)[env["CHRONOS_DATA_DIR"]]
 		require.True(t, ok, "%s mounts a volume on its data dir %s", name, env["CHRONOS_DATA_DIR"])

@@ -163,7 +163,7 @@ func startChronosRun(t *testing.T, env *testenv.Env, dataDir string, extra ...st
 	require.NoError(t, err)
 	args := append([]string{"run", "--brokers", env.Kafka.Brokers[0], "--topic-prefix", env.Layout.Prefix,
 		"--partitions", fmt.Sprint(env.Layout.Partitions), "--replication", "1", "--data-dir", dataDir,
-		"--http-addr", "127.0.0.1:0", "--resolution", "1s", "--log-level", "info"}, extra...)
+		"--http-addr", "127.0.0.1:0", "--insecure-no-auth", "--resolution", "1s", "--log-level", "info"}, extra...)
 	cmd := exec.Command(chronosBin(t), args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	started := time.Now()

@@ -255,8 +255,8 @@ func decodeCursor(c string, partitions int32) (int32, string, error) {
 		return 0, "", ErrBadCursor
 	}
 	ps, after, ok := strings.Cut(string(b), "/")
-	p, err := strconv.Atoi(ps)
-	if !ok || err != nil || p < 0 || int32(p) >= partitions {
+	p, err := strconv.ParseInt(ps, 10, 32) // 2^32 must not wrap to 0
+	if !ok || err != nil || p < 0 || p >= int64(partitions) {
 		return 0, "", ErrBadCursor
 	}
 	return int32(p), after, nil

@@ -336,3 +336,45 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		require.Contains(t, bt, f)
 	}
 }
+
+// TestOpenAPIDocumentsRefusals checks that every route documents the
+// refusals it really answers: 403 for a confined token outside its prefix
+// or a rebound Host, 415 for a write with another Content-Type.
+func TestOpenAPIDocumentsRefusals(t *testing.T) {
+	t.Parallel()
+	doc := loadOpenAPI(t)
+	secret, line, err := views.NewToken("tenant", views.RoleWrite, "acme.")
+	require.NoError(t, err)
+	tok, err := views.ParseTokens(strings.NewReader(line))
+	require.NoError(t, err)
+	h := (&views.Server{Names: topology.Names{Prefix: "test-"}, Producer: &fakeProducer{}, Jobs: newFakeJobs(),
+		Gatherer: prometheus.NewRegistry(), Tokens: tok, ReadYourWrites: 1,
+		AllowedHosts: views.LoopbackHosts("127.0.0.1:8080")}).Handler()
+	send := func(method, path, host, ct string) int {
+		req := httptest.NewRequest(method, path, strings.NewReader("{}"))
+		req.Host = host
+		req.Header.Set("Authorization", "Bearer "+secret)
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for r, op := range documentedRoutes(t, doc) {
+		method, path, _ := strings.Cut(r, " ")
+		responses := obj(t, op, "responses")
+		require.Equal(t, http.StatusForbidden, send(method, wildcard.ReplaceAllString(path, "other"), "evil.example:8080", ""), r)
+		require.Contains(t, responses, "403", r)
+		if !strings.HasPrefix(path, "/v1/") {
+			continue
+		}
+		if strings.Contains(path, "{") {
+			require.Equal(t, http.StatusForbidden, send(method, wildcard.ReplaceAllString(path, "globex.x"), "127.0.0.1:8080", "application/json"), r)
+		}
+		if method == http.MethodPost || method == http.MethodPut {
+			require.Equal(t, http.StatusUnsupportedMediaType, send(method, wildcard.ReplaceAllString(path, "acme.x"), "127.0.0.1:8080", "text/plain"), r)
+			require.Contains(t, responses, "415", r)
+		}
+	}
+}

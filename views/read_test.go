@@ -525,7 +525,7 @@ func TestTriggerBucket(t *testing.T) {
 		{"control character in trigger id", request{method: "POST", path: "/v1/buckets/reports/trigger", body: `{"trigger_id":"a\u0001"}`},
 			400, codecs.CodeInvalidField, "trigger_id"},
 		{"wrong content type", request{method: "POST", path: "/v1/buckets/reports/trigger", body: `{}`,
-			header: map[string]string{"Content-Type": "text/plain"}}, 415, codecs.CodeMalformed, ""},
+			header: map[string]string{"Content-Type": "text/plain"}}, 415, codecs.CodeMalformed, "Content-Type"},
 		{"wrong method", request{method: "GET", path: "/v1/buckets/reports/trigger"}, 405, "method_not_allowed", ""},
 	}
 	for _, tc := range bad {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -42,8 +41,21 @@ type Server struct {
 	Ready func() error
 	// Gatherer serves /metrics (nil: no /metrics).
 	Gatherer prometheus.Gatherer
-	// Token, when set, is required as "Authorization: Bearer <token>" on /v1.
+	// Token, when set, is a legacy (--api-token) secret accepted as
+	// "Authorization: Bearer <token>" on /v1 with role admin, named
+	// LegacyTokenName. Deprecated: use Tokens.
 	Token string
+	// Tokens are the named, hashed tokens accepted on /v1 (with Token).
+	// With neither, /v1 is open to everyone as Anonymous.
+	Tokens *Tokens
+	// AllowedOrigins are the browser origins ("https://ops.example.com")
+	// besides the API's own that may call /v1 (default: none). A request
+	// with another Origin is refused (403) and so is its preflight.
+	AllowedOrigins []string
+	// AllowedHosts, when set, are the only Host header values answered
+	// (else 403): set it to LoopbackHosts(addr) on loopback against DNS
+	// rebinding. Empty: any Host.
+	AllowedHosts []string
 	// Timeout bounds producing one command (default 10s).
 	Timeout time.Duration
 	// Jobs serves the read API and read-your-writes (nil: reads answer 503).
@@ -78,17 +90,22 @@ type route struct {
 	handler func(s *Server) http.Handler
 }
 
+// v1 is a /v1 route's handler behind the api checks with the role it needs.
+func v1(role Role, h func(s *Server) http.HandlerFunc) func(s *Server) http.Handler {
+	return func(s *Server) http.Handler { return s.api(role, h(s)) }
+}
+
 // routeTable is the single list of routes: Handler registers it and Routes
 // reports it (docs/openapi.json must document each one).
 var routeTable = []route{
-	{"GET /v1/jobs", func(s *Server) http.Handler { return s.auth(s.listJobs) }},
-	{"GET /v1/jobs/{id}", func(s *Server) http.Handler { return s.auth(s.getJob) }},
-	{"PUT /v1/jobs/{id}", func(s *Server) http.Handler { return s.auth(s.putJob) }},
-	{"POST /v1/buckets/{bucket}/trigger", func(s *Server) http.Handler { return s.auth(s.triggerBucket) }},
-	{"DELETE /v1/jobs/{id}", func(s *Server) http.Handler { return s.auth(s.op(codecs.OpDelete)) }},
-	{"POST /v1/jobs/{id}/pause", func(s *Server) http.Handler { return s.auth(s.op(codecs.OpPause)) }},
-	{"POST /v1/jobs/{id}/resume", func(s *Server) http.Handler { return s.auth(s.op(codecs.OpResume)) }},
-	{"POST /v1/jobs/{id}/fire", func(s *Server) http.Handler { return s.auth(s.fire) }},
+	{"GET /v1/jobs", v1(RoleRead, func(s *Server) http.HandlerFunc { return s.listJobs })},
+	{"GET /v1/jobs/{id}", v1(RoleRead, func(s *Server) http.HandlerFunc { return s.getJob })},
+	{"PUT /v1/jobs/{id}", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.putJob })},
+	{"POST /v1/buckets/{bucket}/trigger", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.triggerBucket })},
+	{"DELETE /v1/jobs/{id}", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.op(codecs.OpDelete) })},
+	{"POST /v1/jobs/{id}/pause", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.op(codecs.OpPause) })},
+	{"POST /v1/jobs/{id}/resume", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.op(codecs.OpResume) })},
+	{"POST /v1/jobs/{id}/fire", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.fire })},
 	{"GET /healthz", func(*Server) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
 	}},
@@ -112,9 +129,25 @@ func Routes() []string {
 }
 
 // Handler returns the routes.
-func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
+func (s *Server) Handler() http.Handler { return s.handler(routeTable, s.AllowedHosts) }
+
+// ProbeHandler returns only GET /healthz, /readyz and /metrics, for a
+// listener of their own (--probe-addr) that answers while the API's is
+// saturated; hosts, when set, are the Host values it answers (see
+// LoopbackHosts).
+func (s *Server) ProbeHandler(hosts []string) http.Handler {
+	var probes []route
 	for _, rt := range routeTable {
+		if !strings.Contains(rt.pattern, " /v1/") {
+			probes = append(probes, rt)
+		}
+	}
+	return s.handler(probes, hosts)
+}
+
+func (s *Server) handler(routes []route, hosts []string) http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range routes {
 		if h := rt.handler(s); h != nil {
 			mux.Handle(rt.pattern, h)
 		}
@@ -130,7 +163,7 @@ func (s *Server) Handler() http.Handler {
 		}
 		writeProblem(w, http.StatusNotFound, "not_found", "", "no route "+r.Method+" "+r.URL.Path)
 	})
-	return mux
+	return s.guard(mux, hosts)
 }
 
 // allowed lists the methods with a route (other than the catch-all) for r's path.
@@ -147,21 +180,6 @@ func allowed(mux *http.ServeMux, r *http.Request) []string {
 		}
 	}
 	return allow
-}
-
-func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
-	if s.Token == "" {
-		return h
-	}
-	want := []byte("Bearer " + s.Token)
-	return func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="chronos"`)
-			writeProblem(w, http.StatusUnauthorized, "unauthorized", "", "a valid bearer token is required")
-			return
-		}
-		h(w, r)
-	}
 }
 
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
@@ -189,10 +207,6 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, optional bool)
 		writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, "", "empty body: send the job definition as JSON")
 		return nil, false
 	}
-	if ct := r.Header.Get("Content-Type"); len(body) > 0 && ct != "" && !isJSON(ct) {
-		writeProblem(w, http.StatusUnsupportedMediaType, codecs.CodeMalformed, "", "Content-Type must be application/json")
-		return nil, false
-	}
 	return body, true
 }
 
@@ -204,6 +218,11 @@ func (s *Server) putJob(w http.ResponseWriter, r *http.Request) {
 	}
 	var def codecs.JobDef
 	if !decodeStrict(w, body, &def, "job definition") {
+		return
+	}
+	if p := principal(r); def.Bucket != "" && !p.owns(def.Bucket) {
+		writeProblem(w, http.StatusForbidden, "forbidden", "bucket",
+			fmt.Sprintf("token %q is confined to buckets starting with %q", p.Name, p.Prefix))
 		return
 	}
 	m := codecs.CommandMsg{Op: codecs.OpPut, ID: id, Job: &def}
@@ -322,7 +341,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	jobs, next, err := s.Jobs.List(q.Get("bucket"), q.Get("cursor"), limit)
+	jobs, next, err := s.listFor(principal(r), q.Get("bucket"), q.Get("cursor"), limit)
 	switch {
 	case errors.Is(err, ErrBadCursor):
 		writeProblem(w, http.StatusBadRequest, codecs.CodeInvalidField, "cursor", "invalid cursor; pass back next_cursor unchanged")
@@ -362,7 +381,7 @@ func (s *Server) triggerBucket(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	rec := &kgo.Record{Topic: string(s.Names.BucketTriggers()), Key: []byte(bt.Bucket), Value: value}
+	rec := &kgo.Record{Topic: string(s.Names.BucketTriggers()), Key: []byte(bt.Bucket), Value: value, Headers: actor(r)}
 	if !s.produceRecord(w, r, rec) {
 		return
 	}
@@ -462,7 +481,7 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request, m codecs.Comman
 		writeError(w, err)
 		return Accepted{}, false
 	}
-	rec := &kgo.Record{Topic: string(s.Names.Jobs()), Key: []byte(m.ID), Value: value}
+	rec := &kgo.Record{Topic: string(s.Names.Jobs()), Key: []byte(m.ID), Value: value, Headers: actor(r)}
 	if !s.produceRecord(w, r, rec) {
 		return Accepted{}, false
 	}
@@ -471,6 +490,11 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request, m codecs.Comman
 		a.FireID = codecs.TriggeredFireID(m.ID, m.TriggerID)
 	}
 	return a, true
+}
+
+// actor is the ActorHeader of a record produced for r.
+func actor(r *http.Request) []kgo.RecordHeader {
+	return []kgo.RecordHeader{{Key: ActorHeader, Value: []byte(principal(r).Name)}}
 }
 
 // produceRecord produces one record within the timeout.

@@ -73,8 +73,8 @@ type request struct {
 	header             map[string]string
 }
 
-// do sends a request; the body gets Content-Type application/json unless the
-// header map sets one (an explicit "" removes it).
+// do sends a request; a body, a POST and a PUT get Content-Type
+// application/json unless the header map sets one (an explicit "" removes it).
 func (f *fixture) do(t *testing.T, rq request) (*http.Response, []byte) {
 	t.Helper()
 	var body io.Reader
@@ -83,10 +83,14 @@ func (f *fixture) do(t *testing.T, rq request) (*http.Response, []byte) {
 	}
 	req, err := http.NewRequestWithContext(t.Context(), rq.method, f.ts.URL+rq.path, body)
 	require.NoError(t, err)
-	if rq.body != "" {
+	if rq.body != "" || rq.method == http.MethodPost || rq.method == http.MethodPut {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range rq.header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		if v == "" {
 			req.Header.Del(k)
 		} else {
@@ -146,8 +150,6 @@ func TestPutJob(t *testing.T) {
 		{name: "unicode id", id: "jöb-✓", escaped: "j%C3%B6b-%E2%9C%93", body: `{"every":"1m"}`},
 		{name: "json with charset", id: "cs", escaped: "cs", body: `{"every":"1m"}`,
 			header: map[string]string{"Content-Type": "application/json; charset=utf-8"}},
-		{name: "no content type", id: "noct", escaped: "noct", body: `{"every":"1m"}`,
-			header: map[string]string{"Content-Type": ""}},
 		{name: "surrounding whitespace", id: "ws", escaped: "ws", body: "\n  {\"every\":\"1m\"}  \n"},
 	}
 	for _, tc := range tests {
@@ -211,9 +213,13 @@ func TestMalformedRequestsProduceNothing(t *testing.T) {
 			413, codecs.CodePayloadTooLarge, "payload"},
 		{"body over the limit", request{method: "PUT", path: "/v1/jobs/x", body: huge}, 413, codecs.CodePayloadTooLarge, ""},
 		{"wrong content type", request{method: "PUT", path: "/v1/jobs/x", body: `{"every":"1m"}`,
-			header: map[string]string{"Content-Type": "text/plain"}}, 415, codecs.CodeMalformed, ""},
+			header: map[string]string{"Content-Type": "text/plain"}}, 415, codecs.CodeMalformed, "Content-Type"},
+		{"no content type", request{method: "PUT", path: "/v1/jobs/x", body: `{"every":"1m"}`,
+			header: map[string]string{"Content-Type": ""}}, 415, codecs.CodeMalformed, "Content-Type"},
+		{"pause without a content type", request{method: "POST", path: "/v1/jobs/x/pause",
+			header: map[string]string{"Content-Type": ""}}, 415, codecs.CodeMalformed, "Content-Type"},
 		{"form content type", request{method: "PUT", path: "/v1/jobs/x", body: `{"every":"1m"}`,
-			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, 415, codecs.CodeMalformed, ""},
+			header: map[string]string{"Content-Type": "application/x-www-form-urlencoded"}}, 415, codecs.CodeMalformed, "Content-Type"},
 		{"reserved id", request{method: "PUT", path: "/v1/jobs/__chronos%2Fx", body: `{"every":"1m"}`},
 			400, codecs.CodeReservedID, "id"},
 		{"reserved id delete", request{method: "DELETE", path: "/v1/jobs/__chronos%2F0"}, 400, codecs.CodeReservedID, "id"},
@@ -238,7 +244,7 @@ func TestMalformedRequestsProduceNothing(t *testing.T) {
 		{"fire over-long trigger", request{method: "POST", path: "/v1/jobs/x/fire",
 			body: `{"trigger_id":"` + strings.Repeat("t", codecs.MaxIDLen+1) + `"}`}, 400, codecs.CodeInvalidField, "trigger_id"},
 		{"fire wrong content type", request{method: "POST", path: "/v1/jobs/x/fire", body: `{}`,
-			header: map[string]string{"Content-Type": "text/plain"}}, 415, codecs.CodeMalformed, ""},
+			header: map[string]string{"Content-Type": "text/plain"}}, 415, codecs.CodeMalformed, "Content-Type"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,6 +22,9 @@ func newDev() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := f.auth.check(f.httpAddr, f.apiToken, false, log); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			b, err := embedded.Start(embedded.Options{Addr: kafkaAddr, DataDir: filepath.Join(f.dataDir, "kafka"), Partitions: f.layout.partitions})

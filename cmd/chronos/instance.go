@@ -33,6 +33,8 @@ type instanceFlags struct {
 	dataDir    string
 	httpAddr   string
 	apiToken   string
+	auth       authFlags
+	http       views.HTTPOptions
 	logLevel   string
 	kafka      kafkaFlags
 	layout     layoutFlags
@@ -164,7 +166,12 @@ func (l *layoutFlags) layout() topology.Layout {
 func (f *instanceFlags) register(fs *pflag.FlagSet, httpDefault string) {
 	fs.StringVar(&f.dataDir, "data-dir", "./.chronos", "directory for the partition stores (and the embedded broker)")
 	fs.StringVar(&f.httpAddr, "http-addr", httpDefault, "address of the HTTP API, /metrics and health checks")
-	fs.StringVar(&f.apiToken, "api-token", "", "bearer token required on /v1 (empty: no auth)")
+	fs.StringVar(&f.apiToken, "api-token", "", "DEPRECATED (use --tokens-file): one admin token required on /v1; set CHRONOS_API_TOKEN, never the flag (argv shows in ps)")
+	f.auth.register(fs)
+	fs.DurationVar(&f.http.ReadTimeout, "http-read-timeout", views.DefaultReadTimeout, "longest time to read one request, body included (headers: at most 5s)")
+	fs.DurationVar(&f.http.WriteTimeout, "http-write-timeout", views.DefaultWriteTimeout, "longest time from a request's headers to the end of its answer")
+	fs.DurationVar(&f.http.IdleTimeout, "http-idle-timeout", views.DefaultIdleTimeout, "close keep-alive connections idle this long")
+	fs.IntVar(&f.http.MaxConns, "http-max-conns", views.DefaultMaxConns, "most open HTTP connections; at the limit idle or slow ones are closed first")
 	fs.StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&f.resolution, "resolution", time.Second, "clock resolution: fires are dispatched at this granularity")
 	fs.DurationVar(&f.maxAhead, "clock-max-ahead", time.Second, "how far an instance's tick may be ahead of the broker's time (negative: unbounded)")
@@ -214,15 +221,28 @@ func (f *instanceFlags) serve(ctx context.Context, brokers []string, storeDir st
 		return err
 	}
 	ready := func() error { return errors.Join(sys.Ready(), jobs.Ready()) }
+	tokens, err := f.auth.tokens()
+	if err != nil {
+		return err
+	}
 	srv := &views.Server{Names: cfg.Layout.Names, Limits: cfg.Limits, Producer: sys.Client(), Ready: ready,
-		Gatherer: reg, Token: f.apiToken, Jobs: jobs}
+		Gatherer: reg, Token: f.apiToken, Tokens: tokens, Jobs: jobs, AllowedOrigins: f.auth.origins}
 	ln, err := net.Listen("tcp", f.httpAddr)
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv.AllowedHosts = views.LoopbackHosts(ln.Addr().String())
+	httpOpts := f.http
+	httpOpts.Registerer = reg
+	hs := views.NewHTTPServer(srv.Handler(), httpOpts)
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(ln) }()
+	stopProbes, err := f.auth.serveProbes(srv, f.http, log)
+	if err != nil {
+		_ = hs.Close()
+		return err
+	}
+	defer stopProbes()
 	log.Info("chronos is running", "brokers", strings.Join(brokers, ","), "kafka_tls", cfg.Kafka.TLS.Enabled,
 		"kafka_sasl", cfg.Kafka.SASL.Mechanism, "http", "http://"+ln.Addr().String(),
 		"partitions", cfg.Layout.Partitions, "data_dir", storeDir)
@@ -266,7 +286,8 @@ func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
 func pprofHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	// No /debug/pprof/cmdline: it would show the command line, secrets
+	// given as flags included, to anyone who reaches the port.
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)

@@ -17,6 +17,10 @@ import (
 	"github.com/chronos-scheduler/chronos/views"
 )
 
+// maxAnswer bounds an API answer the CLI reads: a page of 1000 jobs (ids up
+// to 1 KiB) or a job with its payload fits many times over.
+const maxAnswer = 16 << 20
+
 // apiClient talks to the HTTP API of a running instance.
 type apiClient struct {
 	base  string
@@ -25,7 +29,7 @@ type apiClient struct {
 
 func (a *apiClient) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&a.base, "api", "http://127.0.0.1:8080", "base URL of a Chronos instance's HTTP API")
-	cmd.PersistentFlags().StringVar(&a.token, "api-token", "", "bearer token for the API")
+	cmd.PersistentFlags().StringVar(&a.token, "api-token", "", "bearer token for the API; set CHRONOS_API_TOKEN instead (a flag shows in ps)")
 }
 
 // do sends a request and prints the JSON answer to out; a problem answer
@@ -45,8 +49,8 @@ func (a *apiClient) call(method, path string, body []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if body != nil || method == http.MethodPost || method == http.MethodPut {
+		req.Header.Set("Content-Type", "application/json") // the API requires it on every write
 	}
 	if a.token != "" {
 		req.Header.Set("Authorization", "Bearer "+a.token)
@@ -56,7 +60,13 @@ func (a *apiClient) call(method, path string, body []byte) ([]byte, error) {
 		return nil, &exitError{code: 2, err: fmt.Errorf("cannot reach the API at %s (is `chronos dev` running?): %w", a.base, err)}
 	}
 	defer resp.Body.Close()
-	answer, _ := io.ReadAll(resp.Body)
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	if err == nil && len(answer) > maxAnswer {
+		err = fmt.Errorf("answer over %d bytes", maxAnswer)
+	}
+	if err != nil {
+		return nil, &exitError{code: 2, err: fmt.Errorf("reading the answer of %s: %w", a.base, err)}
+	}
 	if resp.StatusCode >= 300 {
 		var p views.Problem
 		if json.Unmarshal(answer, &p) == nil && p.Detail != "" {

@@ -6,6 +6,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -43,10 +44,11 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			warnSecretFlags(cmd.Flags(), cmd.ErrOrStderr())
 			return bindEnv(cmd.Flags())
 		},
 	}
-	root.AddCommand(newDev(), newRun(), newJobs(), newTrigger(), newTail(), newTopics(), newBench(), newLag(), newHealth())
+	root.AddCommand(newDev(), newRun(), newJobs(), newTrigger(), newTail(), newTopics(), newBench(), newLag(), newHealth(), newTokens())
 	return root
 }
 
@@ -54,6 +56,24 @@ func newRoot() *cobra.Command {
 // name with dashes as underscores.
 func EnvName(flag string) string {
 	return "CHRONOS_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// secretFlags are the flags that hold a secret, with what to use instead.
+var secretFlags = map[string]string{
+	"api-token":     "CHRONOS_API_TOKEN (an instance: --tokens-file)",
+	"sasl-password": "CHRONOS_SASL_PASSWORD or --sasl-password-file",
+}
+
+// warnSecretFlags warns about every secret given on the command line, where
+// every user of the host can read it (ps, /proc/<pid>/cmdline) and shell
+// histories keep it. Call it before bindEnv, which marks flags set from the
+// environment as changed too.
+func warnSecretFlags(fs *pflag.FlagSet, w io.Writer) {
+	fs.VisitAll(func(f *pflag.Flag) {
+		if alt, ok := secretFlags[f.Name]; ok && f.Changed {
+			fmt.Fprintf(w, "chronos: warning: --%s on the command line is visible to every user of this host (ps) and kept in shell history; use %s\n", f.Name, alt)
+		}
+	})
 }
 
 // bindEnv sets every flag not given on the command line from its

@@ -23,6 +23,9 @@ func newRun() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := f.auth.check(f.httpAddr, f.apiToken, true, log); err != nil {
+				return err
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			return f.serve(ctx, brokers, f.dataDir, log)

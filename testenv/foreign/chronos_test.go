@@ -101,7 +101,7 @@ func startChronos(t *testing.T, prefix, dataDir string, partitions int, extra ..
 		t.Fatal(err)
 	}
 	args := append([]string{"run", "--brokers", brokers(t), "--topic-prefix", prefix, "--data-dir", dataDir,
-		"--http-addr", "127.0.0.1:0", "--partitions", fmt.Sprint(partitions), "--replication", "1"}, extra...)
+		"--http-addr", "127.0.0.1:0", "--insecure-no-auth", "--partitions", fmt.Sprint(partitions), "--replication", "1"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = os.Environ()
