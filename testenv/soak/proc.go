@@ -62,7 +62,7 @@ func (in *instance) start() error {
 		return err
 	}
 	fmt.Fprintf(logf, "=== soak: start %s at %s\n", in.name, time.Now().UTC().Format(time.RFC3339Nano))
-	args := append([]string{"run", "--data-dir", in.dir, "--http-addr", fmt.Sprintf("127.0.0.1:%d", in.port)}, in.args...)
+	args := append([]string{"run", "--insecure-no-auth", "--data-dir", in.dir, "--http-addr", fmt.Sprintf("127.0.0.1:%d", in.port)}, in.args...)
 	cmd := exec.Command(in.bin, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), "CHRONOS_TEST_CLOCK_OFFSET=@"+in.offsetPath)
