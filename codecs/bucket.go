@@ -31,7 +31,7 @@ func EncodeBucketTrigger(b BucketTrigger) ([]byte, error) {
 // offset locate the record, for the derived trigger id.
 func DecodeBucketTrigger(value []byte, partition int32, offset int64, lim Limits) (BucketTrigger, error) {
 	var b BucketTrigger
-	if err := strictUnmarshal(value, &b); err != nil {
+	if err := strictUnmarshal(value, &b, bucketTriggerShape); err != nil {
 		return BucketTrigger{}, err
 	}
 	if b.V != BucketTriggerVersion {
@@ -55,16 +55,4 @@ func DecodeBucketTrigger(value []byte, partition int32, offset int64, lim Limits
 	}
 	b.Payload = p
 	return b, nil
-}
-
-func validateTriggerID(id string) error {
-	if len(id) > MaxIDLen {
-		return errorf(CodeInvalidField, "trigger_id", "trigger id is %d bytes, the limit is %d", len(id), MaxIDLen)
-	}
-	for _, r := range id {
-		if r < 0x20 || r == 0x7f {
-			return errorf(CodeInvalidField, "trigger_id", "trigger id contains control character %U", r)
-		}
-	}
-	return nil
 }

@@ -2,6 +2,7 @@ package codecs_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -57,11 +58,22 @@ func FuzzDecodeBucketTrigger(f *testing.F) {
 		}
 		require.NotEmpty(t, bt.Bucket)
 		require.NotEmpty(t, bt.TriggerID)
+		require.NoError(t, codecs.ValidateBucket(bt.Bucket), "a decoded bucket follows the name rules")
+		if bt.TriggerID == fmt.Sprintf("b-%d-%d", partition, offset) {
+			// A derived id is reserved: re-encoded without it, the same
+			// position derives it again.
+			bt.TriggerID = ""
+		} else {
+			require.NoError(t, codecs.ValidateTriggerID(bt.TriggerID))
+		}
 		enc, err := codecs.EncodeBucketTrigger(bt)
 		require.NoError(t, err)
 		again, err := codecs.DecodeBucketTrigger(enc, partition, offset, codecs.DefaultLimits())
 		require.NoError(t, err, "%s", enc)
 		require.Equal(t, bt.Bucket, again.Bucket)
+		if bt.TriggerID == "" {
+			bt.TriggerID = fmt.Sprintf("b-%d-%d", partition, offset)
+		}
 		require.Equal(t, bt.TriggerID, again.TriggerID)
 		requireJSONEqual(t, bt.Payload, again.Payload)
 	})

@@ -1,12 +1,6 @@
 package codecs
 
-import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"io"
-	"strings"
-)
+import "encoding/json"
 
 // Command operations on chronos-jobs.
 const (
@@ -58,7 +52,7 @@ func EncodeCommand(m CommandMsg) ([]byte, error) {
 // record key (the job id); an "id" in the value must equal it.
 func DecodeCommand(key, value []byte, lim Limits) (Command, error) {
 	var m CommandMsg
-	if err := strictUnmarshal(value, &m); err != nil {
+	if err := strictUnmarshal(value, &m, commandShape); err != nil {
 		return Command{}, err
 	}
 	if m.V != CommandVersion {
@@ -68,7 +62,12 @@ func DecodeCommand(key, value []byte, lim Limits) (Command, error) {
 	if m.ID != "" && m.ID != id {
 		return Command{}, errorf(CodeInvalidID, "id", "id %q does not match the record key %q", m.ID, id)
 	}
-	if err := ValidateID(id); err != nil {
+	validate := ValidateID
+	if m.Op == OpDelete {
+		// Ids stored under the rules of earlier releases can be deleted.
+		validate = validateLegacyID
+	}
+	if err := validate(id); err != nil {
 		return Command{}, err
 	}
 	c := Command{Op: m.Op, ID: id, IfVersion: m.IfVersion}
@@ -109,31 +108,4 @@ func DecodeCommand(key, value []byte, lim Limits) (Command, error) {
 		return Command{}, errorf(CodeUnknownField, field, "only fire takes trigger_id and payload")
 	}
 	return c, nil
-}
-
-// strictUnmarshal decodes exactly one JSON value and rejects unknown fields.
-func strictUnmarshal(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return errorf(CodeMalformed, "", "trailing data after the JSON value")
-	}
-	return nil
-}
-
-func jsonError(err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return errorf(CodeMalformed, te.Field, "wrong type: %s cannot hold a JSON %s", te.Type, te.Value)
-	}
-	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
-		return errorf(CodeUnknownField, "", "%s", strings.TrimPrefix(msg, "json: "))
-	}
-	if errors.Is(err, io.EOF) {
-		return errorf(CodeMalformed, "", "empty value")
-	}
-	return errorf(CodeMalformed, "", "%v", err)
 }

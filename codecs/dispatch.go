@@ -3,6 +3,7 @@ package codecs
 import (
 	"encoding/json"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -38,7 +39,27 @@ func ScheduledFireID(jobID string, at time.Time) string {
 }
 
 // TriggeredFireID is the fire id of a bucket or manual fire: "<job id>@<trigger id>".
+// Bucket and manual fires share the trigger id namespace: the same trigger
+// id names the same trigger.
 func TriggeredFireID(jobID, triggerID string) string { return jobID + "@" + triggerID }
+
+// ParseFireID splits a fire_id made by ScheduledFireID or TriggeredFireID
+// from a valid job id and a valid trigger id (ValidateTriggerID) back into
+// its parts: the job id is everything before the last '@' (a trigger id and
+// a formatted time contain none), and the rest is the scheduled time when
+// it is one (a trigger id never parses as RFC 3339), else the trigger id.
+// So no fire_id can name two fires. ok is false when fireID has no '@'.
+func ParseFireID(fireID string) (jobID string, at time.Time, triggerID string, ok bool) {
+	i := strings.LastIndexByte(fireID, '@')
+	if i < 0 {
+		return "", time.Time{}, "", false
+	}
+	jobID, suffix := fireID[:i], fireID[i+1:]
+	if t, err := time.Parse(time.RFC3339Nano, suffix); err == nil {
+		return jobID, t.UTC(), "", true
+	}
+	return jobID, time.Time{}, suffix, true
+}
 
 // AppendDispatch appends the JSON encoding of d to dst. It is the hot path
 // of the fan-out: no reflection, one allocation at most (growing dst).

@@ -23,6 +23,11 @@ func FuzzDecodeCommand(f *testing.F) {
 		{"j", `{"v":1,"op":"delete","id":"j"}`},
 		{"__chronos/x", `{"v":1,"op":"pause"}`},
 		{"j", `{"v":1,"op":"resume"} x`},
+		{"j", `{"v":1,"op":"put","job":{"Cron":"* * * * *"}}`},
+		{"j", `{"v":1,"op":"put","job":{"every":"1m","payload":{"a":1,"a":2}}}`},
+		{"a‮b", `{"v":1,"op":"delete"}`},
+		{"j", `{"v":1,"op":"fire","trigger_id":"x@2026-01-01T00:00:00Z"}`},
+		{"j", `{"v":1,"op":"put","job":{"at":"0001-01-01T00:00:00Z"}}`},
 	} {
 		f.Add([]byte(s[0]), []byte(s[1]))
 	}

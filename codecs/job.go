@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/chronos-scheduler/chronos/schedule"
-	"github.com/chronos-scheduler/chronos/topology"
 )
 
 // Misfire policies for fires later than the job's misfire grace.
@@ -60,27 +57,6 @@ type Job struct {
 	Bucket        string
 	MisfirePolicy string
 	MisfireGrace  time.Duration
-}
-
-// ValidateID checks a job id: 1..256 bytes of UTF-8 without control
-// characters, not starting with the reserved shard-key prefix.
-func ValidateID(id string) error {
-	switch {
-	case id == "":
-		return errorf(CodeInvalidID, "id", "empty job id")
-	case len(id) > MaxIDLen:
-		return errorf(CodeInvalidID, "id", "job id is %d bytes, the limit is %d", len(id), MaxIDLen)
-	case !utf8.ValidString(id):
-		return errorf(CodeInvalidID, "id", "job id is not valid UTF-8")
-	case strings.HasPrefix(id, topology.ShardKeyPrefix):
-		return errorf(CodeReservedID, "id", "job ids may not start with the reserved prefix %q", topology.ShardKeyPrefix)
-	}
-	for _, r := range id {
-		if r < 0x20 || r == 0x7f {
-			return errorf(CodeInvalidID, "id", "job id contains control character %U", r)
-		}
-	}
-	return nil
 }
 
 // Validate turns a definition into a Job, reporting the first problem as *Error.
@@ -143,6 +119,11 @@ func (d JobDef) spec() (schedule.Spec, error) {
 		if err != nil {
 			return s, errorf(CodeInvalidSchedule, f.name, "not an RFC 3339 time (like 2026-01-02T15:04:05Z): %q", f.in)
 		}
+		if t.IsZero() {
+			// The zero instant is how "not set" is stored: refuse it
+			// rather than silently treat it as absent.
+			return s, errorf(CodeInvalidSchedule, f.name, "%q is the zero time (0001-01-01T00:00:00Z), which Chronos reserves for \"not set\"; omit %s or give a later time", f.in, f.name)
+		}
 		// UTC, as stored and as Def writes it: the year range is checked
 		// on the UTC date, so every valid definition survives Def.
 		*f.out = t.UTC()
@@ -164,21 +145,6 @@ func compactPayload(p json.RawMessage, lim Limits) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func validateBucket(b string) error {
-	if len(b) > MaxBucketLen {
-		return errorf(CodeInvalidField, "bucket", "bucket is %d bytes, the limit is %d", len(b), MaxBucketLen)
-	}
-	if !utf8.ValidString(b) {
-		return errorf(CodeInvalidField, "bucket", "bucket is not valid UTF-8")
-	}
-	for _, r := range b {
-		if r < 0x20 || r == 0x7f {
-			return errorf(CodeInvalidField, "bucket", "bucket contains control character %U", r)
-		}
-	}
-	return nil
-}
-
 // Def turns a Job back into its JSON definition (times in RFC 3339, UTC).
 func (j Job) Def() JobDef {
 	d := JobDef{Cron: j.Spec.Cron, TZ: j.Spec.TZ, Bucket: j.Bucket, MisfirePolicy: j.MisfirePolicy,
@@ -195,4 +161,16 @@ func formatTime(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// DecodeJobDef parses a job definition as sent alone (the body of
+// PUT /v1/jobs/{id}) with the wire format's strict rules: exact field
+// names, no unknown fields, no key twice, one JSON value. It does not
+// validate the definition (see JobDef.Validate).
+func DecodeJobDef(b []byte) (JobDef, error) {
+	var d JobDef
+	if err := strictUnmarshal(b, &d, jobDefShape); err != nil {
+		return JobDef{}, err
+	}
+	return d, nil
 }

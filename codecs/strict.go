@@ -1,0 +1,122 @@
+package codecs
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+)
+
+// shape lists the exact field names of a JSON object and, for each, the
+// shape of its value (nil: any JSON value, whose objects may have any keys
+// but no key twice).
+type shape map[string]shape
+
+var (
+	jobDefShape = shape{"cron": nil, "every": nil, "at": nil, "tz": nil, "start": nil, "end": nil,
+		"payload": nil, "bucket": nil, "misfire_policy": nil, "misfire_grace": nil}
+	commandShape = shape{"v": nil, "op": nil, "id": nil, "job": jobDefShape, "trigger_id": nil,
+		"payload": nil, "if_version": nil}
+	bucketTriggerShape = shape{"v": nil, "bucket": nil, "trigger_id": nil, "payload": nil}
+)
+
+// strictUnmarshal decodes exactly one JSON value into v and rejects what
+// encoding/json lets through: unknown fields, field names that differ from
+// the documented ones only in case ("Cron" for "cron"), and an object key
+// given twice, at any depth (payloads included: consumers' JSON parsers
+// disagree on which duplicate wins). sh describes v's fields.
+func strictUnmarshal(data []byte, v any, sh shape) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errorf(CodeMalformed, "", "trailing data after the JSON value")
+	}
+	return checkShape(data, sh)
+}
+
+// checkShape walks data (valid JSON, already decoded once) and reports the
+// first field name that is not exact and the first duplicate key.
+func checkShape(data []byte, sh shape) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return walk(dec, sh, true, "")
+}
+
+// walk consumes one JSON value from dec. known says whether sh applies
+// (false: any keys). path names the value for errors.
+func walk(dec *json.Decoder, sh shape, known bool, path string) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return errorf(CodeMalformed, path, "%v", err)
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return nil
+	}
+	switch d {
+	case '[':
+		for dec.More() {
+			if err := walk(dec, nil, false, path); err != nil {
+				return err
+			}
+		}
+	case '{':
+		seen := map[string]bool{}
+		for dec.More() {
+			kt, err := dec.Token()
+			if err != nil {
+				return errorf(CodeMalformed, path, "%v", err)
+			}
+			k, _ := kt.(string)
+			field := k
+			if path != "" {
+				field = path + "." + k
+			}
+			if seen[k] {
+				return errorf(CodeMalformed, truncText(field, 256), "key %q appears twice", truncText(k, 256))
+			}
+			seen[k] = true
+			var child shape
+			childKnown := false
+			if known {
+				c, ok := sh[k]
+				if !ok {
+					for name := range sh {
+						if strings.EqualFold(name, k) {
+							return errorf(CodeUnknownField, truncText(field, 256), "unknown field %q: field names are case-sensitive, this one is %q", truncText(k, 256), name)
+						}
+					}
+					return errorf(CodeUnknownField, truncText(field, 256), "unknown field %q", truncText(k, 256))
+				}
+				child, childKnown = c, c != nil
+			}
+			if err := walk(dec, child, childKnown, field); err != nil {
+				return err
+			}
+		}
+	default:
+		return nil
+	}
+	if _, err := dec.Token(); err != nil { // the closing delimiter
+		return errorf(CodeMalformed, path, "%v", err)
+	}
+	return nil
+}
+
+func jsonError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return errorf(CodeMalformed, te.Field, "wrong type: %s cannot hold a JSON %s", te.Type, te.Value)
+	}
+	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
+		return errorf(CodeUnknownField, "", "%s", strings.TrimPrefix(msg, "json: "))
+	}
+	if errors.Is(err, io.EOF) {
+		return errorf(CodeMalformed, "", "empty value")
+	}
+	return errorf(CodeMalformed, "", "%v", err)
+}
