@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/topology"
@@ -58,8 +59,9 @@ func TestConnectionFlood(t *testing.T) {
 	prod := &fakeProducer{}
 	srv := &views.Server{Names: topology.Names{Prefix: "test-"}, Producer: prod, Token: "s3cret",
 		Gatherer: prometheus.NewRegistry()}
+	reg := prometheus.NewRegistry()
 	hs := views.NewHTTPServer(srv.Handler(), views.HTTPOptions{MaxConns: maxConns,
-		ReadHeaderTimeout: time.Hour, ReadTimeout: time.Hour, IdleTimeout: time.Hour})
+		ReadHeaderTimeout: time.Hour, ReadTimeout: time.Hour, IdleTimeout: time.Hour, Registerer: reg})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	done := make(chan error, 1)
@@ -138,8 +140,25 @@ func TestConnectionFlood(t *testing.T) {
 	}
 	require.Len(t, prod.records(), 20)
 	require.LessOrEqual(t, hs.Open(), maxConns)
-	evicted, _ := hs.Shed()
+	// One accept loop admits connections in order: once this probe is
+	// answered, every connection dialled before it has been admitted, so
+	// the counts below are final.
+	resp, err := client.Get("http://" + addr + "/healthz")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	evicted, refused := hs.Shed()
 	require.GreaterOrEqual(t, evicted, uint64(4*per-maxConns))
+	require.Zero(t, refused, "no request was in a handler long enough to fill the slots")
+	want := fmt.Sprintf(`
+# HELP chronos_http_connections_shed_total Connections of the HTTP API closed at the connection limit: evicted (idle or sending headers) or refused (every slot busy).
+# TYPE chronos_http_connections_shed_total counter
+chronos_http_connections_shed_total{reason="evicted"} %d
+chronos_http_connections_shed_total{reason="refused"} 0
+`, evicted)
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(want), "chronos_http_connections_shed_total"))
+	open, err := testutil.GatherAndCount(reg, "chronos_http_connections_open")
+	require.NoError(t, err)
+	require.Equal(t, 1, open)
 }
 
 // TestConnectionLimitRefusesWhenAllBusy fills every slot with a request in

@@ -260,3 +260,49 @@ func TestRunStartsWithInsecureNoAuth(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
 }
+
+// TestCLIBoundsAnswers: an answer over maxAnswer is an error, not read into
+// memory whole; one at the limit is printed.
+func TestCLIBoundsAnswers(t *testing.T) {
+	t.Parallel()
+	size := maxAnswer
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		n := size
+		if r.URL.Path == "/v1/jobs/big/pause" {
+			n = maxAnswer + 1
+		}
+		_, _ = w.Write(bytes.Repeat([]byte(" "), n))
+	}))
+	defer ts.Close()
+	out, err := run(t, "jobs", "pause", "big", "--api", ts.URL)
+	requireExit(t, err, 2, "over 16777216 bytes")
+	require.Empty(t, out)
+	out, err = run(t, "jobs", "pause", "fits", "--api", ts.URL)
+	require.NoError(t, err)
+	require.Len(t, out, maxAnswer)
+}
+
+// TestProbeAddrServesOnlyProbes runs the probe listener of --probe-addr.
+func TestProbeAddrServesOnlyProbes(t *testing.T) {
+	t.Parallel()
+	srv := &views.Server{Token: "s3cret"}
+	a := authFlags{probeAddr: "127.0.0.1:0"}
+	var logs syncBuffer
+	stop, err := a.serveProbes(srv, views.HTTPOptions{}, slog.New(slog.NewTextHandler(&logs, nil)))
+	require.NoError(t, err)
+	defer stop()
+	var base string
+	for _, f := range strings.Fields(logs.String()) {
+		if u, ok := strings.CutPrefix(f, "probes="); ok {
+			base = u
+		}
+	}
+	require.NotEmpty(t, base, logs.String())
+	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/v1/jobs": 404, "/v1/jobs/x": 404} {
+		resp, err := http.Get(base + path)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, want, resp.StatusCode, path)
+	}
+}
