@@ -18,6 +18,7 @@ const (
 	KindBucket   = "bucket"   // fire the active jobs of a bucket
 	KindComplete = "complete" // loopback: mark a one-shot job completed
 	KindSettle   = "settle"   // loopback: record how far a job that owed fires has been handled
+	KindPurge    = "purge"    // loopback: remove a deleted job's tombstone after its retention
 )
 
 // ShardTrigger is a chronos-shard-triggers record (key = a shard key) and
@@ -33,11 +34,9 @@ type ShardTrigger struct {
 	Bucket    string          `json:"bucket,omitempty"`
 	TriggerID string          `json:"trigger_id,omitempty"`
 	Payload   json.RawMessage `json:"payload,omitempty"`
-	// Complete and settle: the job version that fired.
+	// Complete, settle and purge: the job version concerned (settle: T is
+	// how far the job has now been handled).
 	Version uint64 `json:"version,omitempty"`
-	// Settle: the job's Through when it fired (the settle applies only if
-	// it is unchanged); T is how far it has now been handled.
-	Was time.Time `json:"was,omitzero"`
 }
 
 // EncodeInternal marshals an internal message (Tick or ShardTrigger).
@@ -68,7 +67,7 @@ func DecodeShardTrigger(b []byte) (ShardTrigger, error) {
 		return ShardTrigger{}, jsonError(err)
 	}
 	switch s.Kind {
-	case KindAdvance, KindBucket, KindComplete, KindSettle:
+	case KindAdvance, KindBucket, KindComplete, KindSettle, KindPurge:
 	default:
 		return ShardTrigger{}, errorf(CodeUnknownOp, "kind", "unknown shard trigger kind %q", s.Kind)
 	}

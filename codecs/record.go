@@ -18,7 +18,16 @@ const (
 	StatusActive    Status = 1
 	StatusPaused    Status = 2
 	StatusCompleted Status = 3 // a one-shot job that fired, or a job past its end
+	// StatusDeleted marks a deleted job's tombstone: kept for
+	// DeletedRetention after the delete so that a later put of the same id
+	// starts after what the deleted job had handled (no fire_id reused with
+	// another payload) and with a greater version. Readers treat it as absent.
+	StatusDeleted Status = 4
 )
+
+// DeletedRetention is how long a deleted job's tombstone is kept after its
+// shard's time passes the delete (the longest misfire grace plus a day).
+const DeletedRetention = MaxMisfireGrace + 24*time.Hour
 
 func (s Status) String() string {
 	switch s {
@@ -28,6 +37,8 @@ func (s Status) String() string {
 		return "paused"
 	case StatusCompleted:
 		return "completed"
+	case StatusDeleted:
+		return "deleted"
 	}
 	return fmt.Sprintf("status(%d)", uint8(s))
 }

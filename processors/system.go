@@ -132,7 +132,7 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 		cl.Close()
 		return nil, err
 	}
-	clk, err := clock.New(clock.Config{Layout: cfg.Layout, Resolution: cfg.Resolution, MaxAhead: cfg.ClockMaxAhead, Now: cfg.Now, Logger: cfg.Logger.With("group", "clock"), Inputs: in})
+	clk, err := clock.New(clock.Config{Layout: cfg.Layout, Resolution: cfg.Resolution, MaxAhead: cfg.ClockMaxAhead, Logger: cfg.Logger.With("group", "clock"), Inputs: in})
 	if err != nil {
 		cl.Close()
 		return nil, err

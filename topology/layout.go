@@ -96,6 +96,9 @@ func (l Layout) Ensure(ctx context.Context, adm *kadm.Client) error {
 			if got := int32(len(d.Partitions)); got != t.Partitions {
 				errs = append(errs, fmt.Errorf("topology: topic %s has %d partitions, want %d", t.Name, got, t.Partitions))
 			}
+			if err := l.repair(ctx, adm, t); err != nil {
+				errs = append(errs, err)
+			}
 			continue
 		}
 		if ok && d.Err != nil && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
@@ -117,6 +120,56 @@ func (l Layout) create(ctx context.Context, adm *kadm.Client, t Topic) error {
 	_, err := adm.CreateTopic(ctx, t.Partitions, l.Replication, cfg, t.Name)
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("topology: creating %s: %w", t.Name, err)
+	}
+	return nil
+}
+
+// repaired are the topic settings Chronos depends on for correctness, which
+// Ensure sets on topics that exist without them (created by an earlier
+// release or by hand): the clock's trust in the broker's append time.
+var repaired = []string{"message.timestamp.type"}
+
+// repair sets, on an existing topic, each repaired setting t's definition has
+// and the topic lacks.
+func (l Layout) repair(ctx context.Context, adm *kadm.Client, t Topic) error {
+	var alter []kadm.AlterConfig
+	for _, k := range repaired {
+		want, ok := t.Configs[k]
+		if !ok {
+			continue
+		}
+		rs, err := adm.DescribeTopicConfigs(ctx, t.Name)
+		if err != nil {
+			return fmt.Errorf("topology: describing %s's configuration: %w", t.Name, err)
+		}
+		rc, err := rs.On(t.Name, nil)
+		if err != nil || rc.Err != nil {
+			return fmt.Errorf("topology: describing %s's configuration: %w", t.Name, errors.Join(err, rc.Err))
+		}
+		var have string
+		for _, c := range rc.Configs {
+			if c.Key == k && c.Value != nil {
+				have = *c.Value
+			}
+		}
+		if have != want {
+			alter = append(alter, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: kadm.StringPtr(want)})
+		}
+	}
+	if len(alter) == 0 {
+		return nil
+	}
+	rs, err := adm.AlterTopicConfigs(ctx, alter, t.Name)
+	if err == nil {
+		_, err = rs.On(t.Name, nil)
+	}
+	if err == nil {
+		for _, r := range rs {
+			err = errors.Join(err, r.Err)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("topology: setting %s on %s: %w", alter[0].Name, t.Name, err)
 	}
 	return nil
 }

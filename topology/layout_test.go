@@ -176,3 +176,36 @@ func TestLayoutEnsurePartitionMismatch(t *testing.T) {
 	require.NotContains(t, err.Error(), "m.chronos-dispatch")
 	require.Contains(t, err.Error(), "m.chronos-jobs has 6 partitions, want 4")
 }
+
+// The clock topic trusts the broker's append time; Ensure creates it so and
+// repairs one created without it (by an earlier release, or by hand).
+func TestLayoutEnsureClockTimestampType(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	newAdm := newAdmin(t)
+	adm := newAdm()
+	timestampType := func(l topology.Layout) string {
+		rcs, err := newAdm().DescribeTopicConfigs(ctx, string(l.Clock()))
+		require.NoError(t, err)
+		rc, err := rcs.On(string(l.Clock()), nil)
+		require.NoError(t, err)
+		require.NoError(t, rc.Err)
+		for _, c := range rc.Configs {
+			if c.Key == "message.timestamp.type" && c.Value != nil {
+				return *c.Value
+			}
+		}
+		return ""
+	}
+	fresh := topology.Layout{Names: topology.Names{Prefix: "ct."}, Partitions: 2, Replication: 1}
+	require.NoError(t, fresh.Ensure(ctx, adm))
+	require.Equal(t, "LogAppendTime", timestampType(fresh))
+
+	old := topology.Layout{Names: topology.Names{Prefix: "cu."}, Partitions: 2, Replication: 1}
+	_, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"message.timestamp.type": kadm.StringPtr("CreateTime")}, string(old.Clock()))
+	require.NoError(t, err)
+	require.Equal(t, "CreateTime", timestampType(old))
+	require.NoError(t, old.Ensure(ctx, newAdm()))
+	require.Equal(t, "LogAppendTime", timestampType(old))
+}

@@ -126,7 +126,11 @@ func (j *Jobs) record(id string) (*codecs.JobRecord, error) {
 	if len(b) == 0 {
 		return nil, ErrNotFound
 	}
-	return codecs.DecodeJobRecord(b)
+	rec, err := codecs.DecodeJobRecord(b)
+	if err == nil && rec.Status == codecs.StatusDeleted {
+		return nil, ErrNotFound // a deleted job's tombstone
+	}
+	return rec, err
 }
 
 func (j *Jobs) readModel(id string, rec *codecs.JobRecord) (*Job, error) {
@@ -236,7 +240,7 @@ func (j *Jobs) summary(st *store.Store, id string) (Summary, bool) {
 		return Summary{}, false
 	}
 	rec, err := codecs.DecodeJobRecord(v)
-	if err != nil {
+	if err != nil || rec.Status == codecs.StatusDeleted {
 		return Summary{}, false
 	}
 	return Summary{ID: id, Version: rec.Version, Status: rec.Status.String(), Bucket: rec.Job.Bucket}, true

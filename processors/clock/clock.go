@@ -49,12 +49,6 @@ type Config struct {
 	// behind the instances' (fires are late by the broker's lag beyond
 	// MaxAhead); smaller ones tighten how early a fast host can fire.
 	MaxAhead time.Duration
-	// Now is the wall clock of the instance that owns the clock group
-	// (default time.Now): a tick is also bounded by it plus MaxAhead, so
-	// a fast host that does not own the clock cannot move time even where
-	// the broker does not stamp appends (the embedded broker stamps only
-	// when the producer asks).
-	Now    func() time.Time
 	Logger *slog.Logger
 	// Inputs is the policy for ticks that cannot be applied (default:
 	// rejects emitted through goka, see inputs.Policy).
@@ -75,9 +69,6 @@ func New(cfg Config) (*Clock, error) {
 	}
 	if cfg.MaxAhead == 0 {
 		cfg.MaxAhead = DefaultMaxAhead
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -124,7 +115,7 @@ func (c *Clock) onTick(ctx goka.Context, msg any) {
 		c.cfg.Inputs.Reject(ctx, raw, err)
 		return
 	}
-	t := Bound(Bound(tick.Time, ctx.Timestamp(), c.cfg.MaxAhead), c.cfg.Now(), c.cfg.MaxAhead).Truncate(c.cfg.Resolution).UTC()
+	t := Bound(tick.Time, ctx.Timestamp(), c.cfg.MaxAhead).Truncate(c.cfg.Resolution).UTC()
 	if t.Before(tick.Time.Truncate(c.cfg.Resolution)) {
 		c.cfg.Logger.Warn("clock tick ahead of the broker; announcing the broker's time instead",
 			"instance", tick.Instance, "tick", tick.Time, "broker", ctx.Timestamp(), "max_ahead", c.cfg.MaxAhead)
@@ -142,9 +133,10 @@ func (c *Clock) onTick(ctx goka.Context, msg any) {
 }
 
 // Bound returns the time a tick may announce: its own time, but no later
-// than the reference (the broker's timestamp of its record, or the clock
-// owner's wall clock) plus maxAhead (no bound when maxAhead is negative or
-// the reference is unset).
+// than the reference (the broker's append timestamp of its record) plus
+// maxAhead (no bound when maxAhead is negative or the reference is unset).
+// The clock owner's own wall clock is deliberately not a reference: a slow
+// owner would hold every shard back.
 func Bound(tick, ref time.Time, maxAhead time.Duration) time.Time {
 	if maxAhead < 0 || ref.IsZero() || ref.Unix() <= 0 {
 		return tick

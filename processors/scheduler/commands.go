@@ -27,6 +27,10 @@ func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 		s.cfg.Metrics.command(cmd.Op, "rejected")
 		return
 	}
+	var tomb *codecs.JobRecord // a deleted job of this id, still remembered
+	if old != nil && old.Status == codecs.StatusDeleted {
+		tomb, old = old, nil
+	}
 	if cmd.IfVersion != nil {
 		var have uint64
 		if old != nil {
@@ -44,6 +48,13 @@ func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 	case codecs.OpPut:
 		rec := &codecs.JobRecord{Job: cmd.Job, CreatedAt: ts, UpdatedAt: ts, Version: uint64(max(ctx.Offset(), 0)) + 1}
 		from := ts
+		if tomb != nil {
+			// A new job under a deleted one's id: it starts after what the
+			// deleted job handled (none of its fire_ids is reused with
+			// another payload), at a greater version.
+			from = later(ts, tomb.Through)
+			rec.Version = max(rec.Version, tomb.Version+1)
+		}
 		if old != nil {
 			rec.Version, rec.CreatedAt = old.Version+1, old.CreatedAt
 			h, err := s.handled(ctx, old)
@@ -60,7 +71,10 @@ func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 		ctx.SetValue(codecs.EncodeJobRecord(rec))
 	case codecs.OpDelete:
 		if old != nil {
-			ctx.Delete()
+			if err := s.delete(ctx, old, ts); err != nil {
+				failed(ctx, err)
+				return
+			}
 		}
 	case codecs.OpPause, codecs.OpResume, codecs.OpFire:
 		if old == nil {
@@ -83,15 +97,26 @@ func (s *Scheduler) apply(ctx goka.Context, cmd codecs.Command, rec *codecs.JobR
 		if err != nil {
 			return err
 		}
-		rec.Status, rec.Version, rec.UpdatedAt, rec.Through = codecs.StatusPaused, rec.Version+1, ts, h
+		// The pause applies from its record time: fires the job owed up to
+		// ts and has not dispatched yet (an advance under way, a catch-up)
+		// still go out; NotBefore keeps ts for that.
+		rec.Status, rec.Version, rec.UpdatedAt, rec.Through, rec.NotBefore = codecs.StatusPaused, rec.Version+1, ts, h, ts
 		ctx.SetValue(codecs.EncodeJobRecord(rec))
 	case cmd.Op == codecs.OpResume && rec.Status == codecs.StatusPaused:
 		h, err := s.handled(ctx, rec)
 		if err != nil {
 			return err
 		}
+		from := later(ts, h)
+		if sched, err := s.schedules.Get(rec.Job.Spec); err == nil {
+			if first := sched.Next(h); !first.IsZero() && !first.After(rec.NotBefore) {
+				// It still owes fires from before its pause: they are not
+				// dropped (the times of the pause go out with them).
+				from = h
+			}
+		}
 		rec.Version, rec.UpdatedAt = rec.Version+1, ts
-		if err := s.activate(ctx, rec, later(ts, h)); err != nil {
+		if err := s.activate(ctx, rec, from); err != nil {
 			return err
 		}
 		ctx.SetValue(codecs.EncodeJobRecord(rec))
@@ -99,6 +124,33 @@ func (s *Scheduler) apply(ctx goka.Context, cmd codecs.Command, rec *codecs.JobR
 		s.fireManual(ctx, cmd, rec, ts)
 	}
 	return nil
+}
+
+// delete replaces a job by its tombstone: the time it was handled through,
+// its version, and (in NotBefore) the shard's time of the delete, after which
+// it is kept for codecs.DeletedRetention and then purged.
+func (s *Scheduler) delete(ctx goka.Context, old *codecs.JobRecord, ts time.Time) error {
+	h, err := s.handled(ctx, old)
+	if err != nil {
+		return err
+	}
+	shard, err := s.shard(ctx.Partition())
+	if err != nil {
+		return err
+	}
+	ctx.SetValue(codecs.EncodeJobRecord(&codecs.JobRecord{Status: codecs.StatusDeleted, Version: old.Version + 1,
+		Job: codecs.Job{Spec: old.Job.Spec}, Through: h, NotBefore: later(shard.Watermark, shard.Advancing),
+		CreatedAt: old.CreatedAt, UpdatedAt: ts}))
+	return nil
+}
+
+// purge removes a deleted job's tombstone once its retention has passed, if
+// the id has not been put again since.
+func (s *Scheduler) purge(ctx goka.Context, version uint64) {
+	rec, err := s.current(ctx)
+	if err == nil && rec != nil && rec.Status == codecs.StatusDeleted && rec.Version == version {
+		ctx.Delete()
+	}
 }
 
 // activate makes rec active and owe the fires of its schedule after from
@@ -135,6 +187,10 @@ func (s *Scheduler) activate(ctx goka.Context, rec *codecs.JobRecord, from time.
 // or an advance in progress, whose old-definition fires belong to the old
 // definition); for one that owes fires, Through, or as far as its local due
 // entry shows it has got since.
+//
+// During an advance to T, a job not yet fired by it has handled only up to
+// just before its due time, so a command applied then leaves its time T to
+// the new definition rather than to nobody.
 func (s *Scheduler) handled(ctx goka.Context, rec *codecs.JobRecord) (time.Time, error) {
 	if rec.Status == codecs.StatusPaused && !rec.Through.IsZero() {
 		return rec.Through, nil
@@ -144,22 +200,18 @@ func (s *Scheduler) handled(ctx goka.Context, rec *codecs.JobRecord) (time.Time,
 		return time.Time{}, err
 	}
 	now := later(shard.Watermark, shard.Advancing)
-	if rec.Status != codecs.StatusActive || rec.Through.IsZero() {
+	if rec.Status != codecs.StatusActive {
 		return later(rec.NotBefore, now), nil
 	}
-	h := rec.Through
-	st := s.Store(ctx.Partition())
-	if st == nil {
-		return h, nil
-	}
-	due, err := st.DueOf(ctx.Key())
+	h := rec.HandledThrough(shard.Watermark)
+	due, err := s.Store(ctx.Partition()).DueOf(ctx.Key())
 	if err != nil {
 		return time.Time{}, err
 	}
-	if !due.IsZero() {
-		h = later(h, earlier(due.Add(-time.Nanosecond), now))
+	if due.IsZero() {
+		return later(h, now), nil
 	}
-	return h, nil
+	return later(h, earlier(due.Add(-time.Nanosecond), now)), nil
 }
 
 // shard returns partition p's shard record from the local store.

@@ -39,6 +39,9 @@ func (s *Scheduler) onLoop(ctx goka.Context, msg any) {
 	case codecs.KindComplete:
 		s.complete(ctx, tr.Version)
 		return
+	case codecs.KindPurge:
+		s.purge(ctx, tr.Version)
+		return
 	case codecs.KindSettle:
 		if err := s.settle(ctx, tr); err != nil {
 			failed(ctx, err)
@@ -204,6 +207,7 @@ func (s *Scheduler) fireChunk(ctx goka.Context, st *store.Store, due []store.Due
 	var buf []Fire
 	var completed []completion
 	var settles []codecs.ShardTrigger
+	var purges []completion
 	now := s.cfg.Now()
 	keys := make([]string, len(due))
 	for i, d := range due {
@@ -215,7 +219,10 @@ func (s *Scheduler) fireChunk(ctx goka.Context, st *store.Store, due []store.Due
 	}
 	for i, d := range due {
 		rec, err := codecs.DecodeJobRecord(values[i])
-		if err != nil || rec.Status != codecs.StatusActive {
+		if err == nil && rec.Status == codecs.StatusDeleted {
+			purges = append(purges, completion{d.Key, rec.Version}) // its retention has passed
+		}
+		if err != nil || (rec.Status != codecs.StatusActive && rec.Status != codecs.StatusPaused) {
 			moves = append(moves, store.Move{Key: d.Key}) // stale entry
 			continue
 		}
@@ -224,7 +231,18 @@ func (s *Scheduler) fireChunk(ctx goka.Context, st *store.Store, due []store.Due
 			moves = append(moves, store.Move{Key: d.Key})
 			continue
 		}
-		plan := planFires(sched, d.At, t, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, s.cfg.MaxCatchUp, buf)
+		upTo := t
+		if rec.Status == codecs.StatusPaused {
+			// A paused job is due only for fires it owed before its pause
+			// (NotBefore is the pause's time): those, and no later ones.
+			upTo = earlier(t, rec.NotBefore)
+		}
+		plan := planFires(sched, d.At, upTo, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, s.cfg.MaxCatchUp, buf)
+		if rec.Status == codecs.StatusPaused && (plan.Next.IsZero() || plan.Next.After(rec.NotBefore)) {
+			plan.Next = time.Time{}
+			moves = append(moves, store.Move{Key: d.Key})
+			settles = append(settles, codecs.ShardTrigger{Kind: codecs.KindSettle, Version: rec.Version, T: upTo, AfterKey: d.Key})
+		}
 		buf = plan.Fires
 		for _, f := range plan.Fires {
 			ev := codecs.Dispatch{FireID: codecs.ScheduledFireID(d.Key, f.At), JobID: d.Key, Trigger: codecs.TriggerSchedule,
@@ -233,12 +251,18 @@ func (s *Scheduler) fireChunk(ctx goka.Context, st *store.Store, due []store.Due
 			s.cfg.Metrics.delay(now.Sub(f.At))
 		}
 		s.cfg.Metrics.fired(codecs.TriggerSchedule, len(plan.Fires), plan.Missed)
+		if rec.Status == codecs.StatusPaused {
+			if !plan.Next.IsZero() {
+				moves = append(moves, store.Move{Key: d.Key, To: plan.Next})
+			}
+			continue
+		}
 		moves = append(moves, store.Move{Key: d.Key, To: plan.Next})
 		if plan.Next.IsZero() {
 			completed = append(completed, completion{d.Key, rec.Version})
 		} else if !rec.Through.IsZero() {
 			settles = append(settles, codecs.ShardTrigger{Kind: codecs.KindSettle, Version: rec.Version,
-				Was: rec.Through, T: plan.Next.Add(-time.Nanosecond), AfterKey: d.Key})
+				T: earlier(plan.Next.Add(-time.Nanosecond), t), AfterKey: d.Key})
 		}
 	}
 	if len(msgs) > 0 {
@@ -249,6 +273,9 @@ func (s *Scheduler) fireChunk(ctx goka.Context, st *store.Store, due []store.Due
 	// Only after the fires are acknowledged may a job be marked completed.
 	for _, c := range completed {
 		ctx.Loopback(c.key, codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindComplete, T: t, Version: c.version}))
+	}
+	for _, c := range purges {
+		ctx.Loopback(c.key, codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindPurge, T: t, Version: c.version}))
 	}
 	for _, st := range settles {
 		key := st.AfterKey
@@ -265,28 +292,59 @@ func (s *Scheduler) complete(ctx goka.Context, version uint64) {
 	if err != nil || rec == nil || rec.Version != version || rec.Status != codecs.StatusActive {
 		return
 	}
-	rec.Status = codecs.StatusCompleted
+	rec.Status, rec.Through = codecs.StatusCompleted, time.Time{}
 	ctx.SetValue(codecs.EncodeJobRecord(rec))
 }
 
-// settle records, after a job that owed fires behind the watermark has
-// fired, how far it has now been handled (tr.T): still behind the
-// watermark, it stays owed from there; caught up, it is an ordinary job
-// again. It applies only to the record that fired (same version, same
-// Through), never to one a later command replaced.
+// settle records in a job's record how far a job that owed fires behind the
+// watermark has been handled, as its local due entry shows after it fired
+// (everything before the entry is dispatched): still behind the watermark,
+// it stays owed from there; caught up, it is an ordinary job again. It
+// applies only to the version that fired (every command that changes a job
+// changes its version), only when the job still owes fires, and only
+// forward: a settle consumed after later advances fired the job again
+// records their progress, not its own.
 func (s *Scheduler) settle(ctx goka.Context, tr codecs.ShardTrigger) error {
 	rec, err := s.current(ctx)
-	if err != nil || rec == nil || rec.Version != tr.Version || rec.Status != codecs.StatusActive || !rec.Through.Equal(tr.Was) {
+	if err != nil || rec == nil || rec.Version != tr.Version || rec.Through.IsZero() {
 		return nil
 	}
-	shard, err := s.shard(ctx.Partition())
+	due, err := s.Store(ctx.Partition()).DueOf(ctx.Key())
 	if err != nil {
 		return err
 	}
-	if tr.T.Before(shard.Watermark) {
-		rec.Through = tr.T
+	switch rec.Status {
+	case codecs.StatusPaused:
+		// Its fires owed before the pause are dispatched up to its due
+		// entry, or all of them when it has none.
+		h := rec.NotBefore
+		if !due.IsZero() {
+			h = due.Add(-time.Nanosecond)
+		}
+		if h.After(rec.Through) {
+			rec.Through = h
+			ctx.SetValue(codecs.EncodeJobRecord(rec))
+		}
+		return nil
+	case codecs.StatusActive:
+	default:
+		return nil
+	}
+	shard, err := s.shard(ctx.Partition())
+	if err != nil || due.IsZero() {
+		return err
+	}
+	h := due.Add(-time.Nanosecond)
+	if !h.After(rec.Through) {
+		return nil
+	}
+	if h.Before(shard.Watermark) {
+		rec.Through = h
 	} else {
-		rec.Through, rec.NotBefore = time.Time{}, later(rec.NotBefore, tr.T)
+		// Caught up. NotBefore stays at or below the shard's time, so a
+		// later update starts after what was handled, not after the old
+		// schedule's next time.
+		rec.Through, rec.NotBefore = time.Time{}, later(rec.NotBefore, earlier(h, later(shard.Watermark, shard.Advancing)))
 	}
 	ctx.SetValue(codecs.EncodeJobRecord(rec))
 	return nil

@@ -253,7 +253,21 @@ func (s *Scheduler) indexer(shardKey string) store.Indexer {
 			s.cfg.Logger.Error("undecodable job record; it will not fire", "job", key, "err", err)
 			return store.Entry{}, nil
 		}
+		if rec.Status == codecs.StatusDeleted {
+			// A tombstone is due once its retention has passed: the
+			// advance that reaches it purges it.
+			return store.Entry{Due: rec.NotBefore.Add(codecs.DeletedRetention)}, nil
+		}
 		e := store.Entry{Bucket: rec.Job.Bucket}
+		if rec.Status == codecs.StatusPaused {
+			// Paused: due only for a fire it owed before the pause.
+			if sched, err := s.schedules.Get(rec.Job.Spec); err == nil && !rec.Through.IsZero() {
+				if first := sched.Next(rec.Through); !first.IsZero() && !first.After(rec.NotBefore) {
+					e.Due = first
+				}
+			}
+			return e, nil
+		}
 		if rec.Status != codecs.StatusActive {
 			return e, nil
 		}
