@@ -49,7 +49,7 @@ type Config struct {
 	// behind the instances' (fires are late by the broker's lag beyond
 	// MaxAhead); smaller ones tighten how early a fast host can fire.
 	MaxAhead time.Duration
-	Logger *slog.Logger
+	Logger   *slog.Logger
 	// Inputs is the policy for ticks that cannot be applied (default:
 	// rejects emitted through goka, see inputs.Policy).
 	Inputs *inputs.Policy
