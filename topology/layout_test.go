@@ -59,7 +59,7 @@ func TestLayoutTopics(t *testing.T) {
 		"x.chronos-dispatch":        {Partitions: 7, Sharded: true},
 		"x.chronos-rejects":         {Partitions: 7, Sharded: true},
 		"x.chronos-bucket-triggers": {Partitions: 7, Sharded: true},
-		"x.chronos-clock":           {Partitions: 1},
+		"x.chronos-clock":           {Partitions: 1, Configs: map[string]string{"message.timestamp.type": "LogAppendTime"}},
 		"x.chronos-clock-table":     {Partitions: 1, Configs: compact},
 	}
 	require.Len(t, got, len(want))
