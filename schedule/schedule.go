@@ -18,8 +18,8 @@ import (
 	"sync"
 	"time"
 
-	// Embed the IANA database as a fallback so that zone names resolve the
-	// same way on hosts (or scratch containers) without system tzdata.
+	// The IANA database for callers outside this package that still use
+	// time.LoadLocation; schedules resolve zones from zones.go only.
 	_ "time/tzdata"
 )
 
@@ -128,8 +128,9 @@ func Parse(s Spec) (Schedule, error) {
 
 var locations sync.Map // zone name -> *time.Location (successful loads only)
 
-// loadLocation resolves an IANA name; "" is UTC and "Local" is rejected
-// because it would make schedules depend on the host configuration.
+// loadLocation resolves an IANA name from the database the binary carries
+// (zones.go); "" is UTC and "Local" is rejected because it would make
+// schedules depend on the host configuration.
 func loadLocation(name string) (*time.Location, error) {
 	switch name {
 	case "", "UTC":
@@ -140,9 +141,9 @@ func loadLocation(name string) (*time.Location, error) {
 	if l, ok := locations.Load(name); ok {
 		return l.(*time.Location), nil
 	}
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		return nil, errorf("tz", "unknown time zone %q", name)
+	loc, ok := loadZone(name)
+	if !ok {
+		return nil, errorf("tz", "unknown time zone %q (not in the zone database Chronos carries; see docs/schedules.md)", name)
 	}
 	locations.Store(name, loc)
 	return loc, nil

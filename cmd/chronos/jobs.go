@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -74,12 +75,21 @@ func (a *apiClient) call(method, path string, body []byte) ([]byte, error) {
 			if p.Field != "" {
 				msg = p.Field + ": " + msg
 			}
-			return nil, &exitError{code: 1, err: fmt.Errorf("rejected (%d %s): %s", resp.StatusCode, p.Code, msg)}
+			return nil, &exitError{code: 1, err: &problemError{status: resp.StatusCode, err: fmt.Errorf("rejected (%d %s): %s", resp.StatusCode, p.Code, msg)}}
 		}
-		return nil, &exitError{code: 1, err: fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(answer))}
+		return nil, &exitError{code: 1, err: &problemError{status: resp.StatusCode, err: fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(answer))}}
 	}
 	return answer, nil
 }
+
+// problemError is an API answer with a non-success status.
+type problemError struct {
+	status int
+	err    error
+}
+
+func (e *problemError) Error() string { return e.err.Error() }
+func (e *problemError) Unwrap() error { return e.err }
 
 func newJobs() *cobra.Command {
 	var api apiClient
@@ -94,12 +104,57 @@ func newJobs() *cobra.Command {
 		cmd.AddCommand(&cobra.Command{
 			Use: op.name + " ID", Short: op.short, Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
+				if err := api.mustExist(args[0], op.name == "delete"); err != nil {
+					return err
+				}
 				return api.do(cmd.OutOrStdout(), op.method, "/v1/jobs/"+url.PathEscape(args[0])+op.suffix, nil)
 			},
 		})
 	}
 	cmd.AddCommand(newJobsFire(&api), newJobsGet(&api), newJobsList(&api))
 	return cmd
+}
+
+// checkIDArg validates a job id given on the command line with the rules
+// every entrance applies (codecs.ValidateID); legacy allows ids that only
+// earlier releases accepted (to read or delete such jobs), but never "",
+// "." or "..", which no URL path can carry.
+func checkIDArg(id string, legacy bool) error {
+	err := codecs.ValidateID(id)
+	if legacy && id != "" && id != "." && id != ".." {
+		return nil
+	}
+	if err != nil {
+		return &exitError{code: 1, err: fmt.Errorf("job id %s: %w", strconv.Quote(id), err)}
+	}
+	return nil
+}
+
+// mustExist checks id and that the instance's view has the job, so that
+// pause, resume, fire and delete of a mistyped id fail here with a non-zero
+// exit instead of being accepted and rejected later on chronos-rejects. An
+// instance without a view (503) cannot tell: the command is sent as is.
+func (a *apiClient) mustExist(id string, legacy bool) error {
+	if err := checkIDArg(id, legacy); err != nil {
+		return err
+	}
+	_, err := a.call(http.MethodGet, "/v1/jobs/"+url.PathEscape(id), nil)
+	var (
+		ee *exitError
+		pe *problemError
+	)
+	if errors.As(err, &ee) {
+		errors.As(ee.err, &pe)
+	}
+	switch {
+	case err == nil:
+		return nil
+	case pe != nil && pe.status == http.StatusNotFound:
+		return &exitError{code: 1, err: fmt.Errorf("no job %s", strconv.Quote(id))}
+	case pe != nil && pe.status == http.StatusServiceUnavailable:
+		return nil
+	}
+	return err
 }
 
 func newJobsPut(api *apiClient) *cobra.Command {
@@ -115,6 +170,9 @@ func newJobsPut(api *apiClient) *cobra.Command {
 					return &exitError{code: 1, err: errors.New("--payload is not valid JSON")}
 				}
 				def.Payload = json.RawMessage(payload)
+			}
+			if err := checkIDArg(args[0], false); err != nil {
+				return err
 			}
 			body, err := json.Marshal(def)
 			if err != nil {
@@ -146,6 +204,9 @@ func newJobsFire(api *apiClient) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			b, err := fireRequest(trigger, payload)
 			if err != nil {
+				return err
+			}
+			if err := api.mustExist(args[0], false); err != nil {
 				return err
 			}
 			return api.do(cmd.OutOrStdout(), http.MethodPost, "/v1/jobs/"+url.PathEscape(args[0])+"/fire", b)

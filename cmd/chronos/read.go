@@ -6,11 +6,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/chronos-scheduler/chronos/schedule"
 	"github.com/chronos-scheduler/chronos/views"
 )
 
@@ -21,6 +23,9 @@ func newJobsGet(api *apiClient) *cobra.Command {
 		Short: "Show a job: definition, status, version, next fires, last fire",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkIDArg(args[0], false); err != nil {
+				return err
+			}
 			answer, err := api.call(http.MethodGet, "/v1/jobs/"+url.PathEscape(args[0]), nil)
 			if err != nil || output == "json" {
 				if err == nil {
@@ -47,24 +52,24 @@ func printJob(out io.Writer, j *views.Job) {
 			fmt.Fprintf(w, "%s:\t%s\n", k, v)
 		}
 	}
-	row("id", j.ID)
+	row("id", shown(j.ID))
 	row("status", j.Status)
 	row("version", fmt.Sprint(j.Version))
 	row("cron", j.Job.Cron)
 	row("every", j.Job.Every)
 	row("at", j.Job.At)
-	row("tz", j.Job.TZ)
+	row("tz", shown(j.Job.TZ))
 	row("start", j.Job.Start)
 	row("end", j.Job.End)
-	row("bucket", j.Job.Bucket)
+	row("bucket", shown(j.Job.Bucket))
 	row("misfire", j.Job.MisfirePolicy+" after "+j.Job.MisfireGrace)
 	row("payload", string(j.Job.Payload))
 	if j.LastFire != nil {
-		row("last fire", j.LastFire.ScheduledAt.Format(time.RFC3339)+"  ("+j.LastFire.FireID+")")
+		row("last fire", j.LastFire.ScheduledAt.Format(time.RFC3339)+"  ("+shown(j.LastFire.FireID)+")")
 	}
 	loc := time.UTC
 	if j.Job.TZ != "" {
-		if l, err := time.LoadLocation(j.Job.TZ); err == nil {
+		if l, err := schedule.Location(j.Job.TZ); err == nil {
 			loc = l
 		}
 	}
@@ -76,6 +81,19 @@ func printJob(out io.Writer, j *views.Job) {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", pad(k), t.UTC().Format(time.RFC3339), t.In(loc).Format("2006-01-02 15:04:05 MST"))
 	}
 	_ = w.Flush()
+}
+
+// shown is s as the CLI prints a name from the API: as it is when every
+// character is printable (strconv.IsPrint), else Go-quoted, so control,
+// bidi and zero-width characters (which ids stored by earlier releases may
+// have) show as escapes instead of rearranging the terminal line.
+func shown(s string) string {
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return strconv.Quote(s)
+		}
+	}
+	return s
 }
 
 func pad(k string) string {
@@ -137,7 +155,7 @@ func printList(out io.Writer, jobs []views.Summary, output string) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tSTATUS\tVERSION\tBUCKET")
 	for _, j := range jobs {
-		fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", j.ID, j.Status, j.Version, j.Bucket)
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", shown(j.ID), j.Status, j.Version, shown(j.Bucket))
 	}
 	return w.Flush()
 }

@@ -39,7 +39,7 @@ func newTail() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return tail(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), kafka, string(layout.layout().Dispatch()), count, beginning)
+			return tail(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), kafka, string(layout.layout().Dispatch()), count, beginning, printRaw)
 		},
 	}
 	fs := cmd.Flags()
@@ -51,7 +51,10 @@ func newTail() *cobra.Command {
 	return cmd
 }
 
-func tail(ctx context.Context, out, errOut io.Writer, kafka clients.Config, topic string, count int, beginning bool) error {
+// printRaw prints a record's value as it is, one per line.
+func printRaw(out io.Writer, r *kgo.Record) { fmt.Fprintf(out, "%s\n", r.Value) }
+
+func tail(ctx context.Context, out, errOut io.Writer, kafka clients.Config, topic string, count int, beginning bool, print func(io.Writer, *kgo.Record)) error {
 	start := kgo.NewOffset().AtEnd()
 	if beginning {
 		start = kgo.NewOffset().AtStart()
@@ -75,7 +78,7 @@ func tail(ctx context.Context, out, errOut io.Writer, kafka clients.Config, topi
 		it := fs.RecordIter()
 		for !it.Done() {
 			r := it.Next()
-			fmt.Fprintf(out, "%s\n", r.Value)
+			print(out, r)
 			if printed++; count > 0 && printed >= count {
 				return nil
 			}
