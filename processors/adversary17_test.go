@@ -11,13 +11,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/processors"
 	"github.com/chronos-scheduler/chronos/processors/clock"
 	"github.com/chronos-scheduler/chronos/testenv"
 	"github.com/chronos-scheduler/chronos/views"
 )
 
-// Adversarial reproductions for issue 17's fixes (review adv17). Each test
-// states the promise it breaks; each FAILS on main at 2e1e529.
+// Adversarial reproductions for issue 17's first fixes (review adv17). Each
+// test states the promise it broke; each failed on 2e1e529 and is kept as a
+// regression test.
 
 // fireCount returns how many times each fire id of job id was dispatched.
 func fireCount(t *testing.T, ds []codecs.Dispatch, id string) map[string]int {
@@ -149,7 +151,7 @@ func TestAdv17UpdateAfterCatchUpSkipsNewSchedule(t *testing.T) {
 // advance's T, so the command's record moves the job's due entry past T
 // (update: NotBefore = T; pause: Through = T), the advance (which reads the
 // new record) never fires the job's time T, and nothing owes it afterwards.
-// z-1999@00:00:10 is lost: neither payload is ever dispatched for it. With a
+// z-0999@00:00:10 is lost: neither payload is ever dispatched for it. With a
 // pause whose record time (00:00:12) is after that fire, the fire was due
 // while the job was active and is lost as well.
 func TestAdv17CommandDuringAdvanceLosesFire(t *testing.T) {
@@ -163,7 +165,7 @@ func TestAdv17CommandDuringAdvanceLosesFire(t *testing.T) {
 			cfg.ChunkSize, cfg.ChunkBudget = 5, time.Nanosecond // an advance of many callbacks (as 25,000 x n jobs at the defaults)
 			env.Start(cfg)
 			t0 := time.Date(2026, 6, 3, 0, 0, 0, 0, time.UTC)
-			const n = 2000
+			const n = 1000
 			keys, values := []string{}, [][]byte{}
 			for i := range n {
 				id := fmt.Sprintf("z-%04d", i)
@@ -405,4 +407,106 @@ func TestAdv17FastClockOwnerOnUpgradedClockTopic(t *testing.T) {
 		require.False(t, d.ScheduledAt.After(limit), "%s dispatched early (scheduled %s, limit %s, missed %d)", d.FireID, d.ScheduledAt, limit, d.Missed)
 		require.Zero(t, d.Missed, "%s", d.FireID)
 	}
+}
+
+// Promise (docs/topics.md "Updates, deletes and versions": "Each job has a
+// handled-through time: every time of its schedule up to it has been
+// dispatched (or counted as missed)"; DESIGN at-least-once). The mirror of a
+// late command: a command consumed while the trigger path lags behind the
+// command's time (the clock group failing over for a session timeout, a
+// scheduler behind on chronos-shard-triggers) sets the job's handled-through
+// time to the command's ts. The old definition's times between the
+// watermark and ts (u@:40 and :50, due while the job was active with v1)
+// are then neither dispatched nor counted as missed, for an update and for
+// a pause whose record time is after them.
+func TestAdv17CommandAheadOfTriggersDropsDueFires(t *testing.T) {
+	t.Parallel()
+	for _, op := range []string{"update", "pause"} {
+		t.Run(op, func(t *testing.T) {
+			t.Parallel()
+			env := testenv.New(t, 1)
+			dispatch := env.Collect(string(env.Layout.Dispatch()))
+			env.Start(env.Config())
+			t0 := time.Date(2026, 6, 7, 0, 0, 0, 0, time.UTC)
+			env.Put("u", codecs.JobDef{Every: "10s", MisfireGrace: "1h", Payload: []byte(`"v1"`)}, t0)
+			env.Put("control", codecs.JobDef{Every: "10s", MisfireGrace: "1h"}, t0)
+			env.WaitApplied()
+			for s := 10; s <= 30; s += 10 {
+				env.Tick(t0.Add(time.Duration(s) * time.Second))
+			}
+			waitFires(t, dispatch, "u", scheduledIDs("u", t0.Add(10*time.Second), 10*time.Second, 3))
+			waitAdvanced(env)
+			// At :55 by the command's clock; the shards are still at :30.
+			switch op {
+			case "update":
+				env.Put("u", codecs.JobDef{Every: "10s", MisfireGrace: "1h", Payload: []byte(`"v2"`)}, t0.Add(55*time.Second))
+			case "pause":
+				env.Produce(string(env.Layout.Jobs()), "u", []byte(`{"v":1,"op":"pause"}`), t0.Add(55*time.Second))
+				env.Produce(string(env.Layout.Jobs()), "u", []byte(`{"v":1,"op":"resume"}`), t0.Add(56*time.Second))
+			}
+			env.WaitApplied()
+			for s := 40; s <= 60; s += 10 { // the trigger path catches up
+				env.Tick(t0.Add(time.Duration(s) * time.Second))
+			}
+			waitFires(t, dispatch, "control", scheduledIDs("control", t0.Add(10*time.Second), 10*time.Second, 6))
+			waitAdvanced(env)
+			var missed int64
+			for _, d := range dispatch.Dispatches(t) {
+				if d.JobID == "u" {
+					missed += d.Missed
+				}
+			}
+			miss := missingFires(t, dispatch, "u", scheduledIDs("u", t0.Add(40*time.Second), 10*time.Second, 3), 5*time.Second)
+			require.Empty(t, miss, "fires due before the command's time neither dispatched nor counted as missed (missed counted: %d)", missed)
+		})
+	}
+}
+
+// Promise (DESIGN: "Duplicates appear only after a crash"; deploy.md: a
+// rolling update stops instances cleanly, "a fan-out chunk in flight
+// finishes and commits"). A clean rebalance in the middle of a
+// multi-callback advance re-dispatches everything the old owner already
+// fired in that advance: the new owner rebuilds its index from the
+// watermark (which the advance has not moved yet), and the advance's new
+// rescan from the start ("the watermark never passes an entry still due")
+// fires every entry behind the continuation's cursor again. Before
+// 7009df2 the cursor skipped them. Nothing is lost.
+func TestAdv17CleanRebalanceMidAdvanceDuplicates(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t, 1)
+	dispatch := env.Collect(string(env.Layout.Dispatch()))
+	small := func() processors.Config {
+		cfg := env.Config()
+		cfg.ChunkSize, cfg.ChunkBudget = 5, time.Nanosecond // an advance of many callbacks (as 25,000 x n jobs at the defaults)
+		return cfg
+	}
+	a := env.Start(small())
+	t0 := time.Date(2026, 6, 8, 0, 0, 0, 0, time.UTC)
+	const n = 1000
+	keys, values := []string{}, [][]byte{}
+	for i := range n {
+		id := fmt.Sprintf("z-%04d", i)
+		keys, values = append(keys, id), append(values, testenv.PutCommand(id, codecs.JobDef{Every: "10s", MisfireGrace: "1h"}))
+	}
+	env.ProduceMany(string(env.Layout.Jobs()), keys, values, t0)
+	env.WaitApplied()
+	env.Tick(t0.Add(10 * time.Second))
+	waitFires(t, dispatch, "z-0100", []string{codecs.ScheduledFireID("z-0100", t0.Add(10*time.Second))})
+	a.Stop() // a clean stop (a rolling update), mid-advance
+	env.Start(small())
+	for i := range n {
+		id := fmt.Sprintf("z-%04d", i)
+		waitFires(t, dispatch, id, []string{codecs.ScheduledFireID(id, t0.Add(10*time.Second))})
+	}
+	env.WaitConsumed(string(env.Layout.SchedulerGroup()), string(env.Layout.SchedulerLoop()), time.Minute)
+	ds := dispatch.Dispatches(t)
+	dups := 0
+	for i := range n {
+		for _, c := range fireCount(t, ds, fmt.Sprintf("z-%04d", i)) {
+			if c > 1 {
+				dups++
+			}
+		}
+	}
+	require.Zero(t, dups, "fire_ids dispatched twice after a clean rebalance")
 }

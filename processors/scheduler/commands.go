@@ -62,7 +62,15 @@ func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 				failed(ctx, err)
 				return
 			}
-			from = later(ts, h)
+			// An update continues exactly where the old definition
+			// stopped: a late one re-sends nothing, one ahead of the
+			// shard's time drops none of the times in between (they go
+			// out under the new definition). A paused job stays clear of
+			// its pause.
+			from = h
+			if old.Status == codecs.StatusPaused {
+				from = later(ts, h)
+			}
 		}
 		if err := s.activate(ctx, rec, from); err != nil {
 			failed(ctx, err)

@@ -127,17 +127,7 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 			return err
 		}
 		if !more {
-			// The watermark never passes an entry still due: entries behind
-			// the cursor (a put or a catch-up that stopped at its bound
-			// while this advance ran) are fired before it moves.
-			behind, err := st.DueUpTo(t, store.Due{}, 1)
-			if err != nil {
-				return err
-			}
-			if len(behind) == 0 {
-				break
-			}
-			last = store.Due{}
+			break
 		}
 		cursor = last
 		if time.Since(began) >= s.cfg.ChunkBudget {
@@ -170,6 +160,18 @@ func (s *Scheduler) advanceChunk(ctx goka.Context, st *store.Store, t time.Time,
 	}
 	if err != nil {
 		return false, last, err
+	}
+	// A job that stopped at its per-advance bound (more fires than one plan
+	// takes) stays due at or before t: the advance continues from just
+	// before it, even when it moved behind the chunk's last entry, so the
+	// watermark does not pass it. (Its record also learns how far it got,
+	// through a settle, for whoever rebuilds the index meanwhile.)
+	for _, m := range moves {
+		if !m.To.IsZero() && !m.To.After(t) {
+			if back := (store.Due{At: m.To.Add(-time.Nanosecond)}); !more || back.At.Before(last.At) {
+				last, more = back, true
+			}
+		}
 	}
 	indexed, err := st.IndexedUpTo()
 	if err != nil {
@@ -260,7 +262,7 @@ func (s *Scheduler) fireChunk(ctx goka.Context, st *store.Store, due []store.Due
 		moves = append(moves, store.Move{Key: d.Key, To: plan.Next})
 		if plan.Next.IsZero() {
 			completed = append(completed, completion{d.Key, rec.Version})
-		} else if !rec.Through.IsZero() {
+		} else if !rec.Through.IsZero() || !plan.Next.After(t) {
 			settles = append(settles, codecs.ShardTrigger{Kind: codecs.KindSettle, Version: rec.Version,
 				T: earlier(plan.Next.Add(-time.Nanosecond), t), AfterKey: d.Key})
 		}
@@ -296,17 +298,18 @@ func (s *Scheduler) complete(ctx goka.Context, version uint64) {
 	ctx.SetValue(codecs.EncodeJobRecord(rec))
 }
 
-// settle records in a job's record how far a job that owed fires behind the
-// watermark has been handled, as its local due entry shows after it fired
-// (everything before the entry is dispatched): still behind the watermark,
-// it stays owed from there; caught up, it is an ordinary job again. It
-// applies only to the version that fired (every command that changes a job
-// changes its version), only when the job still owes fires, and only
-// forward: a settle consumed after later advances fired the job again
-// records their progress, not its own.
+// settle records in a job's record how far it has been handled, as its
+// local due entry shows after it fired (everything before the entry is
+// dispatched), when that matters to whoever rebuilds the index: a job that
+// owed fires behind its shard's time, or stopped at its per-advance bound.
+// Still behind the shard's time, it owes fires from there; caught up, it is
+// an ordinary job again. A settle applies only to the version that fired
+// (every command that changes a job changes its version) and only forward:
+// one consumed after later advances fired the job again records their
+// progress, not its own.
 func (s *Scheduler) settle(ctx goka.Context, tr codecs.ShardTrigger) error {
 	rec, err := s.current(ctx)
-	if err != nil || rec == nil || rec.Version != tr.Version || rec.Through.IsZero() {
+	if err != nil || rec == nil || rec.Version != tr.Version {
 		return nil
 	}
 	due, err := s.Store(ctx.Partition()).DueOf(ctx.Key())
@@ -321,7 +324,7 @@ func (s *Scheduler) settle(ctx goka.Context, tr codecs.ShardTrigger) error {
 		if !due.IsZero() {
 			h = due.Add(-time.Nanosecond)
 		}
-		if h.After(rec.Through) {
+		if !rec.Through.IsZero() && h.After(rec.Through) {
 			rec.Through = h
 			ctx.SetValue(codecs.EncodeJobRecord(rec))
 		}
@@ -334,17 +337,20 @@ func (s *Scheduler) settle(ctx goka.Context, tr codecs.ShardTrigger) error {
 	if err != nil || due.IsZero() {
 		return err
 	}
+	now := later(shard.Watermark, shard.Advancing)
 	h := due.Add(-time.Nanosecond)
-	if !h.After(rec.Through) {
-		return nil
-	}
-	if h.Before(shard.Watermark) {
+	switch {
+	case !h.After(rec.HandledThrough(shard.Watermark)):
+		return nil // nothing new
+	case h.Before(now):
 		rec.Through = h
-	} else {
+	case rec.Through.IsZero():
+		return nil // an ordinary job, caught up
+	default:
 		// Caught up. NotBefore stays at or below the shard's time, so a
 		// later update starts after what was handled, not after the old
 		// schedule's next time.
-		rec.Through, rec.NotBefore = time.Time{}, later(rec.NotBefore, earlier(h, later(shard.Watermark, shard.Advancing)))
+		rec.Through, rec.NotBefore = time.Time{}, later(rec.NotBefore, earlier(h, now))
 	}
 	ctx.SetValue(codecs.EncodeJobRecord(rec))
 	return nil
