@@ -44,6 +44,14 @@ func LoopbackHosts(addr string) []string {
 	return hosts
 }
 
+// hostOnly returns a Host header's host without its port.
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return hostport
+}
+
 // guard wraps the whole mux: the Host check and the security headers apply
 // to every answer, including probes and problems.
 func (s *Server) guard(next http.Handler, hosts []string) http.Handler {
@@ -53,7 +61,7 @@ func (s *Server) guard(next http.Handler, hosts []string) http.Handler {
 		h.Set("Cache-Control", "no-store")
 		h.Set("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
 		h.Set("Referrer-Policy", "no-referrer")
-		if len(hosts) > 0 && !slices.Contains(hosts, strings.ToLower(r.Host)) {
+		if len(hosts) > 0 && !slices.Contains(hosts, strings.ToLower(r.Host)) && !slices.Contains(hosts, strings.ToLower(hostOnly(r.Host))) {
 			writeProblem(w, http.StatusForbidden, "host_not_allowed", "Host",
 				fmt.Sprintf("Host %q is not this instance's address (allowed: %s); a page that rebinds its DNS name to loopback cannot reach it",
 					r.Host, strings.Join(hosts, ", ")))

@@ -330,3 +330,20 @@ func TestSecurityHeaders(t *testing.T) {
 		require.Equal(t, "default-src 'none'; frame-ancestors 'none'", resp.Header.Get("Content-Security-Policy"), rq.path)
 	}
 }
+
+func TestAllowedHostsWithoutPort(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(s *views.Server) { s.AllowedHosts = []string{"chronos.example.com", "10.0.0.5:8080"} })
+	for host, want := range map[string]int{
+		"chronos.example.com":      http.StatusOK,
+		"chronos.example.com:8080": http.StatusOK,
+		"CHRONOS.example.com:443":  http.StatusOK,
+		"10.0.0.5:8080":            http.StatusOK,
+		"10.0.0.5:9090":            http.StatusForbidden,
+		"10.0.0.5":                 http.StatusForbidden,
+		"rebound.example:8080":     http.StatusForbidden,
+	} {
+		resp, b := f.do(t, request{method: "GET", path: "/healthz", header: map[string]string{"Host": host}})
+		require.Equal(t, want, resp.StatusCode, "%q: %s", host, b)
+	}
+}

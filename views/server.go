@@ -53,8 +53,8 @@ type Server struct {
 	// with another Origin is refused (403) and so is its preflight.
 	AllowedOrigins []string
 	// AllowedHosts, when set, are the only Host header values answered
-	// (else 403): set it to LoopbackHosts(addr) on loopback against DNS
-	// rebinding. Empty: any Host.
+	// (else 403), each "host:port" or "host" (any port): set it to
+	// LoopbackHosts(addr) on loopback against DNS rebinding. Empty: any Host.
 	AllowedHosts []string
 	// Timeout bounds producing one command (default 10s).
 	Timeout time.Duration

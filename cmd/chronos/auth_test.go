@@ -306,3 +306,13 @@ func TestProbeAddrServesOnlyProbes(t *testing.T) {
 		require.Equal(t, want, resp.StatusCode, path)
 	}
 }
+
+func TestAllowedHostsFlag(t *testing.T) {
+	t.Parallel()
+	a := authFlags{}
+	require.Equal(t, []string{"localhost:8080", "127.0.0.1:8080", "[::1]:8080"}, a.allowedHosts("127.0.0.1:8080"))
+	require.Nil(t, a.allowedHosts("0.0.0.0:8080"))
+	a.hosts = []string{"Chronos.Example.com"}
+	require.Equal(t, []string{"chronos.example.com"}, a.allowedHosts("0.0.0.0:8080"))
+	require.Equal(t, []string{"chronos.example.com"}, a.allowedHosts("127.0.0.1:8080"))
+}

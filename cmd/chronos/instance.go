@@ -231,7 +231,7 @@ func (f *instanceFlags) serve(ctx context.Context, brokers []string, storeDir st
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
-	srv.AllowedHosts = views.LoopbackHosts(ln.Addr().String())
+	srv.AllowedHosts = f.auth.allowedHosts(ln.Addr().String())
 	httpOpts := f.http
 	httpOpts.Registerer = reg
 	hs := views.NewHTTPServer(srv.Handler(), httpOpts)

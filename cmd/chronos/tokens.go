@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -20,6 +21,7 @@ type authFlags struct {
 	tokensFile string
 	insecure   bool
 	origins    []string
+	hosts      []string
 	probeAddr  string
 }
 
@@ -27,6 +29,7 @@ func (a *authFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&a.tokensFile, "tokens-file", "", "file of named, hashed API tokens with roles and prefixes (make lines with `chronos tokens new`)")
 	fs.BoolVar(&a.insecure, "insecure-no-auth", false, "serve the API without credentials to anyone who reaches --http-addr (INSECURE)")
 	fs.StringSliceVar(&a.origins, "allowed-origins", nil, "browser origins besides the API's own allowed to call /v1, like https://ops.example.com")
+	fs.StringSliceVar(&a.hosts, "allowed-hosts", nil, "Host header values the API answers, like chronos.example.com (default: on loopback localhost, 127.0.0.1 and [::1] with the port; elsewhere any)")
 	fs.StringVar(&a.probeAddr, "probe-addr", "", "also serve /healthz, /readyz and /metrics on this address, apart from the API's connections (empty: off)")
 }
 
@@ -65,6 +68,19 @@ func (a *authFlags) check(httpAddr, apiToken string, required bool, log *slog.Lo
 			"give --tokens-file or bind --http-addr to 127.0.0.1", "http_addr", httpAddr)
 	}
 	return nil
+}
+
+// allowedHosts returns the Host values an API listening on addr answers
+// (nil: any).
+func (a *authFlags) allowedHosts(addr string) []string {
+	if len(a.hosts) == 0 {
+		return views.LoopbackHosts(addr)
+	}
+	hosts := make([]string, len(a.hosts))
+	for i, h := range a.hosts {
+		hosts[i] = strings.ToLower(h)
+	}
+	return hosts
 }
 
 // serveProbes serves the probes on --probe-addr until stop is called.
