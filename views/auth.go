@@ -173,7 +173,7 @@ func ParseTokens(r io.Reader) (*Tokens, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
-		errs = append(errs, err)
+		errs = append(errs, fmt.Errorf("%w: %w", ErrBadTokens, err))
 	}
 	if len(errs) == 0 && len(t.entries) == 0 {
 		errs = append(errs, fmt.Errorf("%w: no tokens (make one with `chronos tokens new`)", ErrBadTokens))

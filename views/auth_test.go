@@ -100,3 +100,40 @@ func TestNewTokenRoundTrip(t *testing.T) {
 	_, _, err = views.NewToken("ok", views.Role(9), "")
 	require.ErrorIs(t, err, views.ErrBadTokens)
 }
+
+// FuzzParseTokens: any file either parses into tokens that each
+// authenticate nothing but their own secret's hash preimage, or fails with
+// ErrBadTokens; it never panics and never yields an empty set.
+func FuzzParseTokens(f *testing.F) {
+	h := sha256.Sum256([]byte("s"))
+	hx := hex.EncodeToString(h[:])
+	for _, s := range []string{
+		"name=a role=read sha256=" + hx,
+		"# c\nname=a role=write prefix=acme. sha256=" + hx + "\n",
+		"name=a role=admin sha256=" + hx + "\nname=a role=read sha256=" + hx,
+		"name= role= sha256=",
+		"name=a=b role=read sha256=" + hx,
+		"\x00\xff",
+		"",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, file string) {
+		tok, err := views.ParseTokens(strings.NewReader(file))
+		if err != nil {
+			if !errors.Is(err, views.ErrBadTokens) {
+				t.Fatalf("%q: %v", file, err)
+			}
+			return
+		}
+		if tok.Len() == 0 {
+			t.Fatalf("%q: an empty set without an error", file)
+		}
+		if _, ok := tok.Authenticate(""); ok {
+			t.Fatalf("%q: the empty secret authenticates", file)
+		}
+		if p, ok := tok.Authenticate("s"); ok && (p.Name == "" || p.Role < views.RoleRead || p.Role > views.RoleAdmin) {
+			t.Fatalf("%q: invalid principal %+v", file, p)
+		}
+	})
+}
