@@ -1,0 +1,1002 @@
+package scheduler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/storage"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/processors/clock"
+	"github.com/chronos-scheduler/chronos/schedule"
+	"github.com/chronos-scheduler/chronos/store"
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// A deterministic simulation of the scheduler group against an oracle
+// (issue 17): seeded random histories of commands, advances, bucket
+// triggers, lag between the topics, small chunks, rebalances, crashes
+// between a callback's effects and its commit, producer errors and skewed
+// clocks, run through the real callbacks on real Pebble stores (in memory),
+// with a model of every topic. No broker, no goroutines, no wall clock: a
+// seed replays the same history.
+//
+//	go test ./processors/scheduler -run TestSim                         # CI: 200 seeds x 300 ops
+//	go test ./processors/scheduler -run TestSim -sim.seeds=2000 -sim.ops=600
+//	go test ./processors/scheduler -run TestSim -sim.seed=17 -v         # replay one seed
+
+var (
+	simSeeds     = flag.Int("sim.seeds", 200, "simulation: number of seeds")
+	simOps       = flag.Int("sim.ops", 300, "simulation: operations per seed")
+	simFirst     = flag.Int64("sim.first", 1, "simulation: first seed")
+	simSeed      = flag.Int64("sim.seed", 0, "simulation: replay this one seed (0: run -sim.seeds seeds)")
+	simDebug     = flag.Bool("sim.debug", false, "simulation: log every delivery (with -sim.seed)")
+	simCrashKeep = flag.Bool("sim.crashkeep", false, "simulation: a crashed instance may keep local writes its changelog never got")
+	simStrict    = flag.Bool("sim.strict", false, "simulation: fail on the known open findings too")
+	simAll       = flag.Bool("sim.all", false, "simulation: report every failing seed, not only the first")
+	// simClockBound is how far ahead of the broker's time a fire may be
+	// dispatched when the clock group drives the advances.
+	simClockBound = flag.Duration("sim.clockbound", clock.DefaultMaxAhead, "simulation: allowed lead of scheduled_at over broker time")
+)
+
+func TestSim(t *testing.T) {
+	t.Parallel()
+	seeds := []int64{}
+	if *simSeed != 0 {
+		seeds = append(seeds, *simSeed)
+	} else {
+		n := *simSeeds
+		if simRace && !simFlagSet("sim.seeds") {
+			n = 10
+		}
+		for i := range n {
+			seeds = append(seeds, *simFirst+int64(i))
+		}
+	}
+	var total simTotals
+	failed := 0
+	bugSeeds := map[string][]int64{}
+	for _, seed := range seeds {
+		w := newSimWorld(t, seed, *simOps)
+		w.run()
+		total.add(w)
+		seen := map[string]bool{}
+		for _, v := range w.oracle.violations {
+			if b := "bug " + v.bug; !seen[b] {
+				seen[b] = true
+				bugSeeds[b] = append(bugSeeds[b], seed)
+			}
+		}
+		failing := 0
+		for _, v := range w.oracle.violations {
+			if *simStrict || !simKnownOpen[v.bug] {
+				failing++
+			}
+		}
+		switch rep := w.oracle.report(seed, w.cfg.String()); {
+		case failing > 0:
+			failed++
+			t.Error(rep)
+			if !*simAll && *simSeed == 0 {
+				break
+			}
+		case rep != "" && *simSeed != 0:
+			t.Logf("known open findings only:\n%s", rep)
+		case *simSeed != 0:
+			t.Logf("seed %d (%s): no violation", seed, w.cfg)
+		}
+		if failed > 0 && !*simAll && *simSeed == 0 {
+			break
+		}
+	}
+	t.Logf("simulation: %d histories, %d operations, %d inputs delivered, %d dispatch events, %d crashes, %d rebalances; %d seeds failed, %d violations (known open findings included)",
+		total.histories, total.ops, total.inputs, total.dispatches, total.crashes, total.rebalances, failed, total.violations)
+	kinds := map[string][]string{}
+	for _, n := range total.notes {
+		k := "conditional commands applied by a crashed delivery, then rejected on redelivery"
+		if strings.Contains(n, "paused interval") {
+			k = "resumes of jobs paused while they owed fires (the paused interval may be dispatched, as docs/topics.md says)"
+		}
+		kinds[k] = append(kinds[k], n)
+	}
+	for k, ns := range kinds {
+		t.Logf("%d %s, e.g. %s", len(ns), k, ns[0])
+	}
+	bugs := make([]string, 0, len(bugSeeds))
+	for b := range bugSeeds {
+		bugs = append(bugs, b)
+	}
+	sort.Strings(bugs)
+	for _, b := range bugs {
+		s := bugSeeds[b]
+		t.Logf("%s: %d seeds, first %v", b, len(s), s[:min(len(s), 12)])
+	}
+}
+
+func simFlagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+type simTotals struct {
+	histories, ops, inputs, dispatches, crashes, rebalances, violations int
+	notes                                                               []string
+}
+
+func (t *simTotals) add(w *simWorld) {
+	t.histories++
+	t.ops += w.ops
+	t.inputs += w.inputs
+	t.dispatches += w.dispatches
+	t.crashes += w.crashes
+	t.rebalances += w.rebalances
+	t.violations += len(w.oracle.violations)
+	t.notes = append(t.notes, w.oracle.notes...)
+}
+
+// simConfig is the shape of one history, drawn from its seed.
+type simConfig struct {
+	partitions  int32
+	instances   int
+	ids         int
+	chunk       int
+	budget      time.Duration
+	maxCatchUp  int
+	clock       bool
+	skewed      bool // one host's clock runs ahead (clock mode)
+	crash       float64
+	rebalance   float64
+	produceFail float64
+	wCmd, wTrig int // delivery weights of the command and trigger topics (loop: 10)
+}
+
+func (c simConfig) String() string {
+	return fmt.Sprintf("partitions=%d ids=%d chunk=%d budget=%s catchup=%d clock=%v skewed=%v crash=%.2f rebalance=%.3f producefail=%.2f weights cmd:trig:loop=%d:%d:10",
+		c.partitions, c.ids, c.chunk, c.budget, c.maxCatchUp, c.clock, c.skewed, c.crash, c.rebalance, c.produceFail, c.wCmd, c.wTrig)
+}
+
+// simRecord is one record of a modelled topic partition.
+type simRecord struct {
+	Key    string
+	Value  []byte // nil: a tombstone (changelog)
+	TS     time.Time
+	Offset int64
+}
+
+// simCmd is what the harness knows about a command it sent.
+type simCmd struct {
+	op      string
+	def     *simDef
+	trigger string
+	payload []byte
+	ifv     *simRead // if_version: what the client read
+	bad     bool     // invalid: must be rejected
+}
+
+// simRead is a client's read of a job before an if_version command.
+type simRead struct {
+	version uint64
+	inc     int // the oracle's incarnation then (0: none)
+	puts    int
+}
+
+type simInstance struct {
+	id    int
+	fs    vfs.FS
+	sched *Scheduler
+	open  map[int32]storage.Storage
+}
+
+const (
+	simTopicJobs = iota
+	simTopicTriggers
+	simTopicLoop
+)
+
+type simWorld struct {
+	t      testing.TB
+	seed   int64
+	rng    *rand.Rand
+	cfg    simConfig
+	layout topology.Layout
+	keys   []string
+	maxOps int
+
+	now   time.Time // broker time
+	lastT time.Time // last advance announced (no clock group)
+	logs  [3][][]simRecord
+	next  [3][]int // committed position per topic and partition
+	clog  [][]simRecord
+	cmds  map[[2]int64]*simCmd
+
+	insts []*simInstance
+	owner []int
+
+	clockCB    goka.ProcessCallback
+	clockTable simMapTable
+	skew       []time.Duration
+	bigSkewAt  int
+
+	oracle *simOracle
+	curT   time.Time // T of the advance being processed
+	curP   int32
+	inAdv  bool
+	// held: dispatches of a crashed delivery of a command, checked once
+	// the oracle has applied the command (at its commit).
+	hold bool
+	held [][]byte
+
+	putN, trigN                                  int
+	ops, inputs, dispatches, crashes, rebalances int
+	draining                                     bool
+}
+
+var simT0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+
+func newSimWorld(t testing.TB, seed int64, ops int) *simWorld {
+	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
+	pick := func(xs ...int) int { return xs[rng.IntN(len(xs))] }
+	cfg := simConfig{
+		partitions:  int32(pick(1, 1, 2, 3)),
+		instances:   pick(2, 3),
+		ids:         pick(3, 5, 8, 12),
+		chunk:       pick(1, 2, 3, 7, 25000),
+		budget:      []time.Duration{time.Nanosecond, time.Hour}[rng.IntN(2)],
+		maxCatchUp:  pick(1, 3, 100),
+		clock:       rng.IntN(3) == 0,
+		crash:       []float64{0, 0.02, 0.08}[rng.IntN(3)],
+		rebalance:   []float64{0, 0.02, 0.06}[rng.IntN(3)],
+		produceFail: []float64{0, 0, 0.03}[rng.IntN(3)],
+		wCmd:        pick(1, 10, 30),
+		wTrig:       pick(1, 10, 30),
+	}
+	cfg.skewed = cfg.clock && rng.IntN(2) == 0
+	w := &simWorld{t: t, seed: seed, rng: rng, cfg: cfg, maxOps: ops, now: simT0.Add(time.Duration(rng.IntN(3600)) * time.Second),
+		cmds: map[[2]int64]*simCmd{}, clockTable: simMapTable{}}
+	w.layout = topology.Layout{Names: topology.Names{Prefix: "sim."}, Partitions: cfg.partitions, Replication: 1}
+	keys, err := topology.ShardKeys(cfg.partitions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.keys = keys
+	for k := range w.logs {
+		w.logs[k] = make([][]simRecord, cfg.partitions)
+		w.next[k] = make([]int, cfg.partitions)
+	}
+	w.clog = make([][]simRecord, cfg.partitions)
+	w.oracle = newSimOracle(cfg.partitions, cfg.maxCatchUp)
+	for i := range cfg.instances {
+		fs := vfs.NewMem()
+		s, err := New(Config{Layout: w.layout, DataDir: "/data", Store: store.Options{FS: fs}, ChunkSize: cfg.chunk,
+			ChunkBudget: cfg.budget, MaxCatchUp: cfg.maxCatchUp, Producer: simProducer{w}, Now: func() time.Time { return w.now },
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.insts = append(w.insts, &simInstance{id: i, fs: fs, sched: s, open: map[int32]storage.Storage{}})
+		w.skew = append(w.skew, 0)
+	}
+	if cfg.skewed {
+		w.skew[rng.IntN(cfg.instances)] = []time.Duration{2 * time.Second, 30 * time.Second}[rng.IntN(2)]
+		w.bigSkewAt = rng.IntN(ops + 1) // one tick from a host an hour ahead
+	} else {
+		w.bigSkewAt = -1
+	}
+	if cfg.clock {
+		c, err := clock.New(clock.Config{Layout: w.layout, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.clockCB = simCallback(c.Graph(), string(w.layout.Clock()))
+	}
+	for p := range cfg.partitions {
+		w.owner = append(w.owner, int(p)%cfg.instances)
+		w.openStore(w.insts[w.owner[p]], p)
+	}
+	return w
+}
+
+// simCallback is the callback a group graph runs for an input topic (goka
+// does not export it; the clock's is unexported in its package).
+func simCallback(g *goka.GroupGraph, topic string) goka.ProcessCallback {
+	f := reflect.ValueOf(g).Elem().FieldByName("callbacks")
+	m := reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface().(map[string]goka.ProcessCallback)
+	return m[topic]
+}
+
+func (w *simWorld) tableTopic() string { return string(w.layout.SchedulerTable()) }
+
+// openStore opens partition p's store on inst and recovers it from the
+// changelog after its stored offset, as goka does.
+func (w *simWorld) openStore(inst *simInstance, p int32) {
+	st, err := inst.sched.StorageBuilder()(w.tableTopic(), p)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if err := st.Open(); err != nil {
+		w.t.Fatalf("seed %d: opening store %d on instance %d: %v", w.seed, p, inst.id, err)
+	}
+	off, err := st.GetOffset(-1)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	for i := int(off) + 1; i < len(w.clog[p]); i++ {
+		r := w.clog[p][i]
+		if r.Value == nil {
+			err = st.Delete(r.Key)
+		} else {
+			err = st.Set(r.Key, r.Value)
+		}
+		if err == nil {
+			err = st.SetOffset(r.Offset)
+		}
+		if err != nil {
+			w.t.Fatalf("seed %d: recovering store %d: %v", w.seed, p, err)
+		}
+	}
+	if err := st.MarkRecovered(); err != nil {
+		w.t.Fatal(err)
+	}
+	inst.open[p] = st
+}
+
+func (w *simWorld) closeStore(inst *simInstance, p int32) {
+	if st := inst.open[p]; st != nil {
+		if err := st.Close(); err != nil {
+			w.t.Fatalf("seed %d: closing store %d: %v", w.seed, p, err)
+		}
+		delete(inst.open, p)
+	}
+}
+
+func (w *simWorld) wipe(inst *simInstance, p int32) {
+	dir := filepath.Join("/data", w.tableTopic(), strconv.Itoa(int(p)))
+	if err := inst.fs.RemoveAll(dir); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+func (w *simWorld) close() {
+	for _, inst := range w.insts {
+		for p := range inst.open {
+			w.closeStore(inst, p)
+		}
+	}
+}
+
+func (w *simWorld) partitionOf(key string) int32 { return topology.Partition(key, w.cfg.partitions) }
+
+func (w *simWorld) appendRec(topic int, p int32, key string, value []byte) int64 {
+	off := int64(len(w.logs[topic][p]))
+	w.logs[topic][p] = append(w.logs[topic][p], simRecord{Key: key, Value: value, TS: w.now, Offset: off})
+	return off
+}
+
+func (w *simWorld) run() {
+	defer w.close()
+	for op := 0; op < w.maxOps; op++ {
+		w.oracle.step = op
+		w.ops++
+		switch r := w.rng.IntN(100); {
+		case r < 28:
+			w.command()
+		case r < 42:
+			w.passTime()
+		case r < 54:
+			w.tick(op)
+		case r < 57:
+			w.bucketTrigger()
+		case r < 58:
+			if w.rng.Float64() < w.cfg.rebalance*30 {
+				w.rebalanceOne()
+			}
+		default:
+			p := int32(w.rng.IntN(int(w.cfg.partitions)))
+			for range 1 + w.rng.IntN(3) {
+				w.deliver(p)
+			}
+		}
+	}
+	// Drain: no more faults; every input is consumed.
+	w.draining = true
+	w.oracle.step = w.maxOps
+	for p := range w.cfg.partitions {
+		for i := 0; w.deliver(p); i++ {
+			if i > 1_000_000 {
+				w.oracle.violate("", "no progress", "partition %d never drains", p)
+				break
+			}
+		}
+	}
+	w.oracle.finish()
+}
+
+func (w *simWorld) passTime() {
+	d := time.Duration(200+w.rng.IntN(2800)) * time.Millisecond
+	switch r := w.rng.IntN(1000); {
+	case r < 5:
+		d = 3*time.Hour + time.Duration(w.rng.IntN(600))*time.Second
+	case r < 40:
+		d = time.Duration(60+w.rng.IntN(1800)) * time.Second
+	}
+	w.now = w.now.Add(d)
+}
+
+// tick announces time: a tick to the clock group, or (without it) an
+// advance to the broker's time on every shard.
+func (w *simWorld) tick(op int) {
+	if !w.cfg.clock {
+		T := w.now.Truncate(time.Second)
+		if !T.After(w.lastT) {
+			return
+		}
+		w.lastT = T
+		v := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: T})
+		for p := range w.cfg.partitions {
+			w.appendRec(simTopicTriggers, p, w.keys[p], v)
+		}
+		return
+	}
+	host := w.rng.IntN(w.cfg.instances)
+	ht := w.now.Add(w.skew[host])
+	if op == w.bigSkewAt {
+		ht = w.now.Add(time.Hour)
+	}
+	ctx := &simCtx{topic: w.layout.Clock(), group: w.layout.ClockGroup(), key: "clock", ts: w.now, table: w.clockTable, ctx: context.Background()}
+	if err := ctx.run(w.clockCB, codecs.EncodeInternal(codecs.Tick{Time: ht, Instance: strconv.Itoa(host)})); err != nil {
+		w.oracle.violate("", "clock failed", "%v", err)
+		return
+	}
+	for _, o := range ctx.outs {
+		if o.Kind == simOutEmit && o.Topic == string(w.layout.ShardTriggers()) {
+			w.appendRec(simTopicTriggers, w.partitionOfShard(o.Key), o.Key, o.Value)
+		}
+	}
+}
+
+func (w *simWorld) partitionOfShard(key string) int32 {
+	for i, k := range w.keys {
+		if k == key {
+			return int32(i)
+		}
+	}
+	w.t.Fatalf("unknown shard key %q", key)
+	return -1
+}
+
+func (w *simWorld) bucketTrigger() {
+	w.trigN++
+	tr := codecs.ShardTrigger{Kind: codecs.KindBucket, T: w.now, Bucket: []string{"b1", "b2"}[w.rng.IntN(2)], TriggerID: "t" + strconv.Itoa(w.trigN)}
+	if w.rng.IntN(4) == 0 {
+		tr.Payload = json.RawMessage(fmt.Sprintf(`{"bt":%d}`, w.trigN))
+	}
+	v := codecs.EncodeInternal(tr)
+	for p := range w.cfg.partitions {
+		w.appendRec(simTopicTriggers, p, w.keys[p], v)
+	}
+}
+
+var simEvery = []time.Duration{time.Second, 2 * time.Second, 5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute}
+
+// newDef draws a job definition.
+func (w *simWorld) newDef(id string) (*simDef, codecs.JobDef) {
+	w.putN++
+	d := &simDef{id: id, payload: fmt.Sprintf(`{"j":%q,"put":%d}`, id, w.putN)}
+	jd := codecs.JobDef{Payload: json.RawMessage(d.payload)}
+	switch r := w.rng.IntN(10); {
+	case r < 6:
+		d.spec.Every = simEvery[w.rng.IntN(len(simEvery))]
+		jd.Every = d.spec.Every.String()
+	case r < 8:
+		d.spec.Cron = []string{"*/7 * * * * *", "0 * * * * *", "*/15 * * * * *"}[w.rng.IntN(3)]
+		jd.Cron = d.spec.Cron
+	default:
+		d.spec.At = w.now.Add(time.Duration(w.rng.IntN(240)-60) * time.Second).Truncate(time.Second)
+		jd.At = d.spec.At.Format(time.RFC3339)
+	}
+	d.policy = []string{codecs.MisfireFireOnce, codecs.MisfireSkip, codecs.MisfireFireAll}[w.rng.IntN(3)]
+	jd.MisfirePolicy = d.policy
+	d.grace = 7 * 24 * time.Hour
+	if w.rng.IntN(4) == 0 {
+		d.grace = []time.Duration{0, 3 * time.Second, 20 * time.Second, 5 * time.Minute}[w.rng.IntN(4)]
+	}
+	jd.MisfireGrace = d.grace.String()
+	if w.rng.IntN(2) == 0 {
+		d.bucket = []string{"b1", "b2"}[w.rng.IntN(2)]
+		jd.Bucket = d.bucket
+	}
+	sched, err := schedule.Parse(d.spec)
+	if err != nil {
+		w.t.Fatalf("seed %d: %v", w.seed, err)
+	}
+	d.sched = sched
+	return d, jd
+}
+
+// command sends one client command to chronos-jobs.
+func (w *simWorld) command() {
+	id := "j" + strconv.Itoa(w.rng.IntN(w.cfg.ids))
+	p := w.partitionOf(id)
+	c := &simCmd{}
+	m := codecs.CommandMsg{ID: id}
+	switch r := w.rng.IntN(100); {
+	case r < 38:
+		c.op = codecs.OpPut
+	case r < 50:
+		c.op = codecs.OpDelete
+	case r < 62:
+		c.op = codecs.OpPause
+	case r < 74:
+		c.op = codecs.OpResume
+	case r < 84:
+		c.op = codecs.OpFire
+	case r < 97:
+		c.op = []string{codecs.OpPut, codecs.OpDelete, codecs.OpPause}[w.rng.IntN(3)]
+		c.ifv = w.read(id, p)
+		v := c.ifv.version
+		m.IfVersion = &v
+	default:
+		c.bad = true
+	}
+	m.Op = c.op
+	switch c.op {
+	case codecs.OpPut:
+		d, jd := w.newDef(id)
+		c.def, m.Job = d, &jd
+	case codecs.OpFire:
+		w.trigN++
+		c.trigger = "m" + strconv.Itoa(w.trigN)
+		m.TriggerID = c.trigger
+		if w.rng.IntN(3) == 0 {
+			c.payload = []byte(fmt.Sprintf(`{"manual":%d}`, w.trigN))
+			m.Payload = c.payload
+		}
+	}
+	var v []byte
+	if c.bad {
+		v = []byte([]string{`{"v":1,"op":"put","job":{"every":"-1s"}}`, `{"v":1,"op":"explode"}`, `not json`, `{"v":9,"op":"delete"}`}[w.rng.IntN(4)])
+	} else {
+		var err error
+		if v, err = codecs.EncodeCommand(m); err != nil {
+			w.t.Fatal(err)
+		}
+	}
+	off := w.appendRec(simTopicJobs, p, id, v)
+	w.cmds[[2]int64{int64(p), off}] = c
+	what := c.op
+	if c.bad {
+		what = "invalid command " + string(v)
+	}
+	if c.ifv != nil {
+		what += fmt.Sprintf(" if_version=%d (read at incarnation %d)", c.ifv.version, c.ifv.inc)
+	}
+	if c.def != nil {
+		what += " " + c.def.String()
+	}
+	w.oracle.job(id, p)
+	w.oracle.tracef(id, "sent %s at %s (offset %d)", what, simFmt(w.now), off)
+}
+
+// read is a client's GET of a job from its owner's table.
+func (w *simWorld) read(id string, p int32) *simRead {
+	r := &simRead{}
+	st := w.insts[w.owner[p]].open[p]
+	b, err := st.Get(id)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if b != nil {
+		rec, err := codecs.DecodeJobRecord(b)
+		if err != nil {
+			w.t.Fatalf("seed %d: job %s: %v", w.seed, id, err)
+		}
+		r.version = rec.Version
+	}
+	if j := w.oracle.jobs[id]; j != nil && j.exists {
+		r.inc, r.puts = j.inc, j.puts
+	}
+	return r
+}
+
+func (w *simWorld) rebalanceOne() {
+	if w.cfg.instances < 2 {
+		return
+	}
+	p := int32(w.rng.IntN(int(w.cfg.partitions)))
+	from := w.owner[p]
+	to := (from + 1 + w.rng.IntN(w.cfg.instances-1)) % w.cfg.instances
+	w.closeStore(w.insts[from], p)
+	wiped := w.rng.IntN(3) == 0
+	if wiped {
+		w.wipe(w.insts[to], p)
+	}
+	w.openStore(w.insts[to], p)
+	w.owner[p] = to
+	w.oracle.moved(p)
+	w.rebalances++
+	w.traceP(p, "rebalance: partition %d from instance %d to %d (wiped store: %v)", p, from, to, wiped)
+}
+
+// traceP writes a line into the history of every job of partition p.
+func (w *simWorld) traceP(p int32, format string, args ...any) {
+	for _, id := range w.oracle.sortedJobs(p) {
+		w.oracle.tracef(id, format, args...)
+	}
+}
+
+// deliver hands the next input of one of p's topics to its owner; false
+// when every topic of p is consumed.
+func (w *simWorld) deliver(p int32) bool {
+	weights := [3]int{w.cfg.wCmd, w.cfg.wTrig, 10}
+	total := 0
+	for k := range weights {
+		if w.next[k][p] >= len(w.logs[k][p]) {
+			weights[k] = 0
+		}
+		total += weights[k]
+	}
+	if total == 0 {
+		return false
+	}
+	r := w.rng.IntN(total)
+	topic := 0
+	for r >= weights[topic] {
+		r -= weights[topic]
+		topic++
+	}
+	rec := w.logs[topic][p][w.next[topic][p]]
+	w.process(p, topic, rec)
+	w.next[topic][p]++
+	w.inputs++
+	return true
+}
+
+// process runs one input until a delivery of it commits.
+func (w *simWorld) process(p int32, topic int, rec simRecord) {
+	var (
+		cb     goka.ProcessCallback
+		stream goka.Stream
+		tr     codecs.ShardTrigger
+		trOK   bool
+	)
+	switch topic {
+	case simTopicJobs:
+		stream = w.layout.Jobs()
+	case simTopicTriggers:
+		stream = w.layout.ShardTriggers()
+	default:
+		stream = w.layout.SchedulerLoop()
+	}
+	if topic != simTopicJobs {
+		var err error
+		tr, err = codecs.DecodeShardTrigger(rec.Value)
+		trOK = err == nil
+	}
+	applied := false // a crashed delivery of this command reached the changelog
+	for attempt := 0; ; attempt++ {
+		inst := w.insts[w.owner[p]]
+		switch topic {
+		case simTopicJobs:
+			cb = inst.sched.onCommand
+		case simTopicTriggers:
+			cb = inst.sched.onTrigger
+		default:
+			cb = inst.sched.onLoop
+		}
+		if attempt == 0 && topic == simTopicTriggers && trOK {
+			switch tr.Kind {
+			case codecs.KindAdvance:
+				w.oracle.advance(p, tr.T)
+			case codecs.KindBucket:
+				w.oracle.bucket(p, tr)
+			}
+		}
+		w.inAdv, w.curT, w.curP = trOK && tr.Kind == codecs.KindAdvance, tr.T, p
+		ctx := &simCtx{topic: stream, group: w.layout.SchedulerGroup(), key: rec.Key, partition: p, offset: rec.Offset, ts: rec.TS,
+			table: inst.open[p], ctx: context.Background()}
+		err := ctx.run(cb, rec.Value)
+		if *simDebug {
+			w.t.Logf("op %d: inst %d %s/%d/%d key %s ts %s: %s -> err %v, %d outputs", w.oracle.step, inst.id, stream, p, rec.Offset, rec.Key, simFmt(rec.TS), rec.Value, err, len(ctx.outs))
+			for _, o := range ctx.outs {
+				if r, err := codecs.DecodeJobRecord(o.Value); err == nil {
+					w.t.Logf("      out table %s: job v%d status %v notBefore %s through %s %s", o.Key, r.Version, r.Status, simFmt(r.NotBefore), simFmt(r.Through), o.Value)
+					continue
+				}
+				if r, err := codecs.DecodeShardRecord(o.Value); err == nil && o.Kind == simOutTable {
+					w.t.Logf("      out table %s: watermark %s advancing %s", o.Key, simFmt(r.Watermark), simFmt(r.Advancing))
+					continue
+				}
+				w.t.Logf("      out %d %s %s %q", o.Kind, o.Topic, o.Key, o.Value)
+			}
+			if st := inst.sched.Store(p); st != nil {
+				iu, _ := st.IndexedUpTo()
+				line := "      store: indexedUpTo " + simFmt(iu)
+				for _, id := range w.oracle.sortedJobs(p) {
+					due, _ := st.DueOf(id)
+					line += " " + id + "@" + simFmt(due)
+				}
+				w.t.Log(line)
+			}
+		}
+		w.inAdv, w.curT = false, time.Time{}
+		crash := err != nil || (!w.draining && attempt < 3 && w.rng.Float64() < w.cfg.crash)
+		if !crash {
+			if topic == simTopicJobs {
+				w.applyCommand(p, rec, ctx.outs, applied)
+				held := w.held
+				w.hold, w.held = false, nil
+				for _, v := range held {
+					w.dispatch(v)
+				}
+			}
+			if topic == simTopicLoop && trOK && (tr.Kind == codecs.KindAdvance || tr.Kind == codecs.KindBucket) {
+				w.oracle.busy[p][simChain(tr)]--
+			}
+			if topic == simTopicLoop && trOK && tr.Kind == codecs.KindComplete {
+				w.checkCompleted(p, rec.Key)
+			}
+			if topic == simTopicLoop && trOK && tr.Kind == "settle" {
+				w.checkSettled(p, rec.Key)
+			}
+			w.publish(p, ctx.outs, -1)
+			return
+		}
+		if attempt >= 20 {
+			w.oracle.violate(rec.Key, "stuck", "input %s/%d/%d never commits: %v", stream, p, rec.Offset, err)
+			w.publish(p, ctx.outs, -1)
+			return
+		}
+		// Crash between the callback's effects and its commit: each
+		// destination got a prefix of its records; the instance restarts
+		// with its store as it was (the WAL survived) or without it.
+		w.crashes++
+		keep := w.rng.IntN(len(ctx.outs) + 1)
+		w.hold = topic == simTopicJobs
+		lost, wrote := w.publish(p, ctx.outs, keep)
+		applied = applied || (wrote && topic == simTopicJobs && !simRejected(w.layout, ctx.outs))
+		inst = w.insts[w.owner[p]]
+		w.closeStore(inst, p)
+		// The local store keeps every write of the callback (Pebble's WAL
+		// survives a process crash); the changelog may not have them all.
+		// Restarting on such a store is goka's own hazard (see -sim.crashkeep
+		// and docs/reliability.md); by default the instance then restarts
+		// from the changelog.
+		wiped := w.rng.IntN(2) == 0 || (lost && !*simCrashKeep)
+		if wiped {
+			w.wipe(inst, p)
+		}
+		w.openStore(inst, p)
+		w.oracle.moved(p)
+		cause := "injected"
+		if err != nil {
+			cause = err.Error()
+		}
+		w.traceP(p, "crash while processing %s/%d/%d (%s); kept %d of %d outputs; restarted (wiped store: %v)", stream, p, rec.Offset, cause, keep, len(ctx.outs), wiped)
+	}
+}
+
+// checkCompleted: a completion must never complete a job that still owes
+// fires (a completion meant for an earlier incarnation, issue 17 bug 4).
+func (w *simWorld) checkCompleted(p int32, id string) {
+	b, err := w.insts[w.owner[p]].open[p].Get(id)
+	if err != nil || b == nil {
+		return
+	}
+	rec, err := codecs.DecodeJobRecord(b)
+	if err != nil || rec.Status != codecs.StatusCompleted {
+		return
+	}
+	j := w.oracle.jobs[id]
+	if j == nil || !j.exists || j.paused {
+		return
+	}
+	if next := j.def.sched.Next(simLater(j.F, j.fuzzy)); !next.IsZero() {
+		w.oracle.violate(id, "completed early", "a completion marked incarnation %d completed; it still owes %s", j.inc, simFmt(next))
+	}
+}
+
+// checkSettled: a settle records how far a late job has been handled; it
+// must not claim the future (a later update or pause would then skip the
+// new definition's fires up to it). Known open finding: the job is marked,
+// and what goes wrong with it afterwards is attributed to this.
+func (w *simWorld) checkSettled(p int32, id string) {
+	b, err := w.insts[w.owner[p]].open[p].Get(id)
+	if err != nil || b == nil {
+		return
+	}
+	rec, err := codecs.DecodeJobRecord(b)
+	if err != nil || rec.Status != codecs.StatusActive {
+		return
+	}
+	o := w.oracle
+	j := o.jobs[id]
+	if due, err := w.insts[w.owner[p]].sched.Store(p).DueOf(id); err == nil && j != nil && j.exists && !j.paused && !due.IsZero() &&
+		!due.After(j.F) && o.busyT(p).IsZero() && j.fuzzy.IsZero() && !j.recount {
+		o.taint(id, simKnownStaleSettle, "a settle moved the job's due entry back to %s, before what the shard has handled (%s)", simFmt(due), simFmt(j.F))
+	}
+	if now := simLater(o.wm[p], o.busyT(p)); rec.Through.IsZero() && rec.NotBefore.After(now) && o.jobs[id] != nil && rec.NotBefore.After(o.jobs[id].lastPut) {
+		o.taint(id, simKnownSettle, "a settle set the job's handled-through (not_before) to %s, after the shard's time %s", simFmt(rec.NotBefore), simFmt(now))
+	}
+}
+
+func simChain(tr codecs.ShardTrigger) string {
+	if tr.Kind == codecs.KindBucket {
+		return "b" + tr.TriggerID
+	}
+	return advChain(tr.T)
+}
+
+// applyCommand tells the oracle about a committed command.
+// applied is set when a crashed delivery's table write reached the
+// changelog: the command is in effect whatever its redelivery decides.
+func (w *simWorld) applyCommand(p int32, rec simRecord, outs []simOut, applied bool) {
+	c := w.cmds[[2]int64{int64(p), rec.Offset}]
+	rejected := simRejected(w.layout, outs)
+	id := rec.Key
+	o := w.oracle
+	if rejected && applied && !c.bad {
+		// Found by this simulation, not one of issue 17's six: a
+		// conditional command is not idempotent under redelivery.
+		o.notes = append(o.notes, fmt.Sprintf("seed %d op %d: %s %s at offset %d was applied by a delivery that crashed after its changelog write; its redelivery was rejected (%s)",
+			w.seed, o.step, c.op, id, rec.Offset, simRejectReason(w.layout, outs)))
+		o.tracef(id, "%s applied by a crashed delivery, then rejected by its redelivery", c.op)
+		rejected = false
+	}
+	if c.bad {
+		if !rejected {
+			o.violate(id, "invalid accepted", "invalid command at offset %d was not rejected", rec.Offset)
+		}
+		o.tracef(id, "invalid command rejected")
+		return
+	}
+	j := o.job(id, p)
+	if c.ifv != nil {
+		if rejected {
+			o.tracef(id, "%s if_version=%d rejected", c.op, c.ifv.version)
+			return
+		}
+		if c.ifv.inc != 0 && (!j.exists || j.inc != c.ifv.inc || j.puts != c.ifv.puts) || c.ifv.inc == 0 && j.exists {
+			o.violate(id, "if_version", "%s if_version=%d read at incarnation %d (puts %d) accepted at incarnation %d (exists %v, puts %d)",
+				c.op, c.ifv.version, c.ifv.inc, c.ifv.puts, j.inc, j.exists, j.puts)
+		}
+	}
+	switch c.op {
+	case codecs.OpPut:
+		if rejected {
+			o.violate(id, "valid rejected", "put at offset %d rejected", rec.Offset)
+			return
+		}
+		o.put(c.def, p, rec.TS)
+	case codecs.OpDelete:
+		o.del(id, p, rec.TS)
+	case codecs.OpPause:
+		o.pause(id, p, rec.TS)
+	case codecs.OpResume:
+		o.resume(id, p, rec.TS)
+	case codecs.OpFire:
+		o.fire(id, p, c.trigger, c.payload)
+	}
+}
+
+func simRejected(l topology.Layout, outs []simOut) bool { return simRejectReason(l, outs) != "" }
+
+func simRejectReason(l topology.Layout, outs []simOut) string {
+	for _, o := range outs {
+		if o.Kind == simOutEmit && o.Topic == string(l.Rejects()) {
+			if r, err := codecs.DecodeReject(o.Value); err == nil {
+				return r.Code + ": " + r.Reason
+			}
+			return "undecodable reject"
+		}
+	}
+	return ""
+}
+
+// publish writes a callback's outputs to their topics: all of them
+// (keep < 0), or after a crash, a prefix of each destination's. lost
+// reports whether a table write did not reach the changelog.
+func (w *simWorld) publish(p int32, outs []simOut, keep int) (lost, wrote bool) {
+	kept := map[string]int{}
+	limit := map[string]int{}
+	for _, o := range outs {
+		dest := fmt.Sprint(o.Kind, o.Topic)
+		if _, ok := limit[dest]; !ok {
+			limit[dest] = len(outs)
+			if keep >= 0 {
+				limit[dest] = w.rng.IntN(len(outs) + 1)
+			}
+		}
+		if kept[dest] >= limit[dest] {
+			lost = lost || o.Kind == simOutTable
+			continue
+		}
+		kept[dest]++
+		switch o.Kind {
+		case simOutTable:
+			wrote = true
+			off := int64(len(w.clog[p]))
+			w.clog[p] = append(w.clog[p], simRecord{Key: o.Key, Value: o.Value, TS: w.now, Offset: off})
+			if err := w.insts[w.owner[p]].open[p].SetOffset(off); err != nil {
+				w.t.Fatal(err)
+			}
+		case simOutLoop:
+			if tr, err := codecs.DecodeShardTrigger(o.Value); err == nil && (tr.Kind == codecs.KindAdvance || tr.Kind == codecs.KindBucket) {
+				w.oracle.busy[p][simChain(tr)]++
+			}
+			w.appendRec(simTopicLoop, p, o.Key, o.Value)
+		case simOutEmit:
+			switch o.Topic {
+			case string(w.layout.Dispatch()):
+				w.dispatch(o.Value)
+			case string(w.layout.Rejects()):
+			default:
+				w.oracle.violate(o.Key, "unknown topic", "emit to %s", o.Topic)
+			}
+		}
+	}
+	return lost, wrote
+}
+
+func (w *simWorld) dispatch(v []byte) {
+	if w.hold {
+		w.held = append(w.held, v)
+		return
+	}
+	d, err := codecs.DecodeDispatch(v)
+	if err != nil {
+		w.oracle.violate("", "bad dispatch", "%v", err)
+		return
+	}
+	w.dispatches++
+	var curT, early time.Time
+	if w.inAdv {
+		// A continuation of an older advance takes over a newer one in
+		// progress: the bound is the latest T announced to the shard.
+		curT = simLater(w.curT, w.oracle.wm[w.curP])
+	}
+	if w.cfg.clock {
+		early = w.now.Add(*simClockBound)
+	}
+	w.oracle.dispatched(d, curT, early)
+}
+
+// simProducer is the dispatch topic: every event produced is acknowledged
+// at once, or (a producer error) a prefix of them is and the call fails.
+type simProducer struct{ w *simWorld }
+
+var errSimProduce = errors.New("sim: injected producer error")
+
+func (sp simProducer) ProduceSync(_ context.Context, topic string, msgs []Msg) error {
+	w := sp.w
+	if topic != string(w.layout.Dispatch()) {
+		w.oracle.violate("", "unknown topic", "produce to %s", topic)
+	}
+	n, fail := len(msgs), false
+	if !w.draining && w.rng.Float64() < w.cfg.produceFail {
+		n, fail = w.rng.IntN(len(msgs)+1), true
+	}
+	for _, m := range msgs[:n] {
+		w.dispatch(m.Value)
+	}
+	if fail {
+		return errSimProduce
+	}
+	return nil
+}
