@@ -221,7 +221,8 @@ func TestRunWithTokensFile(t *testing.T) {
 	status := put(t, base, "acme.a", secret)
 	require.Contains(t, []int{http.StatusOK, http.StatusAccepted}, status)
 
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics("chronos-jobs"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics("chronos-jobs"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	require.NoError(t, err)
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -235,6 +236,23 @@ func TestRunWithTokensFile(t *testing.T) {
 	require.Len(t, recs, 1, "only the accepted put reaches chronos-jobs")
 	require.Equal(t, "acme.a", string(recs[0].Key))
 	require.Equal(t, []kgo.RecordHeader{{Key: views.ActorHeader, Value: []byte("acme-ci")}}, recs[0].Headers)
+
+	// A record produced directly, without the header, and another job's.
+	for _, r := range []*kgo.Record{
+		{Topic: "chronos-jobs", Key: []byte("acme.a"), Value: []byte(`{"v":1,"op":"pause"}`), Partition: recs[0].Partition},
+		{Topic: "chronos-jobs", Key: []byte("acme.b"), Value: []byte(`{"v":1,"op":"delete"}`), Partition: recs[0].Partition},
+	} {
+		require.NoError(t, cl.ProduceSync(ctx, r).FirstErr())
+	}
+	out, err = run(t, "history", "acme.a", "--brokers", strings.Join(brokers, ","), "-o", "json")
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2, out)
+	require.Contains(t, lines[0], `"actor":"acme-ci","op":"put"`)
+	require.Contains(t, lines[1], `"actor":"-","op":"pause"`)
+	out, err = run(t, "history", "acme.a", "--brokers", strings.Join(brokers, ","))
+	require.NoError(t, err)
+	require.Contains(t, out, `"acme-ci"  put`)
 }
 
 // TestRunStartsWithInsecureNoAuth: with the explicit flag, run starts and
