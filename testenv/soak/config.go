@@ -35,6 +35,11 @@ type Config struct {
 	Jobs Load
 	// Kinds are the faults to draw from (default AllKinds).
 	Kinds []Kind
+	// EarlyBound is how early a fire may be dispatched when one instance's
+	// clock runs ahead: chronos run's --clock-max-ahead (default 1 s, its
+	// default). A fire read earlier than that before its scheduled_at is a
+	// failure; any early fire is counted.
+	EarlyBound time.Duration
 	// Logf receives the progress lines (default: discarded).
 	Logf func(format string, args ...any)
 }
@@ -73,6 +78,9 @@ func (c *Config) withDefaults() (Config, error) {
 	}
 	if len(d.Kinds) == 0 {
 		d.Kinds = AllKinds
+	}
+	if d.EarlyBound == 0 {
+		d.EarlyBound = time.Second
 	}
 	if d.Logf == nil {
 		d.Logf = func(string, ...any) {}

@@ -100,7 +100,7 @@ func TestConfigErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Seed == 0 || c.Duration != 3*time.Minute || c.Instances != 3 || c.Partitions != 12 || c.Jobs != DefaultLoad ||
-		len(c.Kinds) != len(AllKinds) || c.KafkaDir != "/w/kafka" {
+		len(c.Kinds) != len(AllKinds) || c.KafkaDir != "/w/kafka" || c.EarlyBound != time.Second {
 		t.Fatalf("defaults: %+v", c)
 	}
 }

@@ -32,9 +32,12 @@ type Result struct {
 	Recurring, OneShots int
 	Report              audit.Report
 	// Early counts fires read before their scheduled_at; MaxEarly is the
-	// largest such lead.
-	Early    int
-	MaxEarly time.Duration
+	// largest such lead; EarlyBeyond counts those read more than
+	// Config.EarlyBound before it (a failure).
+	Early       int
+	MaxEarly    time.Duration
+	EarlyBound  time.Duration
+	EarlyBeyond int
 	// Faults counts the injected faults by kind; Log lists them in order.
 	Faults map[Kind]int
 	Log    []string
@@ -61,8 +64,8 @@ func (r Result) Err() error {
 	if err := r.Report.Err(); err != nil {
 		errs = append(errs, err)
 	}
-	if r.Early > 0 {
-		errs = append(errs, fmt.Errorf("%d fires dispatched before their scheduled_at (up to %s early)", r.Early, r.MaxEarly))
+	if r.EarlyBeyond > 0 {
+		errs = append(errs, fmt.Errorf("%d fires dispatched more than %s before their scheduled_at (up to %s early)", r.EarlyBeyond, r.EarlyBound, r.MaxEarly))
 	}
 	if r.Undecodable > 0 {
 		errs = append(errs, fmt.Errorf("%d undecodable dispatch events", r.Undecodable))
@@ -88,11 +91,11 @@ func (r Result) Summary() string {
 	}
 	sort.Strings(poison)
 	return fmt.Sprintf("SOAK seed=%d duration=%s window=(%s, %s] recurring=%d one-shots=%d\n"+
-		"SOAK expected=%d delivered=%d missing=%d duplicates=%d (%d ids) early=%d (max %s) unexpected=%d mismatches=%d lateness p50=%s p99=%s max=%s\n"+
+		"SOAK expected=%d delivered=%d missing=%d duplicates=%d (%d ids) early=%d (max %s; %d beyond the %s bound) unexpected=%d mismatches=%d lateness p50=%s p99=%s max=%s\n"+
 		"SOAK faults: %s\nSOAK poison records: %s; rejects read=%d; poison fires=%v; not ready=%d; missing by partition %v",
 		r.Seed, r.Duration, r.From.Format(time.RFC3339), r.To.Format(time.RFC3339), r.Recurring, r.OneShots,
 		r.Report.Expected, r.Report.Delivered, len(r.Report.Missing), r.Report.Duplicates, r.Report.DuplicateIDs,
-		r.Early, r.MaxEarly, len(r.Report.Unexpected), len(r.Report.Mismatches),
+		r.Early, r.MaxEarly, r.EarlyBeyond, r.EarlyBound, len(r.Report.Unexpected), len(r.Report.Mismatches),
 		r.Report.Lateness.P50, r.Report.Lateness.P99, r.Report.Lateness.Max,
 		strings.Join(kinds, " "), strings.Join(poison, " "), r.Rejects, r.PoisonFires, len(r.NotReady), r.MissingByPartition)
 }
@@ -430,14 +433,17 @@ func (h *harness) audit(ctx context.Context) {
 	sleep(ctx, 3*time.Second) // late repeats
 	obs = h.obs.snapshot()
 	h.res.Report = plan.Check(obs)
-	early := map[string]bool{}
+	early, beyond := map[string]bool{}, map[string]bool{}
 	for _, o := range obs {
 		if lead := o.Dispatch.ScheduledAt.Sub(o.Received); lead > 0 {
 			early[o.Dispatch.FireID] = true
 			h.res.MaxEarly = max(h.res.MaxEarly, lead)
+			if lead > h.cfg.EarlyBound {
+				beyond[o.Dispatch.FireID] = true
+			}
 		}
 	}
-	h.res.Early = len(early)
+	h.res.Early, h.res.EarlyBeyond, h.res.EarlyBound = len(early), len(beyond), h.cfg.EarlyBound
 	h.res.MissingByPartition = map[int32]int{}
 	for _, id := range h.res.Report.Missing {
 		h.res.MissingByPartition[topology.Partition(id[:strings.LastIndexByte(id, '@')], h.cfg.Partitions)]++

@@ -1,0 +1,41 @@
+package soak
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chronos-scheduler/chronos/audit"
+)
+
+// TestResultErr fails a run on each thing that must not happen, and on
+// nothing else.
+func TestResultErr(t *testing.T) {
+	t.Parallel()
+	ok := Result{Early: 40, MaxEarly: 900 * time.Millisecond, EarlyBound: time.Second,
+		Report: audit.Report{Expected: 10, Delivered: 10, Duplicates: 3, DuplicateIDs: 1}}
+	if err := ok.Err(); err != nil {
+		t.Fatalf("early within the bound and identical duplicates fail the run: %v", err)
+	}
+	for name, c := range map[string]struct {
+		r    Result
+		want string
+	}{
+		"missing":      {Result{Report: audit.Report{Missing: []string{"soak-e1s-00001@x"}}}, "1 missing"},
+		"early":        {Result{Early: 2, EarlyBeyond: 1, MaxEarly: 15 * time.Second, EarlyBound: time.Second}, "1 fires dispatched more than 1s before"},
+		"poison fired": {Result{PoisonFires: map[string]int{"poison-wrong-partition-0": 3}}, "poison-wrong-partition-0 fired 3"},
+		"not ready":    {Result{NotReady: []string{"i1: /readyz not 200"}}, "i1: /readyz not 200"},
+		"undecodable":  {Result{Undecodable: 2}, "2 undecodable"},
+	} {
+		err := c.r.Err()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one with %q", name, err, c.want)
+		}
+	}
+	s := Result{Seed: 42, Faults: map[Kind]int{Kill9: 2}}.Summary()
+	for _, want := range []string{"SOAK seed=42", "kill9=2", "sigstop=0"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+}
