@@ -1,3 +1,5 @@
+//go:build sim
+
 package scheduler
 
 import (
@@ -337,7 +339,14 @@ func (o *simOracle) put(d *simDef, p int32, ts time.Time) {
 			j.F = simLater(lo, hi)
 		}
 		j.finished = false
-		j.F = simLater(o.handled(j), ts)
+		// An update continues exactly where the old definition stopped
+		// (docs/topics.md): times after it, even before ts, are owed by
+		// the new definition. A paused job stays clear of its pause.
+		if j.paused {
+			j.F = simLater(o.handled(j), ts)
+		} else {
+			j.F = o.handled(j)
+		}
 		j.paused = false
 		if bt.After(j.F) {
 			j.fuzzy = simLater(j.fuzzy, bt)
