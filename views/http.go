@@ -128,9 +128,8 @@ type connKey struct{}
 
 // connInfo is what the limiter knows of one connection.
 type connInfo struct {
-	since     time.Time // of the last state change
-	state     http.ConnState
-	inHandler bool
+	since     time.Time // of the last state change: the oldest is evicted first
+	inHandler bool      // a request is in the handler: never evicted
 }
 
 // connLimiter tracks the open connections of one server.
@@ -170,7 +169,7 @@ func (l *connLimiter) admit(c net.Conn) bool {
 		_ = victim.Close()
 		l.evicted.Add(1)
 	}
-	l.mu.conns[c] = &connInfo{since: time.Now(), state: http.StateNew}
+	l.mu.conns[c] = &connInfo{since: time.Now()}
 	return true
 }
 
@@ -184,7 +183,7 @@ func (l *connLimiter) track(c net.Conn, st http.ConnState) {
 	case st == http.StateClosed || st == http.StateHijacked:
 		delete(l.mu.conns, c)
 	default:
-		ci.state, ci.since = st, time.Now()
+		ci.since = time.Now()
 	}
 }
 
