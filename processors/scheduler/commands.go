@@ -57,7 +57,7 @@ func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 		}
 		if old != nil {
 			rec.Version, rec.CreatedAt = old.Version+1, old.CreatedAt
-			h, err := s.handled(ctx, old)
+			h, err := s.handled(ctx, old, farFuture)
 			if err != nil {
 				failed(ctx, err)
 				return
@@ -101,7 +101,7 @@ func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 func (s *Scheduler) apply(ctx goka.Context, cmd codecs.Command, rec *codecs.JobRecord, ts time.Time) error {
 	switch {
 	case cmd.Op == codecs.OpPause && rec.Status == codecs.StatusActive:
-		h, err := s.handled(ctx, rec)
+		h, err := s.handled(ctx, rec, ts)
 		if err != nil {
 			return err
 		}
@@ -111,7 +111,7 @@ func (s *Scheduler) apply(ctx goka.Context, cmd codecs.Command, rec *codecs.JobR
 		rec.Status, rec.Version, rec.UpdatedAt, rec.Through, rec.NotBefore = codecs.StatusPaused, rec.Version+1, ts, h, ts
 		ctx.SetValue(codecs.EncodeJobRecord(rec))
 	case cmd.Op == codecs.OpResume && rec.Status == codecs.StatusPaused:
-		h, err := s.handled(ctx, rec)
+		h, err := s.handled(ctx, rec, farFuture)
 		if err != nil {
 			return err
 		}
@@ -138,14 +138,13 @@ func (s *Scheduler) apply(ctx goka.Context, cmd codecs.Command, rec *codecs.JobR
 // its version, and (in NotBefore) the shard's time of the delete, after which
 // it is kept for codecs.DeletedRetention and then purged.
 func (s *Scheduler) delete(ctx goka.Context, old *codecs.JobRecord, ts time.Time) error {
-	h, err := s.handled(ctx, old)
-	if err != nil {
-		return err
-	}
 	shard, err := s.shard(ctx.Partition())
 	if err != nil {
 		return err
 	}
+	// Whatever the deleted job had or had not dispatched up to the shard's
+	// time, a new job under its id starts after it.
+	h := later(old.HandledThrough(shard.Watermark), later(shard.Watermark, shard.Advancing))
 	ctx.SetValue(codecs.EncodeJobRecord(&codecs.JobRecord{Status: codecs.StatusDeleted, Version: old.Version + 1,
 		Job: codecs.Job{Spec: old.Job.Spec}, Through: h, NotBefore: later(shard.Watermark, shard.Advancing),
 		CreatedAt: old.CreatedAt, UpdatedAt: ts}))
@@ -189,17 +188,24 @@ func (s *Scheduler) activate(ctx goka.Context, rec *codecs.JobRecord, from time.
 	return nil
 }
 
-// handled returns how far rec (the job's current record) has been handled:
-// every time of its schedule up to it was fired or counted as missed. For a
-// job that keeps up with its shard that is the shard's time (its watermark,
-// or an advance in progress, whose old-definition fires belong to the old
-// definition); for one that owes fires, Through, or as far as its local due
-// entry shows it has got since.
+// farFuture is the upTo of handled for commands that dispatch everything
+// owed up to the shard's time.
+var farFuture = time.Unix(1<<40, 0)
+
+// handled settles what rec, the job's current record, owes before a command
+// changes it, and returns the time it is then handled through: every time
+// of its schedule up to it has been dispatched or counted as missed.
 //
-// During an advance to T, a job not yet fired by it has handled only up to
-// just before its due time, so a command applied then leaves its time T to
-// the new definition rather than to nobody.
-func (s *Scheduler) handled(ctx goka.Context, rec *codecs.JobRecord) (time.Time, error) {
+// An active job first dispatches, under its current definition, every fire
+// it still owes up to the shard's time (its watermark, or an advance under
+// way) and upTo: a command never leaves a due fire to nobody, and never
+// makes the next definition re-send a fire_id the current one sent. The
+// job's due entry is read from a local index that is current with the
+// table (rebuilt first if another instance fired this shard meanwhile); a
+// fire another owner dispatched in an advance it did not finish may go out
+// again, with the same payload. A paused job is handled through its
+// Through; any other job through its shard's time.
+func (s *Scheduler) handled(ctx goka.Context, rec *codecs.JobRecord, upTo time.Time) (time.Time, error) {
 	if rec.Status == codecs.StatusPaused && !rec.Through.IsZero() {
 		return rec.Through, nil
 	}
@@ -208,18 +214,43 @@ func (s *Scheduler) handled(ctx goka.Context, rec *codecs.JobRecord) (time.Time,
 		return time.Time{}, err
 	}
 	now := later(shard.Watermark, shard.Advancing)
+	base := later(rec.HandledThrough(shard.Watermark), now)
 	if rec.Status != codecs.StatusActive {
-		return later(rec.NotBefore, now), nil
+		return base, nil
 	}
-	h := rec.HandledThrough(shard.Watermark)
-	due, err := s.Store(ctx.Partition()).DueOf(ctx.Key())
+	st := s.Store(ctx.Partition())
+	if err := s.ensureIndex(st, shard.Watermark); err != nil {
+		return time.Time{}, err
+	}
+	due, err := st.DueOf(ctx.Key())
 	if err != nil {
 		return time.Time{}, err
 	}
-	if due.IsZero() {
-		return later(h, now), nil
+	until := earlier(now, upTo)
+	if due.IsZero() || due.After(until) {
+		return later(rec.HandledThrough(shard.Watermark), until), nil
 	}
-	return later(h, earlier(due.Add(-time.Nanosecond), now)), nil
+	sched, err := s.schedules.Get(rec.Job.Spec)
+	if err != nil {
+		return base, nil
+	}
+	plan := planFires(sched, due, until, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, s.cfg.MaxCatchUp, nil)
+	if len(plan.Fires) > 0 {
+		fired := s.cfg.Now()
+		msgs := make([]Msg, 0, len(plan.Fires))
+		for _, f := range plan.Fires {
+			msgs = append(msgs, scheduledEvent(ctx.Key(), rec, f, fired))
+			s.cfg.Metrics.delay(fired.Sub(f.At))
+		}
+		if err := s.cfg.Producer.ProduceSync(ctx.Context(), string(s.cfg.Layout.Dispatch()), msgs); err != nil {
+			return time.Time{}, fmt.Errorf("scheduler: producing %d dispatch events before a command: %w", len(msgs), err)
+		}
+	}
+	s.cfg.Metrics.fired(codecs.TriggerSchedule, len(plan.Fires), plan.Missed)
+	if plan.Next.IsZero() || plan.Next.After(until) {
+		return until, nil
+	}
+	return plan.Next.Add(-time.Nanosecond), nil // stopped at its bound: the next definition continues
 }
 
 // shard returns partition p's shard record from the local store.

@@ -247,9 +247,7 @@ func (s *Scheduler) fireChunk(ctx goka.Context, st *store.Store, due []store.Due
 		}
 		buf = plan.Fires
 		for _, f := range plan.Fires {
-			ev := codecs.Dispatch{FireID: codecs.ScheduledFireID(d.Key, f.At), JobID: d.Key, Trigger: codecs.TriggerSchedule,
-				ScheduledAt: f.At, FiredAt: now, Missed: f.Missed, Bucket: rec.Job.Bucket, Payload: rec.Job.Payload}
-			msgs = append(msgs, Msg{Key: d.Key, Value: codecs.AppendDispatch(make([]byte, 0, 160+len(rec.Job.Payload)), &ev)})
+			msgs = append(msgs, scheduledEvent(d.Key, rec, f, now))
 			s.cfg.Metrics.delay(now.Sub(f.At))
 		}
 		s.cfg.Metrics.fired(codecs.TriggerSchedule, len(plan.Fires), plan.Missed)
@@ -287,6 +285,13 @@ func (s *Scheduler) fireChunk(ctx goka.Context, st *store.Store, due []store.Due
 	return moves, nil
 }
 
+// scheduledEvent is the dispatch event of a scheduled fire of job key.
+func scheduledEvent(key string, rec *codecs.JobRecord, f Fire, firedAt time.Time) Msg {
+	ev := codecs.Dispatch{FireID: codecs.ScheduledFireID(key, f.At), JobID: key, Trigger: codecs.TriggerSchedule,
+		ScheduledAt: f.At, FiredAt: firedAt, Missed: f.Missed, Bucket: rec.Job.Bucket, Payload: rec.Job.Payload}
+	return Msg{Key: key, Value: codecs.AppendDispatch(make([]byte, 0, 160+len(rec.Job.Payload)), &ev)}
+}
+
 // complete marks a job completed after its last fire, if it is still the
 // version that fired.
 func (s *Scheduler) complete(ctx goka.Context, version uint64) {
@@ -312,7 +317,15 @@ func (s *Scheduler) settle(ctx goka.Context, tr codecs.ShardTrigger) error {
 	if err != nil || rec == nil || rec.Version != tr.Version {
 		return nil
 	}
-	due, err := s.Store(ctx.Partition()).DueOf(ctx.Key())
+	shard, err := s.shard(ctx.Partition())
+	if err != nil {
+		return err
+	}
+	st := s.Store(ctx.Partition())
+	if err := s.ensureIndex(st, shard.Watermark); err != nil {
+		return err // a local index from before another owner fired would move the job back
+	}
+	due, err := st.DueOf(ctx.Key())
 	if err != nil {
 		return err
 	}
@@ -333,9 +346,8 @@ func (s *Scheduler) settle(ctx goka.Context, tr codecs.ShardTrigger) error {
 	default:
 		return nil
 	}
-	shard, err := s.shard(ctx.Partition())
-	if err != nil || due.IsZero() {
-		return err
+	if due.IsZero() {
+		return nil
 	}
 	now := later(shard.Watermark, shard.Advancing)
 	h := due.Add(-time.Nanosecond)
