@@ -146,3 +146,35 @@ func FuzzAppendDispatch(f *testing.F) {
 		require.Equal(t, string(d.Payload), string(got.Payload))
 	})
 }
+
+// FuzzDecodeJobDef decodes arbitrary HTTP bodies. Errors are *codecs.Error;
+// a decoded definition re-encodes to JSON that decodes to the same one.
+func FuzzDecodeJobDef(f *testing.F) {
+	for _, s := range []string{
+		`{"cron":"0 9 * * 1-5","tz":"Europe/Berlin","payload":{"a":[1,{"b":null}]}}`,
+		`{"every":"1m","every":"2m"}`,
+		`{"Every":"1m"}`,
+		`{"at":"0001-01-01T00:00:00Z"}`,
+		`{"every":"1m","payload":{"k":1,"k":2}}`,
+		`{"every":"1m"} {}`,
+		`null`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, err := codecs.DecodeJobDef(b)
+		if err != nil {
+			var e *codecs.Error
+			require.True(t, errors.As(err, &e), "%T %v", err, err)
+			require.NotEmpty(t, e.Code)
+			return
+		}
+		enc, err := json.Marshal(d)
+		require.NoError(t, err)
+		again, err := codecs.DecodeJobDef(enc)
+		require.NoError(t, err, "%s", enc)
+		requireJSONEqual(t, d.Payload, again.Payload)
+		d.Payload, again.Payload = nil, nil
+		require.Equal(t, d, again)
+	})
+}

@@ -100,7 +100,8 @@ func TestPoisonRecordsNeverStopScheduling(t *testing.T) {
 	env.Tick(t0)
 	const job = "every-second"
 	p := topology.Partition(job, partitions)
-	env.Put(job, codecs.JobDef{Every: "1s"}, t0)
+	// In bucket "b", so an accepted bucket trigger would fire it too.
+	env.Put(job, codecs.JobDef{Every: "1s", Bucket: "b"}, t0)
 	env.WaitApplied()
 
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -131,6 +132,11 @@ func TestPoisonRecordsNeverStopScheduling(t *testing.T) {
 		{"shard trigger with a foreign key", string(n.ShardTriggers()), -1, []byte("intruder"),
 			codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t0.Add(time.Hour)}), codecs.CodeInvalidID},
 		{"junk loopback", string(n.SchedulerLoop()), -1, []byte(shardKey[p]), junk(big), codecs.CodeMalformed},
+		{"bucket shard trigger with a 990 kB payload", string(n.ShardTriggers()), -1, []byte(shardKey[p]), codecs.EncodeInternal(codecs.ShardTrigger{
+			Kind: codecs.KindBucket, T: t0, Bucket: "b", TriggerID: "x", Payload: []byte(`"` + strings.Repeat("z", big) + `"`)}), codecs.CodePayloadTooLarge},
+		{"bucket loopback with a 990 kB payload", string(n.SchedulerLoop()), -1, []byte(shardKey[p]), codecs.EncodeInternal(codecs.ShardTrigger{
+			Kind: codecs.KindBucket, T: t0, Bucket: "b", TriggerID: "x", Payload: []byte(`"` + strings.Repeat("z", big) + `"`)}), codecs.CodePayloadTooLarge},
+		{"shard trigger without a time", string(n.ShardTriggers()), -1, []byte(shardKey[p]), []byte(`{"kind":"advance"}`), codecs.CodeMalformed},
 		{"junk clock tick", string(n.Clock()), 0, []byte(clock.TickKey), junk(big), codecs.CodeMalformed},
 		{"clock tombstone", string(n.Clock()), 0, []byte(clock.TickKey), nil, codecs.CodeMalformed},
 		{"junk bucket trigger", string(n.BucketTriggers()), -1, []byte("b"), junk(big), codecs.CodeMalformed},
@@ -198,6 +204,7 @@ func TestPoisonRecordsNeverStopScheduling(t *testing.T) {
 	fires := map[string]int{}
 	for _, d := range dispatch.Dispatches(t) {
 		require.Equal(t, job, d.JobID, "only the valid job fires")
+		require.Equal(t, codecs.TriggerSchedule, d.Trigger, "no poisoned trigger fires it: %s", d.FireID)
 		fires[d.FireID]++
 	}
 	for i := 1; i <= len(list); i++ {

@@ -18,7 +18,7 @@ func (s *Scheduler) onTrigger(ctx goka.Context, msg any) {
 		s.reject(ctx, raw, &codecs.Error{Code: codecs.CodeInvalidID, Reason: fmt.Sprintf("shard trigger key %q is not partition %d's key %q", ctx.Key(), ctx.Partition(), want)})
 		return
 	}
-	tr, err := codecs.DecodeShardTrigger(raw)
+	tr, err := s.decodeTrigger(raw)
 	if err != nil {
 		s.reject(ctx, raw, err)
 		return
@@ -30,7 +30,7 @@ func (s *Scheduler) onTrigger(ctx goka.Context, msg any) {
 // completions of one-shot jobs (job key).
 func (s *Scheduler) onLoop(ctx goka.Context, msg any) {
 	raw, _ := msg.([]byte)
-	tr, err := codecs.DecodeShardTrigger(raw)
+	tr, err := s.decodeTrigger(raw)
 	if err != nil {
 		s.reject(ctx, raw, err)
 		return

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/lovoo/goka"
@@ -34,6 +35,38 @@ func (s *Scheduler) decodeCommand(ctx goka.Context, raw []byte) (codecs.Command,
 			cmd.ID, want, ctx.Partition())}
 	}
 	return cmd, nil
+}
+
+// decodeTrigger decodes a shard trigger or loopback record under the input
+// policy: besides the format, what the fan-out needs to finish must hold,
+// or one record would fail its partition on every retry (for example a
+// bucket payload too large to produce as a dispatch event). A time, a
+// bucket trigger's bucket and trigger id, and a payload within the
+// configured limit (valid JSON) are required.
+func (s *Scheduler) decodeTrigger(raw []byte) (codecs.ShardTrigger, error) {
+	tr, err := codecs.DecodeShardTrigger(raw)
+	if err != nil {
+		return tr, err
+	}
+	if tr.Kind != codecs.KindComplete && tr.T.IsZero() {
+		return codecs.ShardTrigger{}, &codecs.Error{Code: codecs.CodeMalformed, Field: "t", Reason: "a shard trigger needs a time"}
+	}
+	if tr.Kind == codecs.KindBucket {
+		if err := codecs.ValidateBucket(tr.Bucket); err != nil || tr.Bucket == "" {
+			return codecs.ShardTrigger{}, &codecs.Error{Code: codecs.CodeInvalidField, Field: "bucket", Reason: "a bucket shard trigger needs a valid bucket"}
+		}
+		if tr.TriggerID == "" {
+			return codecs.ShardTrigger{}, &codecs.Error{Code: codecs.CodeInvalidField, Field: "trigger_id", Reason: "a bucket shard trigger needs a trigger id"}
+		}
+	}
+	if len(tr.Payload) > s.cfg.Limits.MaxPayload {
+		return codecs.ShardTrigger{}, &codecs.Error{Code: codecs.CodePayloadTooLarge, Field: "payload",
+			Reason: fmt.Sprintf("payload is %d bytes, the limit is %d", len(tr.Payload), s.cfg.Limits.MaxPayload)}
+	}
+	if len(tr.Payload) > 0 && !json.Valid(tr.Payload) {
+		return codecs.ShardTrigger{}, &codecs.Error{Code: codecs.CodeInvalidField, Field: "payload", Reason: "payload is not valid JSON"}
+	}
+	return tr, nil
 }
 
 // reject writes the input to chronos-rejects with the reason, under the
