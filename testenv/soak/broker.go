@@ -15,8 +15,15 @@ type broker struct {
 	owned       bool   // started by this harness (stopped at the end)
 }
 
+// startTimeout is how long kafka.sh waits for the broker to be ready: long,
+// because a JVM starts slowly on a loaded machine and a broker that fails
+// to come back ends the soak's usefulness.
+const startTimeout = "300"
+
 func (b *broker) run(cmd string) (string, error) {
-	out, err := exec.Command(b.script, cmd, b.dir).Output()
+	c := exec.Command(b.script, cmd, b.dir)
+	c.Env = append(os.Environ(), "CHRONOS_KAFKA_START_TIMEOUT="+startTimeout)
+	out, err := c.Output()
 	if err != nil {
 		var stderr string
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -37,13 +44,24 @@ func (b *broker) start() error {
 	return err
 }
 
-// restart stops the broker and starts it again keeping its log dir.
+// restart stops the broker and starts it again keeping its log dir. A
+// restart that fails is tried twice more (kafka.sh restart of a stopped
+// broker just starts it), so the run goes on; the first error is returned.
 func (b *broker) restart() error {
-	addr, err := b.run("restart")
-	if err == nil && addr != b.addr {
-		return fmt.Errorf("soak: broker came back at %s, not %s", addr, b.addr)
+	var first error
+	for try := 0; try < 3; try++ {
+		addr, err := b.run("restart")
+		if err == nil && addr != b.addr {
+			err = fmt.Errorf("soak: broker came back at %s, not %s", addr, b.addr)
+		}
+		if err == nil {
+			return first
+		}
+		if first == nil {
+			first = err
+		}
 	}
-	return err
+	return first
 }
 
 // stop stops the broker if this harness started it.

@@ -165,7 +165,9 @@ func (in *instance) readyOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c := http.Client{Timeout: 2 * time.Second}
+	// Generous: on an overloaded machine a healthy instance can take
+	// seconds to answer.
+	c := http.Client{Timeout: 10 * time.Second}
 	resp, err := c.Do(req)
 	if err != nil {
 		return err

@@ -390,6 +390,12 @@ func (h *harness) readyWithin(ctx context.Context, in *instance, after string, t
 // undo ends every fault: clocks back, nothing frozen, broker up, every
 // instance running and ready.
 func (h *harness) undo(ctx context.Context) error {
+	if _, err := h.broker.run("env"); err != nil {
+		h.notReady(fmt.Sprintf("the broker was down at the end of the fault phase: %v", err))
+		if err := h.broker.restart(); err != nil {
+			return err
+		}
+	}
 	for _, in := range h.running {
 		_ = in.setOffset(0)
 		_ = in.signal(syscall.SIGCONT)
