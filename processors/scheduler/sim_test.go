@@ -113,7 +113,7 @@ func TestSim(t *testing.T) {
 	for _, n := range total.notes {
 		k := "conditional commands applied by a crashed delivery, then rejected on redelivery"
 		if strings.Contains(n, "paused interval") {
-			k = "resumes of jobs paused while they owed fires (the paused interval may be dispatched, as docs/topics.md says)"
+			k = "resumes of jobs paused while they owed fires (their paused interval may be dispatched, as docs/topics.md says)"
 		}
 		kinds[k] = append(kinds[k], n)
 	}

@@ -77,6 +77,8 @@ type simOJob struct {
 	// completed job, whose handled time then follows the watermark).
 	finished    bool
 	pausedAt    time.Time // record time of the pause in effect
+	prevF       time.Time // F before the last advance that moved it
+	resumedFrom time.Time // a resume of a job paused while owing fires: where its pause found it
 	owedAtPause bool      // the pause applied while the job owed fires up to its record time
 	// deleted: how far the last deleted incarnation had been handled; a
 	// re-put starts after it (the table keeps a tombstone).
@@ -328,6 +330,25 @@ func (o *simOracle) put(d *simDef, p int32, ts time.Time) {
 		}
 		d.inc, d.defn = j.inc, j.def.defn+1
 		o.loosen(d.id, p, false, "updated during its advance")
+		if !j.resumedFrom.IsZero() {
+			for _, t := range simTimes(d.sched, j.resumedFrom, simLater(o.wm[p], bt)) {
+				o.expect(&simExpect{fireID: codecs.ScheduledFireID(d.id, t), payload: d.payload, missed: -1, job: d.id, inc: j.inc, p: p,
+					why: "update after a resume of a job paused while owing fires"})
+			}
+		}
+		if !bt.IsZero() {
+			// The update takes over where the old definition stopped in
+			// the advance under way: the new definition may fire its
+			// times up to bt that the old one had not reached.
+			from := j.F
+			if !j.prevF.IsZero() {
+				from = simEarlier(j.prevF, j.F)
+			}
+			for _, t := range simTimes(d.sched, from, bt) {
+				o.expect(&simExpect{fireID: codecs.ScheduledFireID(d.id, t), payload: d.payload, missed: -1, job: d.id, inc: j.inc, p: p,
+					why: "update during an advance in progress"})
+			}
+		}
 		if j.paused && j.finished {
 			// Completed or paused: either handled through now or through
 			// the pause. The new definition's times in between may fire.
@@ -408,19 +429,24 @@ func (o *simOracle) resume(id string, p int32, ts time.Time) {
 	}
 	j.paused = false
 	j.lastPut = ts
+	from := simLater(j.F, ts)
 	if j.owedAtPause {
 		// docs/topics.md: fires still owed from before the pause are
-		// dispatched on resume "together with the paused interval's".
-		for _, t := range simTimes(j.def.sched, j.F, simLater(ts, simLater(o.wm[p], o.busyT(p)))) {
+		// dispatched on resume "together with the paused interval's":
+		// whether they are still owed depends on where the pause found
+		// the job's catch-up, so the paused interval may go out, under
+		// this definition or the next one's if an update follows.
+		for _, t := range simTimes(j.def.sched, j.F, simLater(from, simLater(o.wm[p], o.busyT(p)))) {
 			o.expect(&simExpect{fireID: codecs.ScheduledFireID(id, t), payload: j.def.payload, missed: -1, job: id, inc: j.inc, p: p,
 				why: "paused interval of a job that owed fires at its pause"})
 		}
+		j.resumedFrom = j.F
 		o.notes = append(o.notes, fmt.Sprintf("op %d: resume of %s, paused while it owed fires: its paused interval may be dispatched", o.step, id))
 		j.owedAtPause = false
 	}
 	o.bucketMay(j)
-	o.advanceMay(j, simLater(j.F, ts), "resume during an advance in progress")
-	j.F = simLater(j.F, ts)
+	o.advanceMay(j, from, "resume during an advance in progress")
+	j.F = from
 	if o.wm[p].After(j.F) {
 		j.lateUntil = o.wm[p]
 	}
@@ -551,7 +577,7 @@ func (o *simOracle) advance(p int32, T time.Time) {
 		}
 		times := simTimes(d.sched, j.F, T)
 		if len(times) == 0 {
-			j.F = T
+			j.prevF, j.F = j.F, T
 			continue
 		}
 		var fuzzy []time.Time
@@ -604,8 +630,8 @@ func (o *simOracle) advance(p int32, T time.Time) {
 		}
 		o.tracef(id, "advance %s: owes %d times after F=%s (%d fuzzy), dispatches %d, %d late (%s, grace %s)",
 			simFmt(T), len(times)+len(fuzzy), simFmt(j.F), len(fuzzy), len(fires), len(late), d.policy, d.grace)
-		j.F = T
-		j.fuzzy, j.lateUntil = time.Time{}, time.Time{}
+		j.prevF, j.F = j.F, T
+		j.fuzzy, j.lateUntil, j.resumedFrom = time.Time{}, time.Time{}, time.Time{}
 	}
 }
 
@@ -825,6 +851,13 @@ func simFmt(t time.Time) string {
 		return "-"
 	}
 	return t.UTC().Format("15:04:05.000")
+}
+
+func simEarlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func simLater(a, b time.Time) time.Time {
