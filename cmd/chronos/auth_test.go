@@ -334,3 +334,26 @@ func TestAllowedHostsFlag(t *testing.T) {
 	require.Equal(t, []string{"chronos.example.com"}, a.allowedHosts("0.0.0.0:8080"))
 	require.Equal(t, []string{"chronos.example.com"}, a.allowedHosts("127.0.0.1:8080"))
 }
+
+func TestAPITokenFile(t *testing.T) {
+	clearAuthEnv(t)
+	got := make(chan string, 10) // one per request: the CLI may read the job first
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case got <- r.Header.Get("Authorization"):
+		default:
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, "{}")
+	}))
+	defer ts.Close()
+	file := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(file, []byte("chronos_s3cret\r\n"), 0o600))
+	_, err := run(t, "jobs", "pause", "x", "--api", ts.URL, "--api-token-file", file)
+	require.NoError(t, err)
+	require.Equal(t, "Bearer chronos_s3cret", <-got)
+	_, err = run(t, "jobs", "pause", "x", "--api", ts.URL, "--api-token-file", file, "--api-token", "other")
+	require.ErrorContains(t, err, "give one")
+	_, err = run(t, "trigger", "b", "--api", ts.URL, "--api-token-file", filepath.Join(t.TempDir(), "missing"))
+	require.ErrorContains(t, err, "api token file")
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -24,13 +25,31 @@ const maxAnswer = 16 << 20
 
 // apiClient talks to the HTTP API of a running instance.
 type apiClient struct {
-	base  string
-	token string
+	base      string
+	token     string
+	tokenFile string
 }
 
 func (a *apiClient) register(cmd *cobra.Command) {
 	cmd.PersistentFlags().StringVar(&a.base, "api", "http://127.0.0.1:8080", "base URL of a Chronos instance's HTTP API")
 	cmd.PersistentFlags().StringVar(&a.token, "api-token", "", "bearer token for the API; set CHRONOS_API_TOKEN instead (a flag shows in ps)")
+	cmd.PersistentFlags().StringVar(&a.tokenFile, "api-token-file", "", "file holding the bearer token (trailing newline ignored; instead of --api-token)")
+}
+
+// secret returns the token to send: --api-token, or the contents of
+// --api-token-file.
+func (a *apiClient) secret() (string, error) {
+	if a.tokenFile == "" {
+		return a.token, nil
+	}
+	if a.token != "" {
+		return "", &exitError{code: 1, err: errors.New("--api-token and --api-token-file: give one")}
+	}
+	b, err := os.ReadFile(a.tokenFile)
+	if err != nil {
+		return "", &exitError{code: 1, err: fmt.Errorf("api token file: %w", err)}
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r"), nil
 }
 
 // do sends a request and prints the JSON answer to out; a problem answer
@@ -53,8 +72,12 @@ func (a *apiClient) call(method, path string, body []byte) ([]byte, error) {
 	if body != nil || method == http.MethodPost || method == http.MethodPut {
 		req.Header.Set("Content-Type", "application/json") // the API requires it on every write
 	}
-	if a.token != "" {
-		req.Header.Set("Authorization", "Bearer "+a.token)
+	token, err := a.secret()
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 	if err != nil {
