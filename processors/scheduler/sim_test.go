@@ -710,9 +710,15 @@ func (w *simWorld) process(p int32, topic int, rec simRecord) {
 				w.oracle.bucket(p, tr)
 			}
 		}
-		w.inAdv, w.curT, w.curP = trOK && tr.Kind == codecs.KindAdvance, tr.T, p
+		w.inAdv, w.curT, w.curP = trOK && tr.Kind == codecs.KindAdvance, time.Time{}, p
+		if w.inAdv {
+			w.curT = tr.T
+		}
 		ctx := &simCtx{topic: stream, group: w.layout.SchedulerGroup(), key: rec.Key, partition: p, offset: rec.Offset, ts: rec.TS,
 			table: inst.open[p], ctx: context.Background()}
+		// A command's dispatches (a manual fire, what a job owes before an
+		// update or pause) are checked once the oracle has applied it.
+		w.hold = topic == simTopicJobs
 		err := ctx.run(cb, rec.Value)
 		if *simDebug {
 			w.t.Logf("op %d: inst %d %s/%d/%d key %s ts %s: %s -> err %v, %d outputs", w.oracle.step, inst.id, stream, p, rec.Offset, rec.Key, simFmt(rec.TS), rec.Value, err, len(ctx.outs))
@@ -763,6 +769,11 @@ func (w *simWorld) process(p int32, topic int, rec simRecord) {
 		if attempt >= 20 {
 			w.oracle.violate(rec.Key, "stuck", "input %s/%d/%d never commits: %v", stream, p, rec.Offset, err)
 			w.publish(p, ctx.outs, -1)
+			held := w.held
+			w.hold, w.held = false, nil
+			for _, v := range held {
+				w.dispatch(v)
+			}
 			return
 		}
 		// Crash between the callback's effects and its commit: each
@@ -790,7 +801,7 @@ func (w *simWorld) process(p int32, topic int, rec simRecord) {
 		if err != nil {
 			cause = err.Error()
 		}
-		w.traceP(p, "crash while processing %s/%d/%d (%s); kept %d of %d outputs; restarted (wiped store: %v)", stream, p, rec.Offset, cause, keep, len(ctx.outs), wiped)
+		w.traceP(p, "crash while processing %s/%d/%d (%s); each destination kept a prefix of the %d outputs (a table write lost: %v); restarted (wiped store: %v)", stream, p, rec.Offset, cause, len(ctx.outs), lost, wiped)
 	}
 }
 
@@ -967,12 +978,11 @@ func (w *simWorld) dispatch(v []byte) {
 		return
 	}
 	w.dispatches++
-	var curT, early time.Time
-	if w.inAdv {
-		// A continuation of an older advance takes over a newer one in
-		// progress: the bound is the latest T announced to the shard.
-		curT = simLater(w.curT, w.oracle.wm[w.curP])
-	}
+	// No scheduled fire after the latest T announced to the shard (a
+	// continuation of an older advance takes over a newer one in progress;
+	// a command first dispatches what its job owes up to the shard's time).
+	curT := simLater(w.curT, w.oracle.wm[w.curP])
+	var early time.Time
 	if w.cfg.clock {
 		early = w.now.Add(*simClockBound)
 	}

@@ -329,9 +329,10 @@ func (o *simOracle) put(d *simDef, p int32, ts time.Time) {
 			j.lateUpdate = true
 		}
 		d.inc, d.defn = j.inc, j.def.defn+1
+		o.settleOwed(j, "owed when an update was applied")
 		o.loosen(d.id, p, false, "updated during its advance")
 		if !j.resumedFrom.IsZero() {
-			for _, t := range simTimes(d.sched, j.resumedFrom, simLater(o.wm[p], bt)) {
+			for _, t := range simTimes(d.sched, j.resumedFrom, simLater(j.F, simLater(o.wm[p], bt))) {
 				o.expect(&simExpect{fireID: codecs.ScheduledFireID(d.id, t), payload: d.payload, missed: -1, job: d.id, inc: j.inc, p: p,
 					why: "update after a resume of a job paused while owing fires"})
 			}
@@ -376,6 +377,10 @@ func (o *simOracle) put(d *simDef, p int32, ts time.Time) {
 	o.defs[d.payload] = d
 	j.def = d
 	j.puts++
+	// What the new definition owes up to the shard's time may go out at
+	// once: a redelivery of this put after a crash that kept it is an
+	// update of itself, which first dispatches what the job owes.
+	o.settleOwed(j, "owed when the put was applied")
 	j.lastPut = ts
 	o.bucketMay(j)
 	o.advanceMay(j, ts, "put during an advance in progress")
@@ -400,6 +405,7 @@ func (o *simOracle) pause(id string, p int32, ts time.Time) {
 		o.tracef(id, "pause applied: no change")
 		return
 	}
+	o.settleOwed(j, "owed when a pause was applied")
 	// A pause applies from its record time: times owed up to ts that are
 	// not dispatched yet may still go out (the rest of an advance under
 	// way keeps those of its own as it must, a resume the others).
@@ -482,11 +488,21 @@ func (o *simOracle) handled(j *simOJob) time.Time {
 	if j.paused {
 		return j.F
 	}
-	now := simLater(o.wm[j.p], o.busyT(j.p))
-	if first := j.def.sched.Next(j.F); !first.IsZero() && !first.After(now) {
-		return simLater(j.F, first.Add(-time.Nanosecond))
+	// A command first dispatches, under the current definition, what the
+	// job owes up to the shard's time (97a64a6): it is then handled
+	// through that time.
+	return simLater(j.F, simLater(o.wm[j.p], o.busyT(j.p)))
+}
+
+// settleOwed: the times a command dispatches before it changes the job
+// (its current definition's owed times up to the shard's time).
+func (o *simOracle) settleOwed(j *simOJob, why string) {
+	if j.paused || !j.exists {
+		return
 	}
-	return simLater(j.F, now)
+	for _, t := range simTimes(j.def.sched, j.F, simLater(o.wm[j.p], o.busyT(j.p))) {
+		o.expect(&simExpect{fireID: codecs.ScheduledFireID(j.id, t), payload: j.def.payload, missed: -1, job: j.id, inc: j.inc, p: j.p, why: why})
+	}
 }
 
 // advanceMay: the rest of an advance in progress on the job's partition
