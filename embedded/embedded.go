@@ -33,6 +33,10 @@ type Options struct {
 	SyncWrites bool
 	// Partitions is the default partition count of auto-created topics (default 12).
 	Partitions int32
+	// MaxRequestBytes is the largest request frame a client may send
+	// (default DefaultMaxRequestBytes, 100 MiB); a connection declaring a
+	// larger one is closed before the broker allocates it.
+	MaxRequestBytes uint32
 }
 
 // Start starts a broker.
@@ -54,7 +58,12 @@ func Start(o Options) (*Broker, error) {
 	if parts == 0 {
 		parts = 12
 	}
+	maxReq := o.MaxRequestBytes
+	if maxReq == 0 {
+		maxReq = DefaultMaxRequestBytes
+	}
 	opts := []kfake.Opt{
+		kfake.ListenFn(capListen(maxReq)),
 		kfake.NumBrokers(1),
 		kfake.Ports(port),
 		kfake.DefaultNumPartitions(int(parts)),
