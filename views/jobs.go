@@ -150,7 +150,7 @@ func (j *Jobs) readModel(id string, rec *codecs.JobRecord) (*Job, error) {
 	if rec.Status == codecs.StatusCompleted && w.Before(h) {
 		h = w
 	}
-	if last := schedule.Last(sched, rec.CreatedAt, h, 100_000); !last.IsZero() {
+	if last := schedule.Last(sched, rec.CreatedAt, h); !last.IsZero() {
 		out.LastFire = &LastFire{ScheduledAt: last, FireID: codecs.ScheduledFireID(id, last)}
 	}
 	if rec.Status == codecs.StatusActive {
