@@ -113,8 +113,10 @@ func newJobsList(api *apiClient) *cobra.Command {
 		Short: "List jobs, all or one bucket's, across all partitions",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var all []views.Summary
-			cursor := ""
+			// Pages are printed as they arrive: a listing of millions of
+			// jobs holds one page (at most 1000 rows) in memory, not all.
+			p := newListPrinter(cmd.OutOrStdout(), output)
+			cursor, n := "", 0
 			for {
 				q := url.Values{"limit": {"1000"}}
 				if bucket != "" {
@@ -131,15 +133,18 @@ func newJobsList(api *apiClient) *cobra.Command {
 				if err := json.Unmarshal(answer, &page); err != nil {
 					return err
 				}
-				all = append(all, page.Jobs...)
-				if cursor = page.NextCursor; cursor == "" || (limit > 0 && len(all) >= limit) {
+				if limit > 0 && n+len(page.Jobs) > limit {
+					page.Jobs = page.Jobs[:limit-n]
+				}
+				if err := p.page(page.Jobs); err != nil {
+					return err
+				}
+				n += len(page.Jobs)
+				if cursor = page.NextCursor; cursor == "" || (limit > 0 && n >= limit) {
 					break
 				}
 			}
-			if limit > 0 && len(all) > limit {
-				all = all[:limit]
-			}
-			return printList(cmd.OutOrStdout(), all, output)
+			return p.end()
 		},
 	}
 	cmd.Flags().StringVar(&bucket, "bucket", "", "only this bucket's jobs")
@@ -148,16 +153,58 @@ func newJobsList(api *apiClient) *cobra.Command {
 	return cmd
 }
 
-func printList(out io.Writer, jobs []views.Summary, output string) error {
-	if output == "json" {
-		return json.NewEncoder(out).Encode(views.JobList{Jobs: jobs})
+// listPrinter prints a job listing page by page: a table (with the header
+// once, columns aligned within a page) or one JSON object {"jobs":[...]}.
+type listPrinter struct {
+	out   io.Writer
+	json  bool
+	first bool
+}
+
+func newListPrinter(out io.Writer, output string) *listPrinter {
+	return &listPrinter{out: out, json: output == "json", first: true}
+}
+
+func (p *listPrinter) page(jobs []views.Summary) error {
+	if p.json {
+		for _, j := range jobs {
+			b, err := json.Marshal(j)
+			if err != nil {
+				return err
+			}
+			sep := ","
+			if p.first {
+				sep, p.first = `{"jobs":[`, false
+			}
+			if _, err := io.WriteString(p.out, sep+string(b)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tSTATUS\tVERSION\tBUCKET")
+	w := tabwriter.NewWriter(p.out, 0, 4, 2, ' ', 0)
+	if p.first {
+		fmt.Fprintln(w, "ID\tSTATUS\tVERSION\tBUCKET")
+		p.first = false
+	}
 	for _, j := range jobs {
 		fmt.Fprintf(w, "%s\t%s\t%d\t%s\n", shown(j.ID), j.Status, j.Version, shown(j.Bucket))
 	}
 	return w.Flush()
+}
+
+func (p *listPrinter) end() error {
+	switch {
+	case p.json && p.first:
+		_, err := io.WriteString(p.out, `{"jobs":[]}`+"\n")
+		return err
+	case p.json:
+		_, err := io.WriteString(p.out, "]}\n")
+		return err
+	case p.first:
+		return p.page(nil) // the header of an empty table
+	}
+	return nil
 }
 
 func newTrigger() *cobra.Command {
