@@ -118,7 +118,11 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 		shard.Advancing = tr.T
 		ctx.SetValue(codecs.EncodeShardRecord(shard))
 	}
-	t := later(tr.T, shard.Advancing)
+	// Each pass (a trigger, then its continuations) fires up to its own T
+	// from the start of the due index; only a completed pass moves the
+	// watermark, to its T. A pass is never retargeted to a later advance
+	// under way: its cursor has passed entries due up to that later time.
+	t := tr.T
 	cursor := store.Due{At: tr.AfterAt, Key: tr.AfterKey}
 	began := time.Now()
 	for {
@@ -137,7 +141,11 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 			return nil
 		}
 	}
-	ctx.SetValue(codecs.EncodeShardRecord(codecs.ShardRecord{Watermark: later(t, shard.Watermark)}))
+	done := codecs.ShardRecord{Watermark: later(t, shard.Watermark)}
+	if shard.Advancing.After(t) {
+		done.Advancing = shard.Advancing // a later pass is still under way
+	}
+	ctx.SetValue(codecs.EncodeShardRecord(done))
 	return nil
 }
 
