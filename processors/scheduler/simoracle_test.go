@@ -353,7 +353,9 @@ func (o *simOracle) put(d *simDef, p int32, ts time.Time) {
 		if j.paused && j.finished {
 			// Completed or paused: either handled through now or through
 			// the pause. The new definition's times in between may fire.
-			lo, hi := simLater(j.F, ts), simLater(o.wm[p], bt)
+			// A completed job continues from the shard's time, even before
+			// ts; a paused one from after ts: the times in between may fire.
+			lo, hi := simEarlier(j.F, simLater(o.wm[p], bt)), simLater(ts, simLater(o.wm[p], bt))
 			for _, t := range simTimes(d.sched, lo, hi) {
 				o.expect(&simExpect{fireID: codecs.ScheduledFireID(d.id, t), payload: d.payload, missed: -1, job: d.id, inc: j.inc, p: p,
 					why: "put on a completed or paused job"})
@@ -405,7 +407,6 @@ func (o *simOracle) pause(id string, p int32, ts time.Time) {
 		o.tracef(id, "pause applied: no change")
 		return
 	}
-	o.settleOwed(j, "owed when a pause was applied")
 	// A pause applies from its record time: times owed up to ts that are
 	// not dispatched yet may still go out (the rest of an advance under
 	// way keeps those of its own as it must, a resume the others).
@@ -421,7 +422,8 @@ func (o *simOracle) pause(id string, p int32, ts time.Time) {
 			delete(o.pending[id], e)
 		}
 	}
-	j.F = o.handled(j)
+	// Handled through ts: later times are not owed while paused.
+	j.F = simLater(j.F, ts)
 	j.finished = j.def.sched.Next(j.F).IsZero()
 	j.paused, j.pausedAt = true, ts
 	o.tracef(id, "pause applied (record time %s); F=%s", simFmt(ts), simFmt(j.F))
