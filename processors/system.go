@@ -41,6 +41,11 @@ type Config struct {
 	// ChunkSize and ChunkBudget: see scheduler.Config (defaults 25000, 500ms).
 	ChunkSize   int
 	ChunkBudget time.Duration
+	// ChunkBytes: see scheduler.Config (default 8 MiB).
+	ChunkBytes int
+	// Producer produces the fan-out's dispatch events (nil: the instance's
+	// own franz-go client). Tests wrap one to observe the batches.
+	Producer scheduler.Producer
 	// Resolution of the clock (default 1s).
 	Resolution time.Duration
 	// ClockMaxAhead bounds how far a tick may be ahead of the broker's
@@ -125,8 +130,12 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 	if now == nil {
 		now = time.Now
 	}
+	producer := cfg.Producer
+	if producer == nil {
+		producer = scheduler.KgoProducer{Client: cl}
+	}
 	sched, err := scheduler.New(scheduler.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Store: store.Options{Sync: cfg.SyncStore, CacheSize: cacheBytes(cfg), MemTableSize: cfg.StoreMemTableBytes, OnFatal: fatal.report, FS: cfg.StoreFS},
-		Limits: cfg.Limits, ChunkSize: cfg.ChunkSize, ChunkBudget: cfg.ChunkBudget, Producer: scheduler.KgoProducer{Client: cl}, Now: cfg.Now,
+		Limits: cfg.Limits, ChunkSize: cfg.ChunkSize, ChunkBytes: cfg.ChunkBytes, ChunkBudget: cfg.ChunkBudget, Producer: producer, Now: cfg.Now,
 		Logger: cfg.Logger.With("group", "scheduler"), Metrics: metrics, Inputs: in})
 	if err != nil {
 		cl.Close()

@@ -138,7 +138,7 @@ func runBench(ctx context.Context, f *instanceFlags, brokers []string, cfg bench
 		return nil, err
 	}
 	defer stopPprof()
-	pcfg := processors.Config{Kafka: f.kafka.config(brokers), Layout: layout, DataDir: dir, ChunkSize: f.chunk, ChunkBudget: f.budget,
+	pcfg := processors.Config{Kafka: f.kafka.config(brokers), Layout: layout, DataDir: dir, ChunkSize: f.chunk, ChunkBytes: f.chunkBytes, ChunkBudget: f.budget,
 		Resolution: f.resolution, SyncStore: f.syncStore, StoreCacheBytes: f.storeCache, StoreMemTableBytes: f.memTable, Logger: log}
 	sys, err := processors.New(ctx, pcfg)
 	if err != nil {

@@ -41,6 +41,7 @@ type instanceFlags struct {
 	resolution time.Duration
 	maxAhead   time.Duration
 	chunk      int
+	chunkBytes int
 	maxPayload int
 	syncStore  bool
 	storeCache int64
@@ -176,6 +177,7 @@ func (f *instanceFlags) register(fs *pflag.FlagSet, httpDefault string) {
 	fs.DurationVar(&f.resolution, "resolution", time.Second, "clock resolution: fires are dispatched at this granularity")
 	fs.DurationVar(&f.maxAhead, "clock-max-ahead", time.Second, "how far an instance's tick may be ahead of the broker's time (negative: unbounded)")
 	fs.IntVar(&f.chunk, "fanout-chunk", scheduler.DefaultChunkSize, "due jobs fired per produce-and-ack round")
+	fs.IntVar(&f.chunkBytes, "fanout-chunk-bytes", scheduler.DefaultChunkBytes, "most bytes of dispatch events a fan-out chunk builds before producing them")
 	fs.DurationVar(&f.budget, "fanout-budget", scheduler.DefaultChunkBudget, "how long one callback keeps firing chunks before continuing through the loopback")
 	fs.IntVar(&f.maxPayload, "max-payload", codecs.DefaultMaxPayload, "largest job payload in bytes")
 	fs.BoolVar(&f.syncStore, "sync-store", false, "fsync every partition store write")
@@ -200,7 +202,7 @@ func (f *instanceFlags) serve(ctx context.Context, brokers []string, storeDir st
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	cfg := processors.Config{Kafka: f.kafka.config(brokers), Layout: f.layout.layout(), DataDir: storeDir,
-		Limits: codecs.Limits{MaxPayload: f.maxPayload}, ChunkSize: f.chunk, ChunkBudget: f.budget, Resolution: f.resolution, ClockMaxAhead: f.maxAhead,
+		Limits: codecs.Limits{MaxPayload: f.maxPayload}, ChunkSize: f.chunk, ChunkBytes: f.chunkBytes, ChunkBudget: f.budget, Resolution: f.resolution, ClockMaxAhead: f.maxAhead,
 		SyncStore: f.syncStore, StoreCacheBytes: f.storeCache, StoreMemTableBytes: f.memTable, Registerer: reg, Logger: log}
 	now, err := testClock(log)
 	if err != nil {

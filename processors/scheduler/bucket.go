@@ -6,6 +6,7 @@ import (
 	"github.com/lovoo/goka"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/store"
 )
 
 // fireBucket fires every active job of a bucket in this partition once, one
@@ -17,44 +18,73 @@ func (s *Scheduler) fireBucket(ctx goka.Context, tr codecs.ShardTrigger) error {
 	if st == nil {
 		return fmt.Errorf("scheduler: no open store for partition %d", ctx.Partition())
 	}
-	keys, err := st.BucketKeys(tr.Bucket, tr.AfterKey, s.cfg.ChunkSize+1)
+	last, more, err := s.bucketChunk(ctx, st, tr)
 	if err != nil {
 		return err
 	}
-	more := len(keys) > s.cfg.ChunkSize
 	if more {
-		keys = keys[:s.cfg.ChunkSize]
+		next := tr
+		next.AfterKey = last
+		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(next))
 	}
-	now := s.cfg.Now()
-	msgs := make([]Msg, 0, len(keys))
-	values, err := st.GetMany(keys)
-	if err != nil {
-		return err
-	}
-	for i, k := range keys {
-		rec, err := codecs.DecodeJobRecord(values[i])
-		if err != nil || rec.Status != codecs.StatusActive || rec.Job.Bucket != tr.Bucket {
-			continue
+	return nil
+}
+
+// bucketChunk fires the bucket's jobs after tr.AfterKey, reading keys and
+// records recordGroup at a time, up to ChunkSize jobs or (after at least
+// one fire) ChunkBytes of events, and produces them in one batch. It
+// returns the last job it handled and whether the bucket has more.
+func (s *Scheduler) bucketChunk(ctx goka.Context, st *store.Store, tr codecs.ShardTrigger) (last string, more bool, err error) {
+	var (
+		msgs    []Msg
+		size    int
+		handled int
+		now     = s.cfg.Now()
+	)
+	last = tr.AfterKey
+scan:
+	for handled < s.cfg.ChunkSize && size < s.cfg.ChunkBytes {
+		want := min(recordGroup, s.cfg.ChunkSize-handled)
+		keys, err := st.BucketKeys(tr.Bucket, last, want+1)
+		if err != nil {
+			return last, false, err
 		}
-		payload := rec.Job.Payload
-		if tr.Payload != nil {
-			payload = tr.Payload
+		more = len(keys) > want
+		keys = keys[:min(len(keys), want)]
+		values, err := st.GetMany(keys)
+		if err != nil {
+			return last, false, err
 		}
-		ev := codecs.Dispatch{FireID: codecs.TriggeredFireID(k, tr.TriggerID), JobID: k, Trigger: codecs.TriggerBucket,
-			ScheduledAt: tr.T, FiredAt: now, Bucket: tr.Bucket, TriggerID: tr.TriggerID, Payload: payload}
-		msgs = append(msgs, Msg{Key: k, Value: codecs.AppendDispatch(make([]byte, 0, 192+len(payload)), &ev)})
+		for i, k := range keys {
+			if size >= s.cfg.ChunkBytes {
+				more = true
+				break scan
+			}
+			handled++
+			last = k
+			rec, err := codecs.DecodeJobRecord(values[i])
+			if err != nil || rec.Status != codecs.StatusActive || rec.Job.Bucket != tr.Bucket {
+				continue
+			}
+			payload := rec.Job.Payload
+			if tr.Payload != nil {
+				payload = tr.Payload
+			}
+			ev := codecs.Dispatch{FireID: codecs.TriggeredFireID(k, tr.TriggerID), JobID: k, Trigger: codecs.TriggerBucket,
+				ScheduledAt: tr.T, FiredAt: now, Bucket: tr.Bucket, TriggerID: tr.TriggerID, Payload: payload}
+			msgs = append(msgs, Msg{Key: k, Value: codecs.AppendDispatch(make([]byte, 0, eventOverhead+2*len(k)+len(tr.Bucket)+len(tr.TriggerID)+len(payload)), &ev)})
+			size += len(msgs[len(msgs)-1].Value)
+		}
+		if !more {
+			break
+		}
 	}
 	if len(msgs) > 0 {
 		if err := s.cfg.Producer.ProduceSync(ctx.Context(), string(s.cfg.Layout.Dispatch()), msgs); err != nil {
-			return fmt.Errorf("scheduler: producing %d bucket fires: %w", len(msgs), err)
+			return last, false, fmt.Errorf("scheduler: producing %d bucket fires (%d bytes): %w", len(msgs), size, err)
 		}
 	}
 	s.cfg.Metrics.fired(codecs.TriggerBucket, len(msgs), 0)
 	s.cfg.Metrics.fanout(len(msgs))
-	if more {
-		next := tr
-		next.AfterKey = keys[len(keys)-1]
-		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(next))
-	}
-	return nil
+	return last, more, nil
 }

@@ -234,7 +234,9 @@ func (s *Scheduler) handled(ctx goka.Context, rec *codecs.JobRecord, upTo time.T
 	if err != nil {
 		return base, nil
 	}
-	plan := planFires(sched, due, until, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, s.cfg.MaxCatchUp, nil)
+	// At most ChunkBytes of events, like a fan-out chunk.
+	est := eventOverhead + 2*len(ctx.Key()) + len(rec.Job.Bucket) + len(rec.Job.Payload)
+	plan := planFires(sched, due, until, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, s.cfg.MaxCatchUp, s.cfg.ChunkBytes/est, nil)
 	if len(plan.Fires) > 0 {
 		fired := s.cfg.Now()
 		msgs := make([]Msg, 0, len(plan.Fires))

@@ -153,42 +153,33 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 // moves their index entries; more reports whether due jobs remain after the
 // chunk's last entry, last.
 func (s *Scheduler) advanceChunk(ctx goka.Context, st *store.Store, t time.Time, cursor store.Due) (more bool, last store.Due, err error) {
-	due, err := st.DueUpTo(t, cursor, s.cfg.ChunkSize+1)
-	if err != nil {
-		return false, last, err
-	}
-	more = len(due) > s.cfg.ChunkSize
-	if more {
-		due = due[:s.cfg.ChunkSize]
-	}
-	moves, err := s.fireChunk(ctx, st, due, t)
-	if len(due) > 0 {
-		s.cfg.Metrics.fanout(len(due))
-		last = due[len(due)-1]
+	c, err := s.fireChunk(ctx, st, t, cursor)
+	if c.handled > 0 {
+		s.cfg.Metrics.fanout(c.handled)
 	}
 	if err != nil {
-		return false, last, err
+		return false, c.last, err
 	}
 	// A job that stopped at its per-advance bound (more fires than one plan
 	// takes) stays due at or before t: the advance continues from just
 	// before it, even when it moved behind the chunk's last entry, so the
 	// watermark does not pass it. (Its record also learns how far it got,
 	// through a settle, for whoever rebuilds the index meanwhile.)
-	for _, m := range moves {
+	for _, m := range c.moves {
 		if !m.To.IsZero() && !m.To.After(t) {
-			if back := (store.Due{At: m.To.Add(-time.Nanosecond)}); !more || back.At.Before(last.At) {
-				last, more = back, true
+			if back := (store.Due{At: m.To.Add(-time.Nanosecond)}); !c.more || back.At.Before(c.last.At) {
+				c.last, c.more = back, true
 			}
 		}
 	}
 	indexed, err := st.IndexedUpTo()
 	if err != nil {
-		return false, last, err
+		return false, c.last, err
 	}
-	if !more && t.After(indexed) {
+	if !c.more && t.After(indexed) {
 		indexed = t
 	}
-	return more, last, st.ApplyMoves(moves, indexed)
+	return c.more, c.last, st.ApplyMoves(c.moves, indexed)
 }
 
 // ensureIndex rebuilds the partition's due index when the table's watermark
@@ -210,87 +201,147 @@ func (s *Scheduler) ensureIndex(st *store.Store, w time.Time) error {
 	return nil
 }
 
-// fireChunk dispatches the fires of the due jobs and returns their moves.
-func (s *Scheduler) fireChunk(ctx goka.Context, st *store.Store, due []store.Due, t time.Time) ([]store.Move, error) {
-	moves := make([]store.Move, 0, len(due))
-	msgs := make([]Msg, 0, len(due))
-	var buf []Fire
-	var completed []completion
-	var settles []codecs.ShardTrigger
-	var purges []completion
-	now := s.cfg.Now()
-	keys := make([]string, len(due))
-	for i, d := range due {
-		keys[i] = d.Key
-	}
-	values, err := st.GetMany(keys)
-	if err != nil {
-		return nil, err
-	}
-	for i, d := range due {
-		rec, err := codecs.DecodeJobRecord(values[i])
-		if err == nil && rec.Status == codecs.StatusDeleted {
-			purges = append(purges, completion{d.Key, rec.Version}) // its retention has passed
-		}
-		if err != nil || (rec.Status != codecs.StatusActive && rec.Status != codecs.StatusPaused) {
-			moves = append(moves, store.Move{Key: d.Key}) // stale entry
-			continue
-		}
-		sched, err := s.schedules.Get(rec.Job.Spec)
+// recordGroup is how many job records fireChunk and fireBucket read at
+// once: records hold payloads of up to 64 KiB, so a chunk's 25,000 records
+// are never in memory together (64 of them: at most ~4 MiB).
+const recordGroup = 64
+
+// chunkSteps bounds the schedule steps (Next calls) of one chunk: a chunk
+// ends after the job that reaches it, so a chunk of cron jobs each walking
+// up to maxSteps late fires cannot stall a shard for minutes.
+const chunkSteps = maxSteps
+
+// eventOverhead is a dispatch event's size without its payload, key and
+// bucket, rounded up (JSON field names, times, fire_id's suffix).
+const eventOverhead = 256
+
+// chunk is what fireChunk did: the moves of the due entries it handled, up
+// to and including last, and whether due entries remain after last.
+type chunk struct {
+	moves   []store.Move
+	handled int
+	last    store.Due
+	more    bool
+}
+
+// fireChunk dispatches the fires of the jobs due up to t after cursor, in
+// index order, reading entries and records recordGroup at a time, and
+// produces them in one batch. It stops after ChunkSize jobs, or early
+// (after at least one fire) once the events reach ChunkBytes or the
+// schedule steps chunkSteps, or after a job that stays due (its catch-up
+// was cut): that job moves to its first undispatched fire (<= t), which is
+// after last, so the advance's next chunk continues it.
+func (s *Scheduler) fireChunk(ctx goka.Context, st *store.Store, t time.Time, cursor store.Due) (chunk, error) {
+	var (
+		c         chunk
+		msgs      []Msg
+		buf       []Fire
+		completed []completion
+		settles   []codecs.ShardTrigger
+		purges    []completion
+		size      int
+		steps     int
+		keys      = make([]string, 0, recordGroup)
+		now       = s.cfg.Now()
+	)
+scan:
+	for c.handled < s.cfg.ChunkSize && size < s.cfg.ChunkBytes && steps < chunkSteps {
+		want := min(recordGroup, s.cfg.ChunkSize-c.handled)
+		due, err := st.DueUpTo(t, cursor, want+1)
 		if err != nil {
-			moves = append(moves, store.Move{Key: d.Key})
-			continue
+			return c, err
 		}
-		upTo := t
-		if rec.Status == codecs.StatusPaused {
-			// A paused job is due only for fires it owed before its pause
-			// (NotBefore is the pause's time): those, and no later ones.
-			upTo = earlier(t, rec.NotBefore)
+		c.more = len(due) > want
+		due = due[:min(len(due), want)]
+		keys = keys[:0]
+		for _, d := range due {
+			keys = append(keys, d.Key)
 		}
-		plan := planFires(sched, d.At, upTo, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, s.cfg.MaxCatchUp, buf)
-		if rec.Status == codecs.StatusPaused && (plan.Next.IsZero() || plan.Next.After(rec.NotBefore)) {
-			plan.Next = time.Time{}
-			moves = append(moves, store.Move{Key: d.Key})
-			settles = append(settles, codecs.ShardTrigger{Kind: codecs.KindSettle, Version: rec.Version, T: upTo, AfterKey: d.Key})
+		values, err := st.GetMany(keys)
+		if err != nil {
+			return c, err
 		}
-		buf = plan.Fires
-		for _, f := range plan.Fires {
-			msgs = append(msgs, scheduledEvent(d.Key, rec, f, now))
-			s.cfg.Metrics.delay(now.Sub(f.At))
-		}
-		s.cfg.Metrics.fired(codecs.TriggerSchedule, len(plan.Fires), plan.Missed)
-		if rec.Status == codecs.StatusPaused {
-			if !plan.Next.IsZero() {
-				moves = append(moves, store.Move{Key: d.Key, To: plan.Next})
+		for i, d := range due {
+			if size >= s.cfg.ChunkBytes || steps >= chunkSteps {
+				c.more = true
+				break scan
 			}
-			continue
+			c.handled++
+			c.last, cursor = d, d
+			rec, err := codecs.DecodeJobRecord(values[i])
+			if err == nil && rec.Status == codecs.StatusDeleted {
+				purges = append(purges, completion{d.Key, rec.Version}) // its retention has passed
+			}
+			if err != nil || (rec.Status != codecs.StatusActive && rec.Status != codecs.StatusPaused) {
+				c.moves = append(c.moves, store.Move{Key: d.Key}) // stale entry
+				continue
+			}
+			sched, err := s.schedules.Get(rec.Job.Spec)
+			if err != nil {
+				c.moves = append(c.moves, store.Move{Key: d.Key})
+				continue
+			}
+			upTo := t
+			if rec.Status == codecs.StatusPaused {
+				// A paused job is due only for fires it owed before its pause
+				// (NotBefore is the pause's time): those, and no later ones.
+				upTo = earlier(t, rec.NotBefore)
+			}
+			est := eventOverhead + 2*len(d.Key) + len(rec.Job.Bucket) + len(rec.Job.Payload)
+			plan := planFires(sched, d.At, upTo, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, s.cfg.MaxCatchUp, (s.cfg.ChunkBytes-size)/est, buf)
+			steps += plan.Steps
+			if rec.Status == codecs.StatusPaused && (plan.Next.IsZero() || plan.Next.After(rec.NotBefore)) {
+				plan.Next = time.Time{}
+				c.moves = append(c.moves, store.Move{Key: d.Key})
+				settles = append(settles, codecs.ShardTrigger{Kind: codecs.KindSettle, Version: rec.Version, T: upTo, AfterKey: d.Key})
+			}
+			buf = plan.Fires
+			for _, f := range plan.Fires {
+				msgs = append(msgs, scheduledEvent(d.Key, rec, f, now))
+				size += len(msgs[len(msgs)-1].Value)
+				s.cfg.Metrics.delay(now.Sub(f.At))
+			}
+			s.cfg.Metrics.fired(codecs.TriggerSchedule, len(plan.Fires), plan.Missed)
+			if rec.Status == codecs.StatusPaused {
+				if !plan.Next.IsZero() {
+					c.moves = append(c.moves, store.Move{Key: d.Key, To: plan.Next})
+				}
+			} else {
+				c.moves = append(c.moves, store.Move{Key: d.Key, To: plan.Next})
+				if plan.Next.IsZero() {
+					completed = append(completed, completion{d.Key, rec.Version})
+				} else if !rec.Through.IsZero() || !plan.Next.After(t) {
+					settles = append(settles, codecs.ShardTrigger{Kind: codecs.KindSettle, Version: rec.Version,
+						T: earlier(plan.Next.Add(-time.Nanosecond), t), AfterKey: d.Key})
+				}
+			}
+			if !plan.Next.IsZero() && !plan.Next.After(t) {
+				c.more = true // cut: the chunk ends at this job
+				break scan
+			}
 		}
-		moves = append(moves, store.Move{Key: d.Key, To: plan.Next})
-		if plan.Next.IsZero() {
-			completed = append(completed, completion{d.Key, rec.Version})
-		} else if !rec.Through.IsZero() || !plan.Next.After(t) {
-			settles = append(settles, codecs.ShardTrigger{Kind: codecs.KindSettle, Version: rec.Version,
-				T: earlier(plan.Next.Add(-time.Nanosecond), t), AfterKey: d.Key})
+		if !c.more {
+			break
 		}
 	}
 	if len(msgs) > 0 {
 		if err := s.cfg.Producer.ProduceSync(ctx.Context(), string(s.cfg.Layout.Dispatch()), msgs); err != nil {
-			return nil, fmt.Errorf("scheduler: producing %d dispatch events: %w", len(msgs), err)
+			return c, fmt.Errorf("scheduler: producing %d dispatch events (%d bytes): %w", len(msgs), size, err)
 		}
 	}
 	// Only after the fires are acknowledged may a job be marked completed.
-	for _, c := range completed {
-		ctx.Loopback(c.key, codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindComplete, T: t, Version: c.version}))
+	for _, cp := range completed {
+		ctx.Loopback(cp.key, codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindComplete, T: t, Version: cp.version}))
 	}
-	for _, c := range purges {
-		ctx.Loopback(c.key, codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindPurge, T: t, Version: c.version}))
+	for _, cp := range purges {
+		ctx.Loopback(cp.key, codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindPurge, T: t, Version: cp.version}))
 	}
 	for _, st := range settles {
 		key := st.AfterKey
 		st.AfterKey = ""
 		ctx.Loopback(key, codecs.EncodeInternal(st))
 	}
-	return moves, nil
+	return c, nil
 }
 
 // scheduledEvent is the dispatch event of a scheduled fire of job key.

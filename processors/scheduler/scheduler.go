@@ -33,6 +33,7 @@ const (
 	DefaultChunkSize   = 25000
 	DefaultChunkBudget = 500 * time.Millisecond
 	DefaultMaxCatchUp  = 100
+	DefaultChunkBytes  = 8 << 20
 )
 
 // Msg is one record to produce.
@@ -65,6 +66,13 @@ type Config struct {
 	// round trip through Kafka; each callback blocks the shard's other
 	// inputs (commands, triggers) while it runs.
 	ChunkBudget time.Duration
+	// ChunkBytes bounds the dispatch events one chunk builds in memory
+	// before producing them (default 8 MiB): a chunk ends early, after at
+	// least one fire, once its events reach it, and a job's catch-up is cut
+	// into chunks (it stays due at its first undispatched fire). Bucket
+	// fires use the same bound. Memory for fan-out is about ChunkBytes per
+	// partition firing at once, plus ~4 MiB of job records.
+	ChunkBytes int
 	// MaxCatchUp bounds the late fires a fire_all job dispatches per advance (default 100).
 	MaxCatchUp int
 	// Producer produces dispatch events (required).
@@ -91,6 +99,9 @@ func (c *Config) setDefaults() {
 	if c.ChunkBudget == 0 {
 		c.ChunkBudget = DefaultChunkBudget
 	}
+	if c.ChunkBytes == 0 {
+		c.ChunkBytes = DefaultChunkBytes
+	}
 	if c.MaxCatchUp == 0 {
 		c.MaxCatchUp = DefaultMaxCatchUp
 	}
@@ -116,6 +127,9 @@ func (c Config) Validate() error {
 	}
 	if c.ChunkSize < 1 || c.ChunkSize > 1_000_000 {
 		errs = append(errs, fmt.Errorf("scheduler: chunk size %d, want 1..1000000", c.ChunkSize))
+	}
+	if c.ChunkBytes < 1<<10 || c.ChunkBytes > 1<<30 {
+		errs = append(errs, fmt.Errorf("scheduler: chunk bytes %d, want 1KiB..1GiB", c.ChunkBytes))
 	}
 	if c.MaxCatchUp < 1 {
 		errs = append(errs, fmt.Errorf("scheduler: max catch-up %d, want >= 1", c.MaxCatchUp))
