@@ -40,6 +40,13 @@ type Config struct {
 	// Duration is how long fires are measured (ModeEvery), or the most the
 	// run waits for the burst to drain (ModeAligned).
 	Duration time.Duration
+	// PayloadBytes is the size of every job's payload, a JSON string of
+	// random hex digits (0: no payload; at most 16 MiB). The raw ceiling
+	// uses records of the same size.
+	PayloadBytes int
+	// InstancePID, if set, is the process id of the Chronos instance under
+	// test (with an external instance): the report gives its peak RSS.
+	InstancePID int
 	// Progress receives progress lines (nil: none).
 	Progress io.Writer
 	// Measuring, if set, is called once registration is done, before the
@@ -61,6 +68,9 @@ func (c Config) Validate() error {
 	case ModeAligned:
 	default:
 		errs = append(errs, fmt.Errorf("bench: mode %q, want every or aligned", c.Mode))
+	}
+	if c.PayloadBytes < 0 || c.PayloadBytes > 16<<20 || (c.PayloadBytes > 0 && c.PayloadBytes < 2) {
+		errs = append(errs, fmt.Errorf("bench: payload bytes %d, want 0 or 2..16MiB", c.PayloadBytes))
 	}
 	if c.Duration < time.Second {
 		errs = append(errs, fmt.Errorf("bench: duration %s, want >= 1s", c.Duration))
@@ -94,8 +104,12 @@ type Report struct {
 	Duplicates   int64   `json:"duplicates"`
 	CPUSeconds   float64 `json:"cpu_seconds"`
 	PeakRSSBytes int64   `json:"peak_rss_bytes"`
-	RawPerSecond float64 `json:"raw_records_per_second"`
-	RawRatio     float64 `json:"ratio_to_raw"`
+	// InstancePeakRSSBytes is the peak RSS (VmHWM) of the instance process
+	// (Config.InstancePID, or this process when the instance runs in it).
+	InstancePeakRSSBytes int64   `json:"instance_peak_rss_bytes,omitempty"`
+	PayloadBytes         int     `json:"payload_bytes,omitempty"`
+	RawPerSecond         float64 `json:"raw_records_per_second"`
+	RawRatio             float64 `json:"ratio_to_raw"`
 	// RawGokaPerSecond is the same raw ceiling through goka's own producer
 	// (sarama), the alternative to the franz-go client dispatch events use.
 	RawGokaPerSecond float64 `json:"raw_goka_records_per_second"`

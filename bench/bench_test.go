@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"encoding/json"
+	"os"
 	"testing"
 	"time"
 
@@ -61,4 +63,30 @@ func TestSlices(t *testing.T) {
 		require.Equal(t, 10, sl.Fires)
 		require.Equal(t, time.Duration(10*i+9)*time.Millisecond, sl.Max)
 	}
+}
+
+func TestRandomPayloadIsJSONOfItsSize(t *testing.T) {
+	t.Parallel()
+	require.Nil(t, randomPayload(0))
+	for _, n := range []int{2, 3, 100, 60_000, 65_000} {
+		p := randomPayload(n)
+		require.Len(t, p, n)
+		require.True(t, json.Valid(p), "%d bytes", n)
+	}
+	require.Error(t, Config{Jobs: 1, Mode: ModeAligned, Duration: time.Second, PayloadBytes: 1}.Validate())
+	require.NoError(t, Config{Jobs: 1, Mode: ModeAligned, Duration: time.Second, PayloadBytes: 60_000}.Validate())
+}
+
+func TestVmHWMReadsProcStatus(t *testing.T) {
+	t.Parallel()
+	ballast := make([]byte, 64<<20)
+	for i := range ballast {
+		ballast[i] = 1
+	}
+	hwm, err := VmHWM(os.Getpid())
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, hwm, int64(64<<20), "the touched 64 MiB are resident")
+	require.Equal(t, byte(1), ballast[len(ballast)-1])
+	_, err = VmHWM(-1)
+	require.Error(t, err)
 }

@@ -33,6 +33,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("duplicates", "%d", r.Duplicates)
 	row("cpu seconds", "%.1f (this process)", r.CPUSeconds)
 	row("peak rss", "%.0f MiB (this process)", float64(r.PeakRSSBytes)/(1<<20))
+	if r.InstancePeakRSSBytes > 0 {
+		row("peak rss of the instance", "%.0f MiB (VmHWM)", float64(r.InstancePeakRSSBytes)/(1<<20))
+	}
+	if r.PayloadBytes > 0 {
+		row("payload", "%d B per job", r.PayloadBytes)
+	}
 	row("raw transport ceiling", "%.0f records/s of %d B", r.RawPerSecond, r.RecordBytes)
 	row("ratio to raw", "%.2f", r.RawRatio)
 	row("raw ceiling, goka's producer", "%.0f records/s (sarama, same settings; dispatch events use franz-go)", r.RawGokaPerSecond)

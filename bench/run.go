@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
+	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -36,12 +39,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer cl.Close()
-	rep := &Report{Jobs: cfg.Jobs, Mode: cfg.Mode}
+	rep := &Report{Jobs: cfg.Jobs, Mode: cfg.Mode, PayloadBytes: cfg.PayloadBytes}
+	payload := randomPayload(cfg.PayloadBytes)
 	if cfg.Mode == ModeEvery {
 		rep.Every = cfg.Every.String()
 	}
 	sample := codecs.AppendDispatch(nil, &codecs.Dispatch{FireID: "job-0000000@2026-01-01T00:00:00Z", JobID: "job-0000000",
-		Trigger: codecs.TriggerSchedule, ScheduledAt: time.Now(), FiredAt: time.Now()})
+		Trigger: codecs.TriggerSchedule, ScheduledAt: time.Now(), FiredAt: time.Now(), Payload: payload})
 	rep.RecordBytes = len(sample)
 	if rep.RawPerSecond, rep.RawGokaPerSecond, err = rawCeilings(ctx, cfg, sample); err != nil {
 		return nil, err
@@ -60,7 +64,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	col := newCollector(expectedFires(cfg))
 	go col.consume(ctx, cl)
 	regStart := time.Now()
-	if err := register(ctx, cfg, cl, base); err != nil {
+	if err := register(ctx, cfg, cl, base, payload); err != nil {
 		return nil, err
 	}
 	rep.Registration = time.Since(regStart)
@@ -83,6 +87,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.CPUSeconds = cpuSeconds() - cpu0
 	rep.PeakRSSBytes = peakRSS()
+	if cfg.InstancePID != 0 {
+		if rep.InstancePeakRSSBytes, err = VmHWM(cfg.InstancePID); err != nil {
+			return nil, err
+		}
+	}
 	if rep.RawPerSecond > 0 {
 		rep.RawRatio = rep.FiresPerSecond / rep.RawPerSecond
 	}
@@ -91,7 +100,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 
 // register produces one put command per job and waits until the scheduler
 // group has consumed them all.
-func register(ctx context.Context, cfg Config, cl *kgo.Client, base time.Time) error {
+func register(ctx context.Context, cfg Config, cl *kgo.Client, base time.Time, payload []byte) error {
 	topic := string(cfg.Layout.Jobs())
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -99,7 +108,7 @@ func register(ctx context.Context, cfg Config, cl *kgo.Client, base time.Time) e
 	every := int(cfg.Every / time.Second)
 	for i := 0; i < cfg.Jobs; i++ {
 		id := jobID(i)
-		def := codecs.JobDef{MisfireGrace: "5m"}
+		def := codecs.JobDef{MisfireGrace: "5m", Payload: payload}
 		if cfg.Mode == ModeAligned {
 			// Recurring jobs due at the same second (every hourly report at
 			// :00), so the burst measures the fan-out, not completions.
@@ -455,6 +464,39 @@ func cpuSeconds() float64 {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+}
+
+// VmHWM returns the peak resident set size of process pid in bytes, from
+// /proc/<pid>/status (Linux).
+func VmHWM(pid int) (int64, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, fmt.Errorf("bench: peak RSS of process %d: %w", pid, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("bench: peak RSS of process %d: %w", pid, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("bench: no VmHWM for process %d", pid)
+}
+
+// randomPayload is a JSON string of n bytes of random hex digits (nil for 0).
+func randomPayload(n int) []byte {
+	if n == 0 {
+		return nil
+	}
+	b := make([]byte, n)
+	b[0], b[n-1] = '"', '"'
+	const hexDigits = "0123456789abcdef"
+	for i := 1; i < n-1; i++ {
+		b[i] = hexDigits[rand.IntN(16)]
+	}
+	return b
 }
 
 func peakRSS() int64 {
