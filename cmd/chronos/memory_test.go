@@ -55,7 +55,7 @@ func TestRunDispatchesPayloadHeavyCasesUnderBudget(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, chronosBinary(t), "run",
 		"--brokers", strings.Join(env.Kafka.Brokers, ","), "--topic-prefix", env.Layout.Prefix, "--partitions", "12",
-		"--data-dir", t.TempDir(), "--http-addr", "127.0.0.1:0", "--log-level", "warn")
+		"--data-dir", t.TempDir(), "--http-addr", "127.0.0.1:0", "--log-level", "warn", "--insecure-no-auth")
 	cmd.Env = append(os.Environ(), mainEnv+"=1", "GOMEMLIMIT=512MiB")
 	cmd.Stderr = testWriter{t}
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
