@@ -301,6 +301,9 @@ func (o *simOracle) loosen(id string, p int32, all bool, why string) {
 
 // times returns the schedule's times in (from, to].
 func simTimes(s schedule.Schedule, from, to time.Time) []time.Time {
+	if from.IsZero() {
+		panic("sim: times from the zero time")
+	}
 	var ts []time.Time
 	for t := s.Next(from); !t.IsZero() && !t.After(to); t = s.Next(t) {
 		ts = append(ts, t)
@@ -355,7 +358,11 @@ func (o *simOracle) put(d *simDef, p int32, ts time.Time) {
 			// the pause. The new definition's times in between may fire.
 			// A completed job continues from the shard's time, even before
 			// ts; a paused one from after ts: the times in between may fire.
-			lo, hi := simEarlier(j.F, simLater(o.wm[p], bt)), simLater(ts, simLater(o.wm[p], bt))
+			now := simLater(o.wm[p], bt)
+			lo, hi := j.F, simLater(ts, now)
+			if !now.IsZero() {
+				lo = simEarlier(j.F, now)
+			}
 			for _, t := range simTimes(d.sched, lo, hi) {
 				o.expect(&simExpect{fireID: codecs.ScheduledFireID(d.id, t), payload: d.payload, missed: -1, job: d.id, inc: j.inc, p: p,
 					why: "put on a completed or paused job"})
