@@ -186,26 +186,33 @@ func (j *Jobs) List(bucket, cursor string, limit int) ([]Summary, string, error)
 		return nil, "", err
 	}
 	out := []Summary{}
-	for ; p < j.partitions && len(out) < limit; p, after = p+1, "" {
+	for ; p < j.partitions; p, after = p+1, "" {
 		st := j.stores.Get(p)
 		if st == nil {
 			return nil, "", fmt.Errorf("views: partition %d is not open", p)
 		}
-		keys, err := j.keys(st, bucket, after, limit-len(out)+1)
-		if err != nil {
-			return nil, "", err
-		}
-		for i, k := range keys {
-			if len(out) == limit {
-				return out, encodeCursor(p, keys[i-1]), nil
+		// Keep reading this partition until the page is full or the
+		// partition ends: keys that are not jobs a reader sees (deleted
+		// jobs' tombstones) do not end it early.
+		for {
+			want := limit - len(out) + 1
+			keys, err := j.keys(st, bucket, after, want)
+			if err != nil {
+				return nil, "", err
 			}
-			if s, ok := j.summary(st, k); ok {
-				out = append(out, s)
+			for _, k := range keys {
+				if len(out) == limit {
+					return out, encodeCursor(p, after), nil
+				}
+				if s, ok := j.summary(st, k); ok {
+					out = append(out, s)
+				}
+				after = k
+			}
+			if len(keys) < want {
+				break // the partition ends
 			}
 		}
-	}
-	if len(out) == limit && p < j.partitions {
-		return out, encodeCursor(p-1, out[len(out)-1].ID), nil
 	}
 	return out, "", nil
 }

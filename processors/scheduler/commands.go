@@ -66,9 +66,10 @@ func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 			// stopped: a late one re-sends nothing, one ahead of the
 			// shard's time drops none of the times in between (they go
 			// out under the new definition). A paused job stays clear of
-			// its pause.
+			// its pause; a completed one is put again like a new job, from
+			// its ts (but never before what it handled).
 			from = h
-			if old.Status == codecs.StatusPaused {
+			if old.Status != codecs.StatusActive && !s.owesBeforePause(old, h) {
 				from = later(ts, h)
 			}
 		}
@@ -116,12 +117,10 @@ func (s *Scheduler) apply(ctx goka.Context, cmd codecs.Command, rec *codecs.JobR
 			return err
 		}
 		from := later(ts, h)
-		if sched, err := s.schedules.Get(rec.Job.Spec); err == nil {
-			if first := sched.Next(h); !first.IsZero() && !first.After(rec.NotBefore) {
-				// It still owes fires from before its pause: they are not
-				// dropped (the times of the pause go out with them).
-				from = h
-			}
+		if s.owesBeforePause(rec, h) {
+			// It still owes fires from before its pause: they are not
+			// dropped (the times of the pause go out with them).
+			from = h
 		}
 		rec.Version, rec.UpdatedAt = rec.Version+1, ts
 		if err := s.activate(ctx, rec, from); err != nil {
@@ -188,6 +187,20 @@ func (s *Scheduler) activate(ctx goka.Context, rec *codecs.JobRecord, from time.
 	return nil
 }
 
+// owesBeforePause reports whether rec, a paused job handled through h, still
+// owes fires from before its pause (NotBefore is the pause's time).
+func (s *Scheduler) owesBeforePause(rec *codecs.JobRecord, h time.Time) bool {
+	if rec.Status != codecs.StatusPaused {
+		return false
+	}
+	sched, err := s.schedules.Get(rec.Job.Spec)
+	if err != nil {
+		return false
+	}
+	first := sched.Next(h)
+	return !first.IsZero() && !first.After(rec.NotBefore)
+}
+
 // farFuture is the upTo of handled for commands that dispatch everything
 // owed up to the shard's time.
 var farFuture = time.Unix(1<<40, 0)
@@ -206,12 +219,22 @@ var farFuture = time.Unix(1<<40, 0)
 // again, with the same payload. A paused job is handled through its
 // Through; any other job through its shard's time.
 func (s *Scheduler) handled(ctx goka.Context, rec *codecs.JobRecord, upTo time.Time) (time.Time, error) {
-	if rec.Status == codecs.StatusPaused && !rec.Through.IsZero() {
-		return rec.Through, nil
-	}
 	shard, err := s.shard(ctx.Partition())
 	if err != nil {
 		return time.Time{}, err
+	}
+	if rec.Status == codecs.StatusPaused && !rec.Through.IsZero() {
+		// Fires it owed before its pause may have gone out since its
+		// record last said how far it got: its local due entry knows.
+		st := s.Store(ctx.Partition())
+		if err := s.ensureIndex(st, shard.Watermark); err != nil {
+			return time.Time{}, err
+		}
+		due, err := st.DueOf(ctx.Key())
+		if err != nil || due.IsZero() {
+			return rec.Through, err
+		}
+		return later(rec.Through, due.Add(-time.Nanosecond)), nil
 	}
 	now := later(shard.Watermark, shard.Advancing)
 	base := later(rec.HandledThrough(shard.Watermark), now)

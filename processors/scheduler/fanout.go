@@ -290,9 +290,13 @@ scan:
 			est := eventOverhead + 2*len(d.Key) + len(rec.Job.Bucket) + len(rec.Job.Payload)
 			plan := planFires(sched, d.At, upTo, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, s.cfg.MaxCatchUp, (s.cfg.ChunkBytes-size)/est, buf)
 			steps += plan.Steps
-			if rec.Status == codecs.StatusPaused && (plan.Next.IsZero() || plan.Next.After(rec.NotBefore)) {
-				plan.Next = time.Time{}
-				c.moves = append(c.moves, store.Move{Key: d.Key})
+			if rec.Status == codecs.StatusPaused {
+				// Its record learns how far it got after every fire, so that
+				// a resume, a put or a new owner never sends one again.
+				if plan.Next.IsZero() || plan.Next.After(rec.NotBefore) {
+					plan.Next = time.Time{}
+					c.moves = append(c.moves, store.Move{Key: d.Key})
+				}
 				settles = append(settles, codecs.ShardTrigger{Kind: codecs.KindSettle, Version: rec.Version, T: upTo, AfterKey: d.Key})
 			}
 			buf = plan.Fires
