@@ -369,15 +369,16 @@ func (o *simOracle) put(d *simDef, p int32, ts time.Time) {
 			}
 			j.F = simLater(lo, hi)
 		}
-		j.finished = false
 		// An update continues exactly where the old definition stopped
 		// (docs/topics.md): times after it, even before ts, are owed by
-		// the new definition. A paused job stays clear of its pause.
-		if j.paused {
+		// the new definition. A paused job stays clear of its pause; a
+		// completed one is put again like a new job, from its ts.
+		if j.paused || j.finished {
 			j.F = simLater(o.handled(j), ts)
 		} else {
 			j.F = o.handled(j)
 		}
+		j.finished = false
 		j.paused = false
 		if bt.After(j.F) {
 			j.fuzzy = simLater(j.fuzzy, bt)
