@@ -387,6 +387,11 @@ func (o *simOracle) put(d *simDef, p int32, ts time.Time) {
 	o.defs[d.payload] = d
 	j.def = d
 	j.puts++
+	if d.sched.Next(j.F).IsZero() {
+		// Nothing after F: the scheduler stores the job completed at once
+		// (a one-shot time or an end at or before it).
+		j.finished = true
+	}
 	// What the new definition owes up to the shard's time may go out at
 	// once: a redelivery of this put after a crash that kept it is an
 	// update of itself, which first dispatches what the job owes.
