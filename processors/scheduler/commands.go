@@ -250,8 +250,14 @@ func (s *Scheduler) handled(ctx goka.Context, rec *codecs.JobRecord, upTo time.T
 		return time.Time{}, err
 	}
 	until := earlier(now, upTo)
-	if due.IsZero() || due.After(until) {
+	if due.IsZero() {
 		return later(rec.HandledThrough(shard.Watermark), until), nil
+	}
+	if due.After(until) {
+		// Nothing owed up to until. Everything before its due entry, up to
+		// the shard's time, has gone out (a late pause: well past until),
+		// even if its record has not learnt it yet (a settle in flight).
+		return later(later(rec.HandledThrough(shard.Watermark), until), earlier(due.Add(-time.Nanosecond), now)), nil
 	}
 	sched, err := s.schedules.Get(rec.Job.Spec)
 	if err != nil {
