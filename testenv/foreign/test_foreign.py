@@ -19,6 +19,7 @@ them out.
 """
 
 import base64
+import hashlib
 import datetime as dt
 import json
 import os
@@ -419,13 +420,18 @@ def test_malformed_and_unknown_field_commands_are_rejected_with_original_bytes()
         m = found[key]
         r = json.loads(m.value())
         part, off = where[(key, value)]
-        assert r["v"] == 1 and type(r["v"]) is int
+        assert r["v"] == 2 and type(r["v"]) is int
         assert r["code"] == code, r
         assert isinstance(r["reason"], str) and r["reason"]
         assert r["topic"] == JOBS
         assert r["partition"] == part and r["offset"] == off, r
-        assert base64.b64decode(r["key"]) == key
+        # Short records: the whole key and value, verbatim, with their sizes
+        # and the value's SHA-256 (longer ones carry a 1 KiB prefix).
+        assert base64.b64decode(r["key"]) == key and r["key_size"] == len(key)
         assert base64.b64decode(r["value"]) == value, "the original bytes, verbatim"
+        assert r["value_size"] == len(value)
+        assert r["value_sha256"] == hashlib.sha256(value).hexdigest()
+        assert not r.get("truncated", False)
         assert parse_time(r["rejected_at"]) == dt.datetime.fromtimestamp(ts / 1000, dt.timezone.utc), \
             "rejected_at is the timestamp of the rejected record"
         assert m.partition() == part, "a reject is on the partition number of the rejected record"
