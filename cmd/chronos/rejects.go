@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
-	"os/signal"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,12 +14,8 @@ import (
 
 func newRejects() *cobra.Command {
 	var (
-		conn      connFlags
-		layout    layoutFlags
-		count     int
-		timeout   time.Duration
-		beginning bool
-		output    string
+		f      tailFlags
+		output string
 	)
 	cmd := &cobra.Command{
 		Use:   "rejects",
@@ -42,27 +35,12 @@ reject records as they are.`,
 			default:
 				return &exitError{code: 1, err: fmt.Errorf("--output %q: want text or json", output)}
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
-			}
-			kafka, err := conn.config()
-			if err != nil {
-				return err
-			}
-			return tail(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), kafka, string(layout.layout().Rejects()), count, beginning, print)
+			return f.run(cmd, string(f.layout.layout().Rejects()), print)
 		},
 	}
 	fs := cmd.Flags()
-	conn.register(fs, "bootstrap brokers")
-	fs.IntVar(&count, "count", 0, "exit 0 after this many rejects (0: until interrupted)")
-	fs.DurationVar(&timeout, "timeout", 0, "exit non-zero if --count rejects have not arrived by then (0: no limit)")
-	fs.BoolVar(&beginning, "from-beginning", false, "start at the beginning of the topic instead of its end")
+	f.register(fs, "rejects")
 	fs.StringVarP(&output, "output", "o", "text", "text or json")
-	layout.register(fs)
 	return cmd
 }
 

@@ -10,45 +10,57 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chronos-scheduler/chronos/clients"
 )
 
 func newTail() *cobra.Command {
-	var (
-		conn      connFlags
-		layout    layoutFlags
-		count     int
-		timeout   time.Duration
-		beginning bool
-	)
+	var f tailFlags
 	cmd := &cobra.Command{
 		Use:   "tail",
 		Short: "Print dispatch events from chronos-dispatch, one JSON object per line",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			if timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, timeout)
-				defer cancel()
-			}
-			kafka, err := conn.config()
-			if err != nil {
-				return err
-			}
-			return tail(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), kafka, string(layout.layout().Dispatch()), count, beginning, printRaw)
+			return f.run(cmd, string(f.layout.layout().Dispatch()), printRaw)
 		},
 	}
-	fs := cmd.Flags()
-	conn.register(fs, "bootstrap brokers")
-	fs.IntVar(&count, "count", 0, "exit 0 after this many events (0: until interrupted)")
-	fs.DurationVar(&timeout, "timeout", 0, "exit non-zero if --count events have not arrived by then (0: no limit)")
-	fs.BoolVar(&beginning, "from-beginning", false, "start at the beginning of the topic instead of its end")
-	layout.register(fs)
+	f.register(cmd.Flags(), "events")
 	return cmd
+}
+
+// tailFlags are the flags of a command that reads one topic (tail, rejects).
+type tailFlags struct {
+	conn      connFlags
+	layout    layoutFlags
+	count     int
+	timeout   time.Duration
+	beginning bool
+}
+
+func (f *tailFlags) register(fs *pflag.FlagSet, noun string) {
+	f.conn.register(fs, "bootstrap brokers")
+	fs.IntVar(&f.count, "count", 0, "exit 0 after this many "+noun+" (0: until interrupted)")
+	fs.DurationVar(&f.timeout, "timeout", 0, "exit non-zero if --count "+noun+" have not arrived by then (0: no limit)")
+	fs.BoolVar(&f.beginning, "from-beginning", false, "start at the beginning of the topic instead of its end")
+	f.layout.register(fs)
+}
+
+// run prints topic's records with print until interrupted, --count or --timeout.
+func (f *tailFlags) run(cmd *cobra.Command, topic string, print func(io.Writer, *kgo.Record)) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if f.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.timeout)
+		defer cancel()
+	}
+	kafka, err := f.conn.config()
+	if err != nil {
+		return err
+	}
+	return tail(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), kafka, topic, f.count, f.beginning, print)
 }
 
 // printRaw prints a record's value as it is, one per line.
