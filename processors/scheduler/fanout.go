@@ -110,14 +110,6 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 	if !tr.T.After(shard.Watermark) && shard.Advancing.IsZero() {
 		return nil // already fired up to T; an owed entry waits for the next advance
 	}
-	if shard.Advancing.Before(tr.T) && tr.T.After(shard.Watermark) {
-		// Say that an advance to T is under way before firing anything: a
-		// command applied between its callbacks (or on another owner after
-		// a rebalance) leaves the times up to T to the definition it
-		// replaces, so no fire_id goes out twice with two payloads.
-		shard.Advancing = tr.T
-		ctx.SetValue(codecs.EncodeShardRecord(shard))
-	}
 	// Each pass (a trigger, then its continuations) fires up to its own T
 	// from the start of the due index; only a completed pass moves the
 	// watermark, to its T. A pass is never retargeted to a later advance
@@ -137,6 +129,15 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 		if time.Since(began) >= s.cfg.ChunkBudget {
 			// Bounded work per callback: the rest continues through the
 			// loopback, so commands and other triggers of this shard run.
+			// Before they do, the table says an advance to t is under way:
+			// a command applied between its callbacks (or on another owner
+			// after a rebalance) first sends what its job owes up to t, so
+			// no fire_id goes out twice with two payloads. An advance done
+			// in one callback, the common case, writes the shard record once.
+			if shard.Advancing.Before(t) {
+				shard.Advancing = t
+				ctx.SetValue(codecs.EncodeShardRecord(shard))
+			}
 			ctx.Loopback(ctx.Key(), codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t, AfterAt: last.At, AfterKey: last.Key}))
 			return nil
 		}
