@@ -30,8 +30,8 @@ import (
 
 	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/embedded"
+	"github.com/chronos-scheduler/chronos/instance"
 	"github.com/chronos-scheduler/chronos/lag"
-	"github.com/chronos-scheduler/chronos/processors"
 	"github.com/chronos-scheduler/chronos/topology"
 	"github.com/chronos-scheduler/chronos/views"
 )
@@ -861,7 +861,7 @@ func registeredMetrics(t *testing.T) metricSet {
 	r := &recorder{reg: prometheus.NewRegistry(), labels: map[string][]string{}}
 	r.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	layout := topology.Layout{Partitions: 2, Replication: -1}
-	sys, err := processors.New(t.Context(), processors.Config{Kafka: clients.Default(b.Addrs()...), Layout: layout,
+	sys, err := instance.New(t.Context(), instance.Config{Kafka: clients.Default(b.Addrs()...), Layout: layout,
 		DataDir: t.TempDir(), Registerer: r, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	t.Cleanup(sys.Client().Close)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/codecs"
-	"github.com/chronos-scheduler/chronos/processors"
+	"github.com/chronos-scheduler/chronos/instance"
 	"github.com/chronos-scheduler/chronos/testenv"
 	"github.com/chronos-scheduler/chronos/views"
 )
@@ -247,7 +247,7 @@ func TestAdv17bCleanRebalanceMidAdvanceLeavesStaleEntries(t *testing.T) {
 			t.Parallel()
 			env := testenv.New(t, 1)
 			dispatch := env.Collect(string(env.Layout.Dispatch()))
-			small := func() processors.Config {
+			small := func() instance.Config {
 				cfg := env.Config()
 				cfg.ChunkSize, cfg.ChunkBudget = 5, time.Nanosecond // an advance of many callbacks (as 25,000 x n jobs at the defaults)
 				return cfg

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/codecs"
-	"github.com/chronos-scheduler/chronos/processors"
+	"github.com/chronos-scheduler/chronos/instance"
 	"github.com/chronos-scheduler/chronos/store"
 	"github.com/chronos-scheduler/chronos/testenv"
 )
@@ -38,7 +38,7 @@ func TestFullDiskStopsTheInstanceAndARestartLosesNothing(t *testing.T) {
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sys, err := processors.New(ctx, cfg)
+	sys, err := instance.New(ctx, cfg)
 	require.NoError(t, err)
 	done := make(chan error, 1)
 	go func() { done <- sys.Run(ctx) }()

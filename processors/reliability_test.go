@@ -27,7 +27,7 @@ import (
 
 	"github.com/chronos-scheduler/chronos/audit"
 	"github.com/chronos-scheduler/chronos/codecs"
-	"github.com/chronos-scheduler/chronos/processors"
+	"github.com/chronos-scheduler/chronos/instance"
 	"github.com/chronos-scheduler/chronos/testenv"
 )
 
@@ -355,7 +355,7 @@ func TestScaleOneThreeOneLosesNothing(t *testing.T) {
 	}
 	env := testenv.New(t, partitions)
 	dispatch := env.Collect(string(env.Layout.Dispatch()))
-	cfg := func() processors.Config {
+	cfg := func() instance.Config {
 		c := env.Config()
 		c.ChunkSize, c.ChunkBudget = 100, time.Nanosecond
 		return c
@@ -425,14 +425,14 @@ func TestScaleOneThreeOneLosesNothing(t *testing.T) {
 
 // asyncInstance is an instance started without waiting for readiness.
 type asyncInstance struct {
-	sys  *processors.System
+	sys  *instance.Instance
 	stop func()
 }
 
-func startAsync(t *testing.T, cfg processors.Config) *asyncInstance {
+func startAsync(t *testing.T, cfg instance.Config) *asyncInstance {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	sys, err := processors.New(ctx, cfg)
+	sys, err := instance.New(ctx, cfg)
 	require.NoError(t, err)
 	done := make(chan struct{})
 	go func() {

@@ -23,7 +23,7 @@ import (
 	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/embedded"
-	"github.com/chronos-scheduler/chronos/processors"
+	"github.com/chronos-scheduler/chronos/instance"
 	"github.com/chronos-scheduler/chronos/processors/clock"
 	"github.com/chronos-scheduler/chronos/topology"
 )
@@ -96,14 +96,14 @@ func randHex(n int) string {
 
 // Config returns an instance configuration on this environment, without a
 // ticker (the test drives time with Tick) and with its own data dir.
-func (e *Env) Config() processors.Config {
-	return processors.Config{Kafka: e.Kafka, Layout: e.Layout, DataDir: e.T.TempDir(), NoTicker: true,
+func (e *Env) Config() instance.Config {
+	return instance.Config{Kafka: e.Kafka, Layout: e.Layout, DataDir: e.T.TempDir(), NoTicker: true,
 		Logger: slog.New(slog.NewTextHandler(testWriter{e.T}, &slog.HandlerOptions{Level: logLevel()}))}
 }
 
 // Instance is a running Chronos instance of a test.
 type Instance struct {
-	*processors.System
+	*instance.Instance
 	stop func()
 }
 
@@ -112,10 +112,10 @@ func (i *Instance) Stop() { i.stop() }
 
 // Start runs an instance until the test ends (or Stop) and waits until it
 // is ready.
-func (e *Env) Start(cfg processors.Config) *Instance {
+func (e *Env) Start(cfg instance.Config) *Instance {
 	e.T.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	sys, err := processors.New(ctx, cfg)
+	sys, err := instance.New(ctx, cfg)
 	require.NoError(e.T, err)
 	done := make(chan struct{})
 	go func() {
@@ -123,7 +123,7 @@ func (e *Env) Start(cfg processors.Config) *Instance {
 		_ = sys.Run(ctx)
 	}()
 	var once sync.Once
-	inst := &Instance{System: sys, stop: func() {
+	inst := &Instance{Instance: sys, stop: func() {
 		once.Do(func() {
 			cancel()
 			<-done

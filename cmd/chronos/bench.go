@@ -15,7 +15,7 @@ import (
 
 	"github.com/chronos-scheduler/chronos/bench"
 	"github.com/chronos-scheduler/chronos/embedded"
-	"github.com/chronos-scheduler/chronos/processors"
+	"github.com/chronos-scheduler/chronos/instance"
 	"github.com/chronos-scheduler/chronos/topology"
 	"github.com/chronos-scheduler/chronos/views"
 )
@@ -140,9 +140,9 @@ func runBench(ctx context.Context, f *instanceFlags, brokers []string, cfg bench
 		return nil, err
 	}
 	defer stopPprof()
-	pcfg := processors.Config{Kafka: f.kafka.config(brokers), Layout: layout, DataDir: dir, ChunkSize: f.chunk, ChunkBytes: f.chunkBytes, ChunkBudget: f.budget,
+	pcfg := instance.Config{Kafka: f.kafka.config(brokers), Layout: layout, DataDir: dir, ChunkSize: f.chunk, ChunkBytes: f.chunkBytes, ChunkBudget: f.budget,
 		Resolution: f.resolution, SyncStore: f.syncStore, StoreCacheBytes: f.storeCache, StoreMemTableBytes: f.memTable, Logger: log}
-	sys, err := processors.New(ctx, pcfg)
+	sys, err := instance.New(ctx, pcfg)
 	if err != nil {
 		return nil, err
 	}

@@ -20,8 +20,8 @@ import (
 
 	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/instance"
 	"github.com/chronos-scheduler/chronos/lag"
-	"github.com/chronos-scheduler/chronos/processors"
 	"github.com/chronos-scheduler/chronos/processors/scheduler"
 	"github.com/chronos-scheduler/chronos/topology"
 	"github.com/chronos-scheduler/chronos/views"
@@ -201,7 +201,7 @@ func (f *instanceFlags) logger() (*slog.Logger, error) {
 func (f *instanceFlags) serve(ctx context.Context, brokers []string, storeDir string, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	cfg := processors.Config{Kafka: f.kafka.config(brokers), Layout: f.layout.layout(), DataDir: storeDir,
+	cfg := instance.Config{Kafka: f.kafka.config(brokers), Layout: f.layout.layout(), DataDir: storeDir,
 		Limits: codecs.Limits{MaxPayload: f.maxPayload}, ChunkSize: f.chunk, ChunkBytes: f.chunkBytes, ChunkBudget: f.budget, Resolution: f.resolution, ClockMaxAhead: f.maxAhead,
 		SyncStore: f.syncStore, StoreCacheBytes: f.storeCache, StoreMemTableBytes: f.memTable, Registerer: reg, Logger: log}
 	now, err := testClock(log)
@@ -209,7 +209,7 @@ func (f *instanceFlags) serve(ctx context.Context, brokers []string, storeDir st
 		return err
 	}
 	cfg.Now = now
-	sys, err := processors.New(ctx, cfg)
+	sys, err := instance.New(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,7 @@ func TestSecurityFlags(t *testing.T) {
 	require.NotContains(t, err.Error(), secPassword)
 }
 
-// TestRunWithSASL runs an instance (serve: processors.New and Run, the job
+// TestRunWithSASL runs an instance (serve: instance.New and Run, the job
 // view, the HTTP server) against a SASL/PLAIN cluster, with the password
 // from CHRONOS_SASL_PASSWORD, puts a job through a kgo client of the same
 // configuration and waits for its dispatch: goka's sarama consumer groups,

@@ -1,7 +1,8 @@
-// Package processors runs the Chronos processor groups of one instance: the
-// scheduler group, the clock group, the router group and the clock ticker, each restarted with
-// backoff when it fails (goka processors stop on broker errors by design).
-package processors
+// Package instance is one Chronos instance: its configuration, and New, Run
+// and Ready, which build and run the scheduler group, the clock group, the
+// router group and the clock ticker, each restarted with backoff when it
+// fails (goka processors stop on broker errors by design).
+package instance
 
 import (
 	"context"
@@ -72,8 +73,8 @@ type Config struct {
 	Logger     *slog.Logger
 }
 
-// System is one running instance. Create with New, then Run.
-type System struct {
+// Instance is one running instance. Create with New, then Run.
+type Instance struct {
 	cfg    Config
 	sched  *scheduler.Scheduler
 	clock  *clock.Clock
@@ -89,12 +90,12 @@ type System struct {
 }
 
 // New validates cfg, creates missing topics and builds the groups.
-func New(ctx context.Context, cfg Config) (*System, error) {
+func New(ctx context.Context, cfg Config) (*Instance, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.DataDir == "" {
-		return nil, errors.New("processors: no data dir")
+		return nil, errors.New("instance: no data dir")
 	}
 	if err := errors.Join(cfg.Kafka.Validate(), cfg.Layout.Validate()); err != nil {
 		return nil, err
@@ -103,7 +104,7 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 		cfg.Limits = codecs.DefaultLimits()
 	}
 	if cfg.Limits.MaxPayload+4<<10 > cfg.Kafka.BatchBytes {
-		return nil, fmt.Errorf("processors: max payload %d bytes does not fit a dispatch event into batch bytes %d; raise --batch-bytes (and the broker's message.max.bytes)",
+		return nil, fmt.Errorf("instance: max payload %d bytes does not fit a dispatch event into batch bytes %d; raise --batch-bytes (and the broker's message.max.bytes)",
 			cfg.Limits.MaxPayload, cfg.Kafka.BatchBytes)
 	}
 	// No linger on this client: the fan-out hands over a whole chunk at once
@@ -151,7 +152,7 @@ func New(ctx context.Context, cfg Config) (*System, error) {
 		cl.Close()
 		return nil, err
 	}
-	s := &System{cfg: cfg, sched: sched, clock: clk, route: route, kgo: cl, log: cfg.Logger, fatal: fatal}
+	s := &Instance{cfg: cfg, sched: sched, clock: clk, route: route, kgo: cl, log: cfg.Logger, fatal: fatal}
 	if !cfg.NoTicker {
 		host, _ := os.Hostname()
 		s.ticker = &clock.Ticker{Client: cl, Topic: string(cfg.Layout.Clock()), Resolution: s.resolution(), Instance: host, Now: cfg.Now}
@@ -199,23 +200,23 @@ func ensureTopics(ctx context.Context, cl *kgo.Client, kafka clients.Config, l t
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("processors: creating topics: %w", err)
+			return fmt.Errorf("instance: creating topics: %w", err)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
 }
 
 // Scheduler returns the scheduler group (its stores serve the read API).
-func (s *System) Scheduler() *scheduler.Scheduler { return s.sched }
+func (s *Instance) Scheduler() *scheduler.Scheduler { return s.sched }
 
 // Client returns the instance's franz-go client (for producing commands).
-func (s *System) Client() *kgo.Client { return s.kgo }
+func (s *Instance) Client() *kgo.Client { return s.kgo }
 
 // Run runs every group until ctx is cancelled, restarting a failed group
 // with backoff. It returns nil on cancellation, and the error when a
 // partition store fails fatally (e.g. a full disk): the process should then
 // exit and be restarted, recovering its partitions from the changelogs.
-func (s *System) Run(ctx context.Context) error {
+func (s *Instance) Run(ctx context.Context) error {
 	defer s.kgo.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -276,13 +277,13 @@ func (f *fatalSignal) err() error {
 	return f.first
 }
 
-func (s *System) clockStoreOptions() store.Options {
+func (s *Instance) clockStoreOptions() store.Options {
 	log := s.log.With("group", "clock")
 	return store.Options{Sync: s.cfg.SyncStore, OnFatal: s.fatal.report, FS: s.cfg.StoreFS,
 		Logger: func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }}
 }
 
-func (s *System) resolution() time.Duration {
+func (s *Instance) resolution() time.Duration {
 	if s.cfg.Resolution == 0 {
 		return clock.DefaultResolution
 	}
@@ -290,7 +291,7 @@ func (s *System) resolution() time.Duration {
 }
 
 // supervise runs one processor until ctx is done, restarting it on error.
-func (s *System) supervise(ctx context.Context, name goka.Group, graph *goka.GroupGraph, opts []goka.ProcessorOption) {
+func (s *Instance) supervise(ctx context.Context, name goka.Group, graph *goka.GroupGraph, opts []goka.ProcessorOption) {
 	backoff := time.Second
 	for ctx.Err() == nil {
 		all := append(s.cfg.Kafka.GokaProcessorOptions(), goka.WithLogger(gokaLogger{s.log.With("group", string(name))}))
@@ -317,7 +318,7 @@ func (s *System) supervise(ctx context.Context, name goka.Group, graph *goka.Gro
 	}
 }
 
-func (s *System) ticking() error {
+func (s *Instance) ticking() error {
 	if s.ticker == nil {
 		return nil
 	}
@@ -335,7 +336,7 @@ func (s *System) ticking() error {
 	return nil
 }
 
-func (s *System) setProc(g goka.Group, p *goka.Processor) {
+func (s *Instance) setProc(g goka.Group, p *goka.Processor) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mu.procs[g] = p
@@ -344,7 +345,7 @@ func (s *System) setProc(g goka.Group, p *goka.Processor) {
 // Ready reports whether every group runs and has recovered its partitions,
 // and this instance's clock ticks (its last tick was acknowledged within ten
 // resolutions, at least 10 s).
-func (s *System) Ready() error {
+func (s *Instance) Ready() error {
 	if err := s.ticking(); err != nil {
 		return err
 	}
@@ -400,10 +401,10 @@ func waitVisible(kafka clients.Config, l topology.Layout) error {
 	for _, t := range l.Topics() {
 		ps, err := sc.Partitions(t.Name)
 		if err != nil {
-			return fmt.Errorf("processors: topic %s is not visible yet: %w", t.Name, err)
+			return fmt.Errorf("instance: topic %s is not visible yet: %w", t.Name, err)
 		}
 		if int32(len(ps)) != t.Partitions {
-			return fmt.Errorf("processors: topic %s shows %d of %d partitions", t.Name, len(ps), t.Partitions)
+			return fmt.Errorf("instance: topic %s shows %d of %d partitions", t.Name, len(ps), t.Partitions)
 		}
 	}
 	return nil

@@ -1,4 +1,4 @@
-package processors_test
+package instance_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/codecs"
-	"github.com/chronos-scheduler/chronos/processors"
+	"github.com/chronos-scheduler/chronos/instance"
 	"github.com/chronos-scheduler/chronos/testenv"
 )
 
@@ -44,7 +44,7 @@ func TestReadyNeedsTheClockToTick(t *testing.T) {
 	env := testenv.New(t, 2)
 	cfg := env.Config()
 	cfg.NoTicker = false
-	sys, err := processors.New(t.Context(), cfg)
+	sys, err := instance.New(t.Context(), cfg)
 	require.NoError(t, err)
 	require.ErrorContains(t, sys.Ready(), "not ticked")
 	ctx, cancel := context.WithCancel(context.Background())
