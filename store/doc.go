@@ -37,5 +37,11 @@
 //
 // GetOffset, SetOffset and MarkRecovered behave like goka's leveldb storage:
 // before MarkRecovered the offset is kept in memory (and persisted every 30s
-// and on Close), afterwards every SetOffset is persisted.
+// and on Close), afterwards every SetOffset that follows the local offset is
+// persisted. After recovery the offsets come from the process's own
+// changelog writes; one that does not follow the local offset means another
+// writer (an owner that had not yet noticed it lost the partition) wrote in
+// between, so the local offset stops there and the next recovery re-reads
+// the records this store does not hold. goka's own storages move past them,
+// and a store that got its partition back then never saw them.
 package store

@@ -98,8 +98,14 @@ type Store struct {
 	wmu sync.Mutex // serializes read-modify-write index maintenance
 	buf []byte     // scratch for index keys; guarded by wmu
 
-	offset    atomic.Int64
+	offset    atomic.Int64 // local offset + 1; 0: none set (see localOffset)
 	recovered atomic.Bool
+	// offsetGap: after MarkRecovered, a changelog write came back with an
+	// offset that does not follow the local offset, so another writer (an
+	// owner that had not yet noticed it lost the partition, or the one that
+	// took it over) wrote records this store does not hold. The local offset
+	// then stays where it was, and the next recovery re-reads from there.
+	offsetGap atomic.Bool
 	// deferIndex: the store was fresh at Open, so while goka recovers it
 	// from the changelog Set and Delete write the table only, and
 	// MarkRecovered builds the indexes in one pass. Guarded by wmu.
@@ -290,7 +296,7 @@ func (s *Store) commitOffsetsDuringRecovery() {
 			if s.recovered.Load() {
 				return
 			}
-			if off := s.offset.Load(); off != 0 {
+			if off, ok := s.localOffset(); ok {
 				if err := s.putOffset(off); err != nil && !errors.Is(err, ErrClosed) {
 					s.logf("store %s: committing offset: %v", s.dir, err)
 				}
@@ -325,7 +331,7 @@ func (s *Store) Close() (err error) {
 		s.db = nil
 		return ErrFatal
 	}
-	if off := s.offset.Load(); off != 0 {
+	if off, ok := s.localOffset(); ok {
 		err = s.db.Set(metaKey(metaOffset), encodeOffset(off), s.wo)
 	}
 	s.itMu.Lock()
@@ -499,6 +505,14 @@ func (s *Store) Sync() error {
 	return s.db.LogData(nil, pebble.Sync)
 }
 
+// localOffset returns the local offset, if one is set.
+func (s *Store) localOffset() (int64, bool) {
+	v := s.offset.Load()
+	return v - 1, v != 0
+}
+
+func (s *Store) setLocalOffset(off int64) { s.offset.Store(off + 1) }
+
 func encodeOffset(off int64) []byte { return []byte(strconv.FormatInt(off, 10)) }
 
 func (s *Store) putOffset(off int64) error {
@@ -517,7 +531,7 @@ func (s *Store) GetOffset(def int64) (int64, error) {
 	}
 	defer s.mu.RUnlock()
 	if !s.recovered.Load() {
-		if off := s.offset.Load(); off != 0 {
+		if off, ok := s.localOffset(); ok {
 			return off, nil
 		}
 	}
@@ -543,11 +557,31 @@ func (s *Store) SetOffset(offset int64) (err error) {
 		return err
 	}
 	s.mu.RUnlock()
-	s.offset.Store(offset)
-	if s.recovered.Load() {
-		return s.putOffset(offset)
+	if !s.recovered.Load() {
+		s.setLocalOffset(offset)
+		return nil
 	}
-	return nil
+	// After recovery the offsets come from this process's own changelog
+	// writes (goka sets the offset of each acknowledged write). The store
+	// holds every record up to the local offset only while those writes
+	// follow one another: a gap means another writer's records lie in
+	// between, and moving past them would make the next recovery skip them
+	// (a zombie owner resumed after a pause, its late write acknowledged
+	// past the new owner's records: those records were lost to it for good).
+	cur, ok := s.localOffset()
+	if !ok {
+		cur = -1
+	}
+	if s.offsetGap.Load() || offset <= cur {
+		return nil
+	}
+	if offset != cur+1 {
+		s.offsetGap.Store(true)
+		s.logf("store %s: changelog write at offset %d does not follow the local offset %d: another writer wrote in between; the local offset stays at %d, so the next recovery re-reads from there", s.dir, offset, cur, cur)
+		return nil
+	}
+	s.setLocalOffset(offset)
+	return s.putOffset(offset)
 }
 
 // MarkRecovered builds the indexes of a store that was fresh at Open (its
@@ -571,9 +605,22 @@ func (s *Store) MarkRecovered() (err error) {
 		s.logf("store %s: indexed the recovered table in %s", s.dir, time.Since(start))
 	}
 	s.mu.RUnlock()
-	if off := s.offset.Load(); off != 0 {
+	if off, ok := s.localOffset(); ok {
 		if err := s.putOffset(off); err != nil {
 			return err
+		}
+	} else {
+		// Recovery read nothing: the persisted offset is where the store
+		// stands (-1: it holds no record), and the first write must follow
+		// it (see SetOffset). goka does not report a write at offset 0, so
+		// the first owner of an empty changelog keeps -1 until its next
+		// recovery re-reads the partition, as a fresh disk would.
+		off, err := s.GetOffset(-1)
+		if err != nil {
+			return err
+		}
+		if off >= 0 {
+			s.setLocalOffset(off)
 		}
 	}
 	s.recovered.Store(true)
