@@ -14,6 +14,7 @@ import (
 // onCommand applies one chronos-jobs record. Invalid commands go to
 // chronos-rejects; nothing else changes.
 func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
+	s.guard(ctx)
 	raw, _ := msg.([]byte)
 	cmd, err := s.decodeCommand(ctx, raw)
 	if err != nil {
@@ -77,7 +78,7 @@ func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 			failed(ctx, err)
 			return
 		}
-		ctx.SetValue(codecs.EncodeJobRecord(rec))
+		s.setValue(ctx, codecs.EncodeJobRecord(rec))
 	case codecs.OpDelete:
 		if old != nil {
 			if err := s.delete(ctx, old, ts); err != nil {
@@ -110,7 +111,7 @@ func (s *Scheduler) apply(ctx goka.Context, cmd codecs.Command, rec *codecs.JobR
 		// ts and has not dispatched yet (an advance under way, a catch-up)
 		// still go out; NotBefore keeps ts for that.
 		rec.Status, rec.Version, rec.UpdatedAt, rec.Through, rec.NotBefore = codecs.StatusPaused, rec.Version+1, ts, h, ts
-		ctx.SetValue(codecs.EncodeJobRecord(rec))
+		s.setValue(ctx, codecs.EncodeJobRecord(rec))
 	case cmd.Op == codecs.OpResume && rec.Status == codecs.StatusPaused:
 		h, err := s.handled(ctx, rec, farFuture)
 		if err != nil {
@@ -126,7 +127,7 @@ func (s *Scheduler) apply(ctx goka.Context, cmd codecs.Command, rec *codecs.JobR
 		if err := s.activate(ctx, rec, from); err != nil {
 			return err
 		}
-		ctx.SetValue(codecs.EncodeJobRecord(rec))
+		s.setValue(ctx, codecs.EncodeJobRecord(rec))
 	case cmd.Op == codecs.OpFire:
 		s.fireManual(ctx, cmd, rec, ts)
 	}
@@ -144,7 +145,7 @@ func (s *Scheduler) delete(ctx goka.Context, old *codecs.JobRecord, ts time.Time
 	// Whatever the deleted job had or had not dispatched up to the shard's
 	// time, a new job under its id starts after it.
 	h := later(old.HandledThrough(shard.Watermark), later(shard.Watermark, shard.Advancing))
-	ctx.SetValue(codecs.EncodeJobRecord(&codecs.JobRecord{Status: codecs.StatusDeleted, Version: old.Version + 1,
+	s.setValue(ctx, codecs.EncodeJobRecord(&codecs.JobRecord{Status: codecs.StatusDeleted, Version: old.Version + 1,
 		Job: codecs.Job{Spec: old.Job.Spec}, Through: h, NotBefore: later(shard.Watermark, shard.Advancing),
 		CreatedAt: old.CreatedAt, UpdatedAt: ts}))
 	return nil
@@ -155,7 +156,7 @@ func (s *Scheduler) delete(ctx goka.Context, old *codecs.JobRecord, ts time.Time
 func (s *Scheduler) purge(ctx goka.Context, version uint64) {
 	rec, err := s.current(ctx)
 	if err == nil && rec != nil && rec.Status == codecs.StatusDeleted && rec.Version == version {
-		ctx.Delete()
+		s.deleteValue(ctx)
 	}
 }
 

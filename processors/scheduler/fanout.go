@@ -13,6 +13,7 @@ import (
 
 // onTrigger handles a chronos-shard-triggers record.
 func (s *Scheduler) onTrigger(ctx goka.Context, msg any) {
+	s.guard(ctx)
 	raw, _ := msg.([]byte)
 	if want := s.shardKeys[ctx.Partition()]; ctx.Key() != want {
 		s.reject(ctx, raw, &codecs.Error{Code: codecs.CodeInvalidID, Reason: fmt.Sprintf("shard trigger key %q is not partition %d's key %q", ctx.Key(), ctx.Partition(), want)})
@@ -29,6 +30,7 @@ func (s *Scheduler) onTrigger(ctx goka.Context, msg any) {
 // onLoop handles loopback messages: fan-out continuations (shard key) and
 // completions of one-shot jobs (job key).
 func (s *Scheduler) onLoop(ctx goka.Context, msg any) {
+	s.guard(ctx)
 	raw, _ := msg.([]byte)
 	tr, err := s.decodeTrigger(raw)
 	if err != nil {
@@ -136,7 +138,7 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 			// in one callback, the common case, writes the shard record once.
 			if shard.Advancing.Before(t) {
 				shard.Advancing = t
-				ctx.SetValue(codecs.EncodeShardRecord(shard))
+				s.setValue(ctx, codecs.EncodeShardRecord(shard))
 			}
 			ctx.Loopback(ctx.Key(), codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t, AfterAt: last.At, AfterKey: last.Key}))
 			return nil
@@ -146,7 +148,7 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 	if shard.Advancing.After(t) {
 		done.Advancing = shard.Advancing // a later pass is still under way
 	}
-	ctx.SetValue(codecs.EncodeShardRecord(done))
+	s.setValue(ctx, codecs.EncodeShardRecord(done))
 	return nil
 }
 
@@ -364,7 +366,7 @@ func (s *Scheduler) complete(ctx goka.Context, version uint64) {
 		return
 	}
 	rec.Status, rec.Through = codecs.StatusCompleted, time.Time{}
-	ctx.SetValue(codecs.EncodeJobRecord(rec))
+	s.setValue(ctx, codecs.EncodeJobRecord(rec))
 }
 
 // settle records in a job's record how far it has been handled, as its
@@ -403,7 +405,7 @@ func (s *Scheduler) settle(ctx goka.Context, tr codecs.ShardTrigger) error {
 		}
 		if !rec.Through.IsZero() && h.After(rec.Through) {
 			rec.Through = h
-			ctx.SetValue(codecs.EncodeJobRecord(rec))
+			s.setValue(ctx, codecs.EncodeJobRecord(rec))
 		}
 		return nil
 	case codecs.StatusActive:
@@ -428,7 +430,7 @@ func (s *Scheduler) settle(ctx goka.Context, tr codecs.ShardTrigger) error {
 		// schedule's next time.
 		rec.Through, rec.NotBefore = time.Time{}, later(rec.NotBefore, earlier(h, now))
 	}
-	ctx.SetValue(codecs.EncodeJobRecord(rec))
+	s.setValue(ctx, codecs.EncodeJobRecord(rec))
 	return nil
 }
 

@@ -153,6 +153,7 @@ type Scheduler struct {
 	shardKeys []string
 	schedules *schedule.Cache
 	stores    store.Registry
+	fence     *fence
 }
 
 // New returns a scheduler for cfg.
@@ -165,7 +166,7 @@ func New(cfg Config) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Scheduler{cfg: cfg, shardKeys: keys, schedules: schedule.NewCache(100_000)}
+	s := &Scheduler{cfg: cfg, shardKeys: keys, schedules: schedule.NewCache(100_000), fence: &fence{w: freezes}}
 	return s, nil
 }
 

@@ -1,0 +1,123 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/lovoo/goka"
+)
+
+// A frozen owner (SIGSTOP, a paused VM, a host stalled for seconds) stops
+// heartbeating; after the group's session timeout its partitions move to
+// another instance, which restores them from the changelog and goes on. When
+// the frozen process resumes it does not know yet: it finishes the callback
+// it was in and processes the messages it had buffered, and each table write
+// it makes lands in the changelog after the new owner's, overwriting newer
+// state for whoever restores the partition next (a deleted job put back, an
+// update undone). Kafka would fence such a writer with transactions; goka
+// does not use them. The fence does it here: a process-wide watchdog counts
+// freezes longer than freezeLimit, and a partition session (one goka
+// partition-processor run, one context) that began before the latest freeze
+// may not write any more: its callback fails before the write, its input is
+// not committed, and the processor restarts and rejoins, restoring what the
+// other owner wrote. A freeze shorter than the limit keeps the session: the
+// broker cannot have moved the partition yet.
+
+// freezeLimit is the longest stop that cannot have cost the partitions:
+// sarama's group session times out 10 s after the last heartbeat, sent every
+// 3 s, so only a stop of more than 7 s can; 5 s leaves a margin (a 5-7 s
+// stop restarts the processor without need, which is safe).
+const freezeLimit = 5 * time.Second
+
+// freezeTick is how often the watchdog looks at the clock.
+const freezeTick = 250 * time.Millisecond
+
+// errFrozen fails a callback of a session that began before a freeze.
+var errFrozen = errors.New("scheduler: the process was stopped for longer than the group session allows; its partitions may have moved, so this session writes nothing more and the processor restarts")
+
+// freezes is the process-wide watchdog: freezes are the process's, not a
+// partition's.
+var freezes = newWatchdog(freezeLimit, freezeTick)
+
+// watchdog counts the times the process was stopped for longer than limit.
+// Safe for concurrent use.
+type watchdog struct {
+	limit time.Duration
+	start time.Time // monotonic reference
+
+	mu    sync.Mutex
+	last  time.Duration // since start, at the last look
+	epoch uint64        // freezes seen
+}
+
+func newWatchdog(limit, tick time.Duration) *watchdog {
+	w := &watchdog{limit: limit, start: time.Now()}
+	go func() {
+		for range time.Tick(tick) {
+			w.epoch1()
+		}
+	}()
+	return w
+}
+
+// epoch1 looks at the clock and returns the number of freezes seen, this
+// look included: a gap longer than the limit since the last look (the
+// watchdog's or a callback's) is a freeze. Whichever goroutine runs first
+// after a stop sees the gap.
+func (w *watchdog) epoch1() uint64 {
+	now := time.Since(w.start)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if now-w.last > w.limit {
+		w.epoch++
+	}
+	if now > w.last {
+		w.last = now
+	}
+	return w.epoch
+}
+
+// fence remembers, per partition session, the freeze epoch it began in.
+// Safe for concurrent use.
+type fence struct {
+	w        *watchdog
+	sessions sync.Map // context.Context -> uint64
+}
+
+// check returns errFrozen if the process was frozen since the session of
+// ctx began.
+func (f *fence) check(ctx goka.Context) error {
+	e := f.w.epoch1()
+	c := ctx.Context()
+	began, loaded := f.sessions.LoadOrStore(c, e)
+	if !loaded {
+		context.AfterFunc(c, func() { f.sessions.Delete(c) })
+	}
+	if began.(uint64) != e {
+		return errFrozen
+	}
+	return nil
+}
+
+// guard fails the callback (uncommitted, the processor restarts) if its
+// session is fenced. Called at the start of every callback and before every
+// table write, so a freeze in the middle of a callback is caught too.
+func (s *Scheduler) guard(ctx goka.Context) {
+	if err := s.fence.check(ctx); err != nil {
+		failed(ctx, err)
+	}
+}
+
+// setValue writes the current key's table value, after the fence.
+func (s *Scheduler) setValue(ctx goka.Context, v []byte) {
+	s.guard(ctx)
+	ctx.SetValue(v)
+}
+
+// deleteValue deletes the current key's table value, after the fence.
+func (s *Scheduler) deleteValue(ctx goka.Context) {
+	s.guard(ctx)
+	ctx.Delete()
+}
