@@ -70,9 +70,7 @@ scan:
 			if tr.Payload != nil {
 				payload = tr.Payload
 			}
-			ev := codecs.Dispatch{FireID: codecs.TriggeredFireID(k, tr.TriggerID), JobID: k, Trigger: codecs.TriggerBucket,
-				ScheduledAt: tr.T, FiredAt: now, Bucket: tr.Bucket, TriggerID: tr.TriggerID, Payload: payload}
-			msgs = append(msgs, Msg{Key: k, Value: codecs.AppendDispatch(make([]byte, 0, eventOverhead+2*len(k)+len(tr.Bucket)+len(tr.TriggerID)+len(payload)), &ev)})
+			msgs = append(msgs, triggeredEvent(k, rec, codecs.TriggerBucket, tr.TriggerID, tr.T, now, payload))
 			size += len(msgs[len(msgs)-1].Value)
 		}
 		if !more {
@@ -80,7 +78,7 @@ scan:
 		}
 	}
 	if len(msgs) > 0 {
-		if err := s.cfg.Producer.ProduceSync(ctx.Context(), string(s.cfg.Layout.Dispatch()), msgs); err != nil {
+		if err := s.dispatch(ctx, msgs); err != nil {
 			return last, false, fmt.Errorf("scheduler: producing %d bucket fires (%d bytes): %w", len(msgs), size, err)
 		}
 	}

@@ -129,7 +129,7 @@ func (s *Scheduler) apply(ctx goka.Context, cmd codecs.Command, rec *codecs.JobR
 		}
 		s.setValue(ctx, codecs.EncodeJobRecord(rec))
 	case cmd.Op == codecs.OpFire:
-		s.fireManual(ctx, cmd, rec, ts)
+		return s.fireManual(ctx, cmd, rec, ts)
 	}
 	return nil
 }
@@ -274,7 +274,7 @@ func (s *Scheduler) handled(ctx goka.Context, rec *codecs.JobRecord, upTo time.T
 			msgs = append(msgs, scheduledEvent(ctx.Key(), rec, f, fired))
 			s.cfg.Metrics.delay(fired.Sub(f.At))
 		}
-		if err := s.cfg.Producer.ProduceSync(ctx.Context(), string(s.cfg.Layout.Dispatch()), msgs); err != nil {
+		if err := s.dispatch(ctx, msgs); err != nil {
 			return time.Time{}, fmt.Errorf("scheduler: producing %d dispatch events before a command: %w", len(msgs), err)
 		}
 	}
@@ -312,10 +312,11 @@ func earlier(a, b time.Time) time.Time {
 	return a
 }
 
-// fireManual dispatches one fire now. Its fire_id is stable across
-// redelivery: the command's trigger id, or one derived from the record's
-// partition and offset.
-func (s *Scheduler) fireManual(ctx goka.Context, cmd codecs.Command, rec *codecs.JobRecord, ts time.Time) {
+// fireManual dispatches one fire now, through the same producer as every
+// other fire, acknowledged before the command is committed. Its fire_id is
+// stable across redelivery: the command's trigger id, or one derived from
+// the record's partition and offset.
+func (s *Scheduler) fireManual(ctx goka.Context, cmd codecs.Command, rec *codecs.JobRecord, ts time.Time) error {
 	trigger := cmd.TriggerID
 	if trigger == "" {
 		trigger = "m-" + strconv.Itoa(int(ctx.Partition())) + "-" + strconv.FormatInt(ctx.Offset(), 10)
@@ -324,10 +325,12 @@ func (s *Scheduler) fireManual(ctx goka.Context, cmd codecs.Command, rec *codecs
 	if cmd.Payload != nil {
 		payload = cmd.Payload
 	}
-	d := codecs.Dispatch{FireID: codecs.TriggeredFireID(cmd.ID, trigger), JobID: cmd.ID, Trigger: codecs.TriggerManual,
-		ScheduledAt: ts, FiredAt: s.cfg.Now(), Bucket: rec.Job.Bucket, TriggerID: trigger, Payload: payload}
-	ctx.Emit(s.cfg.Layout.Dispatch(), cmd.ID, codecs.AppendDispatch(nil, &d))
+	msg := triggeredEvent(cmd.ID, rec, codecs.TriggerManual, trigger, ts, s.cfg.Now(), payload)
+	if err := s.dispatch(ctx, []Msg{msg}); err != nil {
+		return fmt.Errorf("scheduler: producing a manual fire: %w", err)
+	}
 	s.cfg.Metrics.fired(codecs.TriggerManual, 1, 0)
+	return nil
 }
 
 // current decodes the table value of the message's key (nil: no job).

@@ -332,7 +332,7 @@ scan:
 		}
 	}
 	if len(msgs) > 0 {
-		if err := s.cfg.Producer.ProduceSync(ctx.Context(), string(s.cfg.Layout.Dispatch()), msgs); err != nil {
+		if err := s.dispatch(ctx, msgs); err != nil {
 			return c, fmt.Errorf("scheduler: producing %d dispatch events (%d bytes): %w", len(msgs), size, err)
 		}
 	}
@@ -351,11 +351,29 @@ scan:
 	return c, nil
 }
 
+// Every dispatch event is built by scheduledEvent or triggeredEvent and sent
+// by dispatch: one producer, one set of producer settings, acknowledged
+// before the index, the watermark or the command's commit moves.
+
 // scheduledEvent is the dispatch event of a scheduled fire of job key.
 func scheduledEvent(key string, rec *codecs.JobRecord, f Fire, firedAt time.Time) Msg {
 	ev := codecs.Dispatch{FireID: codecs.ScheduledFireID(key, f.At), JobID: key, Trigger: codecs.TriggerSchedule,
 		ScheduledAt: f.At, FiredAt: firedAt, Missed: f.Missed, Bucket: rec.Job.Bucket, Payload: rec.Job.Payload}
-	return Msg{Key: key, Value: codecs.AppendDispatch(make([]byte, 0, 160+len(rec.Job.Payload)), &ev)}
+	return Msg{Key: key, Value: codecs.AppendDispatch(make([]byte, 0, eventOverhead+len(key)+len(rec.Job.Bucket)+len(rec.Job.Payload)), &ev)}
+}
+
+// triggeredEvent is the dispatch event of a manual or bucket fire of job
+// key at the trigger's time at, with the trigger's payload.
+func triggeredEvent(key string, rec *codecs.JobRecord, trigger, triggerID string, at, firedAt time.Time, payload []byte) Msg {
+	ev := codecs.Dispatch{FireID: codecs.TriggeredFireID(key, triggerID), JobID: key, Trigger: trigger,
+		ScheduledAt: at, FiredAt: firedAt, Bucket: rec.Job.Bucket, TriggerID: triggerID, Payload: payload}
+	return Msg{Key: key, Value: codecs.AppendDispatch(make([]byte, 0, eventOverhead+2*len(key)+len(rec.Job.Bucket)+len(triggerID)+len(payload)), &ev)}
+}
+
+// dispatch produces msgs to chronos-dispatch and returns once the broker has
+// acknowledged each of them.
+func (s *Scheduler) dispatch(ctx goka.Context, msgs []Msg) error {
+	return s.cfg.Producer.ProduceSync(ctx.Context(), string(s.cfg.Layout.Dispatch()), msgs)
 }
 
 // complete marks a job completed after its last fire, if it is still the

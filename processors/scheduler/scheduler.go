@@ -174,7 +174,8 @@ func New(cfg Config) (*Scheduler, error) {
 func (s *Scheduler) Group() goka.Group { return s.cfg.Layout.SchedulerGroup() }
 
 // Graph returns the group graph: commands and shard triggers in, loopback for
-// continuations, the job table persisted, rejects and manual fires out.
+// continuations, the job table persisted, rejects out. Dispatch events do
+// not go through goka: every fire is produced by the Producer (dispatch).
 func (s *Scheduler) Graph() *goka.GroupGraph {
 	n := s.cfg.Layout.Names
 	return goka.DefineGroup(n.SchedulerGroup(),
@@ -183,7 +184,6 @@ func (s *Scheduler) Graph() *goka.GroupGraph {
 		goka.Loop(new(codec.Bytes), s.onLoop),
 		goka.Persist(new(codec.Bytes)),
 		goka.Output(n.Rejects(), new(codec.Bytes)),
-		goka.Output(n.Dispatch(), new(codec.Bytes)),
 	)
 }
 
