@@ -850,7 +850,7 @@ func (r *recorder) MustRegister(cs ...prometheus.Collector) {
 
 func (r *recorder) Unregister(c prometheus.Collector) bool { return r.reg.Unregister(c) }
 
-// registeredMetrics registers what cmd/chronos/instance.go serve() registers
+// registeredMetrics registers what an instance with its HTTP server registers
 // (Go and process collectors, the processors' metrics, the lag collector)
 // against an embedded broker.
 func registeredMetrics(t *testing.T) metricSet {

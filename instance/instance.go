@@ -1,7 +1,11 @@
-// Package instance is one Chronos instance: its configuration, and New, Run
-// and Ready, which build and run the scheduler group, the clock group, the
-// router group and the clock ticker, each restarted with backoff when it
-// fails (goka processors stop on broker errors by design).
+// Package instance is one Chronos instance: its configuration (Config, with
+// the defaults, the validation and the one mapping from flags), and New,
+// Run and WaitReady, which build and run the scheduler group, the clock
+// group, the router group, the clock ticker and, with an HTTP address, the
+// job view, the HTTP API, /metrics and the probes. Each group is restarted
+// with backoff when it fails (goka processors stop on broker errors by
+// design). `chronos dev`, `chronos run`, `chronos bench` and the tests'
+// testenv all build their instances here.
 package instance
 
 import (
@@ -9,71 +13,26 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"os"
 	"sync"
 	"time"
 
-	"github.com/IBM/sarama"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/lovoo/goka"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/processors/clock"
 	"github.com/chronos-scheduler/chronos/processors/inputs"
 	"github.com/chronos-scheduler/chronos/processors/router"
 	"github.com/chronos-scheduler/chronos/processors/scheduler"
 	"github.com/chronos-scheduler/chronos/store"
-	"github.com/chronos-scheduler/chronos/topology"
 )
 
-// Config configures one instance.
-type Config struct {
-	Kafka  clients.Config
-	Layout topology.Layout
-	// DataDir holds the partition stores (required).
-	DataDir string
-	// Limits on commands (default codecs.DefaultLimits()).
-	Limits codecs.Limits
-	// ChunkSize and ChunkBudget: see scheduler.Config (defaults 25000, 500ms).
-	ChunkSize   int
-	ChunkBudget time.Duration
-	// ChunkBytes: see scheduler.Config (default 8 MiB).
-	ChunkBytes int
-	// Producer produces the fan-out's dispatch events (nil: the instance's
-	// own franz-go client). Tests wrap one to observe the batches.
-	Producer scheduler.Producer
-	// Resolution of the clock (default 1s).
-	Resolution time.Duration
-	// ClockMaxAhead bounds how far a tick may be ahead of the broker's
-	// timestamp (default 1s; negative: unbounded, for simulated clocks).
-	ClockMaxAhead time.Duration
-	// NoTicker disables this instance's clock ticker (tests drive time).
-	NoTicker bool
-	// SyncStore fsyncs every store write (default false).
-	SyncStore bool
-	// StoreCacheBytes is the Pebble block cache of all partition stores
-	// together, split evenly (default 256 MiB).
-	StoreCacheBytes int64
-	// StoreMemTableBytes is the base memtable size of a partition store
-	// (default 4 MiB); partition p's is staggered up to twice that (see
-	// scheduler.StaggeredMemTableSize).
-	StoreMemTableBytes uint64
-	// StoreFS is the file system of the partition stores (default: the
-	// operating system's; tests inject faults through it).
-	StoreFS vfs.FS
-	// Now is the wall clock for fired_at and ticks (default time.Now).
-	Now func() time.Time
-	// Registerer receives the metrics (nil: none).
-	Registerer prometheus.Registerer
-	Logger     *slog.Logger
-}
-
-// Instance is one running instance. Create with New, then Run.
+// Instance is one instance. Create with New, then Run (once); Ready and
+// WaitReady are safe for concurrent use.
 type Instance struct {
 	cfg    Config
 	sched  *scheduler.Scheduler
@@ -81,42 +40,55 @@ type Instance struct {
 	route  *router.Router
 	kgo    *kgo.Client
 	ticker *clock.Ticker // nil with NoTicker
+	http   *httpParts    // nil without an HTTP address
 	fatal  *fatalSignal
 	log    *slog.Logger
-	mu     struct {
+	// stopped is closed when Run returns, with runErr set.
+	stopped chan struct{}
+	runErr  error
+	mu      struct {
 		sync.Mutex
 		procs map[goka.Group]*goka.Processor
 	}
 }
 
-// New validates cfg, creates missing topics and builds the groups.
+// New validates cfg, creates missing topics (and waits until the brokers
+// serve them) and builds the groups and, with an HTTP address, the job view
+// and the API.
 func New(ctx context.Context, cfg Config) (*Instance, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.DataDir == "" {
-		return nil, errors.New("instance: no data dir")
-	}
-	if err := errors.Join(cfg.Kafka.Validate(), cfg.Layout.Validate()); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.Logger = cfg.NewLogger()
 	if cfg.Limits == (codecs.Limits{}) {
 		cfg.Limits = codecs.DefaultLimits()
 	}
-	if cfg.Limits.MaxPayload+4<<10 > cfg.Kafka.BatchBytes {
-		return nil, fmt.Errorf("instance: max payload %d bytes does not fit a dispatch event into batch bytes %d; raise --batch-bytes (and the broker's message.max.bytes)",
-			cfg.Limits.MaxPayload, cfg.Kafka.BatchBytes)
+	if cfg.HTTP.Addr != "" && cfg.Registerer == nil {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		cfg.Registerer = reg
 	}
+	cfg.HTTP.warn(cfg.Logger)
 	// No linger on this client: the fan-out hands over a whole chunk at once
 	// and waits for its acks, so waiting for more records only adds delay.
 	cl, err := cfg.Kafka.NewKgo(kgo.RecordDeliveryTimeout(2*time.Minute), kgo.ProducerLinger(0))
 	if err != nil {
 		return nil, err
 	}
-	if err := ensureTopics(ctx, cl, cfg.Kafka, cfg.Layout); err != nil {
+	if err := cfg.Layout.EnsureVisible(ctx, kadm.NewClient(cl), cfg.Kafka.Brokers, cfg.Kafka.Sarama()); err != nil {
 		cl.Close()
 		return nil, err
 	}
+	s, err := build(cfg, cl)
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// build makes the groups, the ticker and the HTTP parts on client cl.
+func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 	fatal := &fatalSignal{ch: make(chan struct{})}
 	var metrics *scheduler.Metrics
 	// One input policy for every group: rejects are produced through the
@@ -127,83 +99,40 @@ func New(ctx context.Context, cfg Config) (*Instance, error) {
 		metrics = scheduler.NewMetrics(cfg.Registerer)
 		in.Metrics = inputs.NewMetrics(cfg.Registerer)
 	}
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
-	}
 	producer := cfg.Producer
 	if producer == nil {
 		producer = scheduler.KgoProducer{Client: cl}
 	}
-	sched, err := scheduler.New(scheduler.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Store: store.Options{Sync: cfg.SyncStore, CacheSize: cacheBytes(cfg), MemTableSize: cfg.StoreMemTableBytes, OnFatal: fatal.report, FS: cfg.StoreFS},
-		Limits: cfg.Limits, ChunkSize: cfg.ChunkSize, ChunkBytes: cfg.ChunkBytes, ChunkBudget: cfg.ChunkBudget, Producer: producer, Now: cfg.Now,
+	sched, err := scheduler.New(scheduler.Config{Layout: cfg.Layout, DataDir: cfg.DataDir,
+		Store:  store.Options{Sync: cfg.Store.Sync, CacheSize: cfg.cacheBytes(), MemTableSize: cfg.Store.MemTableBytes, OnFatal: fatal.report, FS: cfg.Store.FS},
+		Limits: cfg.Limits, ChunkSize: cfg.Fanout.ChunkSize, ChunkBytes: cfg.Fanout.ChunkBytes, ChunkBudget: cfg.Fanout.Budget, Producer: producer, Now: cfg.Now,
 		Logger: cfg.Logger.With("group", "scheduler"), Metrics: metrics, Inputs: in})
 	if err != nil {
-		cl.Close()
 		return nil, err
 	}
-	clk, err := clock.New(clock.Config{Layout: cfg.Layout, Resolution: cfg.Resolution, MaxAhead: cfg.ClockMaxAhead, Logger: cfg.Logger.With("group", "clock"), Inputs: in})
+	clk, err := clock.New(clock.Config{Layout: cfg.Layout, Resolution: cfg.Clock.Resolution, MaxAhead: cfg.Clock.MaxAhead, Logger: cfg.Logger.With("group", "clock"), Inputs: in})
 	if err != nil {
-		cl.Close()
 		return nil, err
 	}
 	route, err := router.New(router.Config{Layout: cfg.Layout, Limits: cfg.Limits, Logger: cfg.Logger.With("group", "router"), Inputs: in})
 	if err != nil {
-		cl.Close()
 		return nil, err
 	}
-	s := &Instance{cfg: cfg, sched: sched, clock: clk, route: route, kgo: cl, log: cfg.Logger, fatal: fatal}
-	if !cfg.NoTicker {
+	s := &Instance{cfg: cfg, sched: sched, clock: clk, route: route, kgo: cl, log: cfg.Logger, fatal: fatal, stopped: make(chan struct{})}
+	s.mu.procs = make(map[goka.Group]*goka.Processor)
+	if !cfg.Clock.NoTicker {
 		host, _ := os.Hostname()
-		s.ticker = &clock.Ticker{Client: cl, Topic: string(cfg.Layout.Clock()), Resolution: s.resolution(), Instance: host, Now: cfg.Now}
+		s.ticker = &clock.Ticker{Client: cl, Topic: string(cfg.Layout.Clock()), Resolution: cfg.resolution(), Instance: host, Now: cfg.Now}
+	}
+	if cfg.HTTP.Addr != "" {
+		if s.http, err = newHTTP(s); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(sched.JobsCollector(),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_clock_lag_seconds",
-				Help: "Wall time minus the last time this instance's clock group announced (absent while another instance owns the clock)."},
-				func() float64 {
-					last := clk.LastAnnounced()
-					if last.IsZero() {
-						return math.NaN()
-					}
-					return now().Sub(last).Seconds()
-				}),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_partitions_owned",
-				Help: "Scheduler partitions whose store this instance has open (assigned and recovering or recovered)."},
-				func() float64 { return float64(sched.OpenStores()) }),
-			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_ready",
-				Help: "1 when every group of this instance runs and has recovered its partitions."},
-				func() float64 {
-					if s.Ready() != nil {
-						return 0
-					}
-					return 1
-				}),
-		)
+		s.registerGauges(cfg.Registerer)
 	}
-	s.mu.procs = make(map[goka.Group]*goka.Processor)
 	return s, nil
-}
-
-// ensureTopics creates the layout's topics and waits until the brokers
-// report every one of them in metadata: Kafka acknowledges a creation before
-// its brokers serve the topic, and goka fails on a topic it cannot see.
-func ensureTopics(ctx context.Context, cl *kgo.Client, kafka clients.Config, l topology.Layout) error {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	var err error
-	for {
-		if err = l.Ensure(ctx, kadm.NewClient(cl)); err == nil {
-			if err = waitVisible(kafka, l); err == nil {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("instance: creating topics: %w", err)
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
 }
 
 // Scheduler returns the scheduler group (its stores serve the read API).
@@ -212,11 +141,16 @@ func (s *Instance) Scheduler() *scheduler.Scheduler { return s.sched }
 // Client returns the instance's franz-go client (for producing commands).
 func (s *Instance) Client() *kgo.Client { return s.kgo }
 
-// Run runs every group until ctx is cancelled, restarting a failed group
-// with backoff. It returns nil on cancellation, and the error when a
-// partition store fails fatally (e.g. a full disk): the process should then
-// exit and be restarted, recovering its partitions from the changelogs.
-func (s *Instance) Run(ctx context.Context) error {
+// Run runs every group (and the HTTP parts) until ctx is cancelled,
+// restarting a failed group with backoff. It returns nil on cancellation,
+// and the error when a partition store fails fatally (e.g. a full disk) or
+// the HTTP server cannot serve: the process should then exit and be
+// restarted, recovering its partitions from the changelogs. Call it once.
+func (s *Instance) Run(ctx context.Context) (err error) {
+	defer func() {
+		s.runErr = err
+		close(s.stopped)
+	}()
 	defer s.kgo.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -228,6 +162,33 @@ func (s *Instance) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}()
+	stopPprof, err := servePprof(s.cfg.PprofAddr, s.log)
+	if err != nil {
+		return err
+	}
+	defer stopPprof()
+	var wg sync.WaitGroup
+	var httpErr error
+	if h := s.http; h != nil {
+		if err := h.listen(s); err != nil {
+			return err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if httpErr = h.run(ctx, s.log); httpErr != nil {
+				cancel()
+			}
+		}()
+	}
+	s.runGroups(ctx)
+	cancel()
+	wg.Wait()
+	return errors.Join(s.fatal.err(), httpErr)
+}
+
+// runGroups runs the groups and the ticker until ctx is done.
+func (s *Instance) runGroups(ctx context.Context) {
 	var wg sync.WaitGroup
 	run := func(name goka.Group, graph *goka.GroupGraph, opts ...goka.ProcessorOption) {
 		wg.Add(1)
@@ -250,7 +211,41 @@ func (s *Instance) Run(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	return s.fatal.err()
+}
+
+// WaitReady waits until the instance is ready (Ready returns nil). It
+// returns ctx's error when ctx ends first (with why the instance is not
+// ready), and Run's error when Run returns first: a fatal store error
+// surfaces as itself, not as a timeout.
+func (s *Instance) WaitReady(ctx context.Context) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		err := s.Ready()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("instance: not ready: %w (%w)", err, ctx.Err())
+		case <-s.stopped:
+			return fmt.Errorf("instance: stopped before it was ready: %w", errors.Join(s.runErr, errors.New("Run returned")))
+		case <-tick.C:
+		}
+	}
+}
+
+// Stopped is closed when Run has returned; Err then is its error.
+func (s *Instance) Stopped() <-chan struct{} { return s.stopped }
+
+// Err returns Run's error once Stopped is closed (nil before).
+func (s *Instance) Err() error {
+	select {
+	case <-s.stopped:
+		return s.runErr
+	default:
+		return nil
+	}
 }
 
 // fatalSignal carries the first fatal storage error of an instance. Safe for
@@ -279,15 +274,8 @@ func (f *fatalSignal) err() error {
 
 func (s *Instance) clockStoreOptions() store.Options {
 	log := s.log.With("group", "clock")
-	return store.Options{Sync: s.cfg.SyncStore, OnFatal: s.fatal.report, FS: s.cfg.StoreFS,
+	return store.Options{Sync: s.cfg.Store.Sync, OnFatal: s.fatal.report, FS: s.cfg.Store.FS,
 		Logger: func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }}
-}
-
-func (s *Instance) resolution() time.Duration {
-	if s.cfg.Resolution == 0 {
-		return clock.DefaultResolution
-	}
-	return s.cfg.Resolution
 }
 
 // supervise runs one processor until ctx is done, restarting it on error.
@@ -326,11 +314,8 @@ func (s *Instance) ticking() error {
 	if last.IsZero() {
 		return errors.New("the clock has not ticked yet")
 	}
-	now := time.Now
-	if s.cfg.Now != nil {
-		now = s.cfg.Now
-	}
-	if age, limit := now().Sub(last), max(10*s.resolution(), 10*time.Second); age > limit {
+	res := s.cfg.resolution()
+	if age, limit := s.cfg.now().Sub(last), max(10*res, 10*time.Second); age > limit {
 		return fmt.Errorf("the clock last ticked %s ago", age.Round(time.Millisecond))
 	}
 	return nil
@@ -343,12 +328,23 @@ func (s *Instance) setProc(g goka.Group, p *goka.Processor) {
 }
 
 // Ready reports whether every group runs and has recovered its partitions,
-// and this instance's clock ticks (its last tick was acknowledged within ten
-// resolutions, at least 10 s).
+// this instance's clock ticks (its last tick was acknowledged within ten
+// resolutions, at least 10 s) and, with the HTTP parts, the job view has
+// recovered.
 func (s *Instance) Ready() error {
 	if err := s.ticking(); err != nil {
 		return err
 	}
+	if err := s.groupsReady(); err != nil {
+		return err
+	}
+	if s.http != nil {
+		return s.http.jobs.Ready()
+	}
+	return nil
+}
+
+func (s *Instance) groupsReady() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, g := range []goka.Group{s.sched.Group(), s.cfg.Layout.ClockGroup(), s.cfg.Layout.RouterGroup()} {
@@ -372,40 +368,4 @@ func (g gokaLogger) Printf(format string, v ...any) { g.l.Debug(fmt.Sprintf(form
 func (g gokaLogger) Debugf(format string, v ...any) { g.l.Debug(fmt.Sprintf(format, v...)) }
 func (g gokaLogger) PrefixedLogger(prefix string) goka.Logger {
 	return gokaLogger{g.l.With("component", prefix)}
-}
-
-// cacheBytes is one partition store's share of the block cache.
-func cacheBytes(cfg Config) int64 {
-	total := cfg.StoreCacheBytes
-	if total == 0 {
-		total = 256 << 20
-	}
-	return max(total/int64(cfg.Layout.Partitions), 1<<20)
-}
-
-// waitVisible checks once, with a fresh sarama metadata request (what goka
-// itself uses), that every topic of l has its partitions.
-func waitVisible(kafka clients.Config, l topology.Layout) error {
-	sc, err := sarama.NewClient(kafka.Brokers, kafka.Sarama())
-	if err != nil {
-		return err
-	}
-	defer sc.Close()
-	var names []string
-	for _, t := range l.Topics() {
-		names = append(names, t.Name)
-	}
-	if err := sc.RefreshMetadata(names...); err != nil {
-		return err
-	}
-	for _, t := range l.Topics() {
-		ps, err := sc.Partitions(t.Name)
-		if err != nil {
-			return fmt.Errorf("instance: topic %s is not visible yet: %w", t.Name, err)
-		}
-		if int32(len(ps)) != t.Partitions {
-			return fmt.Errorf("instance: topic %s shows %d of %d partitions", t.Name, len(ps), t.Partitions)
-		}
-	}
-	return nil
 }

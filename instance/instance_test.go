@@ -2,6 +2,7 @@ package instance_test
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -43,7 +44,7 @@ func TestReadyNeedsTheClockToTick(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t, 2)
 	cfg := env.Config()
-	cfg.NoTicker = false
+	cfg.Clock.NoTicker = false
 	sys, err := instance.New(t.Context(), cfg)
 	require.NoError(t, err)
 	require.ErrorContains(t, sys.Ready(), "not ticked")
@@ -52,4 +53,27 @@ func TestReadyNeedsTheClockToTick(t *testing.T) {
 	go func() { done <- sys.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	testenv.Eventually(t, 60*time.Second, sys.Ready)
+}
+
+// TestWaitReadySurfacesRunsError: when Run fails before the instance is
+// ready (here its HTTP address is taken), WaitReady returns Run's error at
+// once instead of waiting out its deadline.
+func TestWaitReadySurfacesRunsError(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t, 1)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	cfg := env.Config()
+	cfg.HTTP.Addr = taken.Addr().String()
+	inst, err := instance.New(t.Context(), cfg)
+	require.NoError(t, err)
+	go func() { _ = inst.Run(t.Context()) }()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	err = inst.WaitReady(ctx)
+	require.ErrorContains(t, err, "address already in use")
+	require.NoError(t, ctx.Err(), "Run's error, not the deadline")
+	<-inst.Stopped()
+	require.ErrorContains(t, inst.Err(), "address already in use")
 }

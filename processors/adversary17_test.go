@@ -162,7 +162,7 @@ func TestAdv17CommandDuringAdvanceLosesFire(t *testing.T) {
 			env := testenv.New(t, 1)
 			dispatch := env.Collect(string(env.Layout.Dispatch()))
 			cfg := env.Config()
-			cfg.ChunkSize, cfg.ChunkBudget = 5, time.Nanosecond // an advance of many callbacks (as 25,000 x n jobs at the defaults)
+			cfg.Fanout.ChunkSize, cfg.Fanout.Budget = 5, time.Nanosecond // an advance of many callbacks (as 25,000 x n jobs at the defaults)
 			env.Start(cfg)
 			t0 := time.Date(2026, 6, 3, 0, 0, 0, 0, time.UTC)
 			const n = 1000
@@ -216,7 +216,7 @@ func TestAdv17StaleThroughAfterTwoPassesRefires(t *testing.T) {
 			env := testenv.New(t, 1)
 			dispatch := env.Collect(string(env.Layout.Dispatch()))
 			cfg := env.Config()
-			cfg.ChunkBudget = time.Minute // both passes in one callback (also the default's case when a pass takes < 500 ms)
+			cfg.Fanout.Budget = time.Minute // both passes in one callback (also the default's case when a pass takes < 500 ms)
 			a := env.Start(cfg)
 			t0 := time.Date(2026, 6, 4, 0, 0, 0, 0, time.UTC)
 			gap := 3 * time.Hour
@@ -477,7 +477,7 @@ func TestAdv17CleanRebalanceMidAdvanceDuplicates(t *testing.T) {
 	dispatch := env.Collect(string(env.Layout.Dispatch()))
 	small := func() instance.Config {
 		cfg := env.Config()
-		cfg.ChunkSize, cfg.ChunkBudget = 5, time.Nanosecond // an advance of many callbacks (as 25,000 x n jobs at the defaults)
+		cfg.Fanout.ChunkSize, cfg.Fanout.Budget = 5, time.Nanosecond // an advance of many callbacks (as 25,000 x n jobs at the defaults)
 		return cfg
 	}
 	a := env.Start(small())

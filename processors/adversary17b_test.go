@@ -249,7 +249,7 @@ func TestAdv17bCleanRebalanceMidAdvanceLeavesStaleEntries(t *testing.T) {
 			dispatch := env.Collect(string(env.Layout.Dispatch()))
 			small := func() instance.Config {
 				cfg := env.Config()
-				cfg.ChunkSize, cfg.ChunkBudget = 5, time.Nanosecond // an advance of many callbacks (as 25,000 x n jobs at the defaults)
+				cfg.Fanout.ChunkSize, cfg.Fanout.Budget = 5, time.Nanosecond // an advance of many callbacks (as 25,000 x n jobs at the defaults)
 				return cfg
 			}
 			a := env.Start(small())

@@ -22,7 +22,7 @@ func TestBucketTriggerFiresEveryActiveJobOnce(t *testing.T) {
 	env := testenv.New(t, 6)
 	dispatch := env.Collect(string(env.Layout.Dispatch()))
 	cfg := env.Config()
-	cfg.ChunkSize = 37
+	cfg.Fanout.ChunkSize = 37
 	env.Start(cfg)
 	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	far := codecs.JobDef{Cron: "0 0 1 1 *", Bucket: "reports", Payload: []byte(`{"own":true}`)}

@@ -48,7 +48,7 @@ func TestFanOutIsBoundedByChunkBytes(t *testing.T) {
 	dispatch := env.Collect(string(env.Layout.Dispatch()))
 	rec := &batchRecorder{Producer: scheduler.KgoProducer{Client: env.Client}}
 	cfg := env.Config()
-	cfg.ChunkBytes = 16 << 10
+	cfg.Fanout.ChunkBytes = 16 << 10
 	cfg.Producer = rec
 	env.Start(cfg)
 
@@ -98,5 +98,5 @@ func TestFanOutIsBoundedByChunkBytes(t *testing.T) {
 	defer rec.mu.Unlock()
 	t.Logf("%d fires in %d batches, largest %d bytes", len(want), rec.batches, rec.maxBytes)
 	require.Greater(t, rec.batches, len(want)/100, "the fan-out was cut into byte-bounded batches")
-	require.LessOrEqual(t, rec.maxBytes, cfg.ChunkBytes+largest+512, "a batch is at most the budget plus one event")
+	require.LessOrEqual(t, rec.maxBytes, cfg.Fanout.ChunkBytes+largest+512, "a batch is at most the budget plus one event")
 }

@@ -43,7 +43,7 @@ func TestDayOfFiresMatchesOracle(t *testing.T) {
 	cfg := env.Config()
 	// Small chunks and no time budget: fan-outs continue through the
 	// loopback, so continuations are part of what the oracle checks.
-	cfg.ChunkSize, cfg.ChunkBudget = 64, time.Nanosecond
+	cfg.Fanout.ChunkSize, cfg.Fanout.Budget = 64, time.Nanosecond
 	env.Start(cfg)
 	env.Tick(t0)
 	keys, values := make([]string, len(jobs)), make([][]byte, len(jobs))

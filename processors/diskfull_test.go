@@ -29,8 +29,8 @@ func TestFullDiskStopsTheInstanceAndARestartLosesNothing(t *testing.T) {
 	dispatch := env.Collect(string(env.Layout.Dispatch()))
 	var full atomic.Bool
 	cfg := env.Config()
-	cfg.SyncStore = true // with NoSync pebble's fatal comes from a background goroutine and crashes the process
-	cfg.StoreFS = errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+	cfg.Store.Sync = true // with NoSync pebble's fatal comes from a background goroutine and crashes the process
+	cfg.Store.FS = errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
 		if full.Load() && op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
 			return syscall.ENOSPC
 		}

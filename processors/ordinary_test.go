@@ -121,7 +121,7 @@ func TestPutDuringAdvanceIsNotPassedByWatermark(t *testing.T) {
 	env := testenv.New(t, 1)
 	dispatch := env.Collect(string(env.Layout.Dispatch()))
 	cfg := env.Config()
-	cfg.ChunkSize, cfg.ChunkBudget = 5, time.Nanosecond
+	cfg.Fanout.ChunkSize, cfg.Fanout.Budget = 5, time.Nanosecond
 	a := env.Start(cfg)
 	t0 := time.Date(2026, 5, 3, 0, 0, 0, 0, time.UTC)
 	keys, values := []string{}, [][]byte{}

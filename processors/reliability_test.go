@@ -357,7 +357,7 @@ func TestScaleOneThreeOneLosesNothing(t *testing.T) {
 	dispatch := env.Collect(string(env.Layout.Dispatch()))
 	cfg := func() instance.Config {
 		c := env.Config()
-		c.ChunkSize, c.ChunkBudget = 100, time.Nanosecond
+		c.Fanout.ChunkSize, c.Fanout.Budget = 100, time.Nanosecond
 		return c
 	}
 	first := env.Start(cfg())

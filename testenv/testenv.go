@@ -97,7 +97,7 @@ func randHex(n int) string {
 // Config returns an instance configuration on this environment, without a
 // ticker (the test drives time with Tick) and with its own data dir.
 func (e *Env) Config() instance.Config {
-	return instance.Config{Kafka: e.Kafka, Layout: e.Layout, DataDir: e.T.TempDir(), NoTicker: true,
+	return instance.Config{Kafka: e.Kafka, Layout: e.Layout, DataDir: e.T.TempDir(), Clock: instance.Clock{NoTicker: true},
 		Logger: slog.New(slog.NewTextHandler(testWriter{e.T}, &slog.HandlerOptions{Level: logLevel()}))}
 }
 
@@ -111,26 +111,31 @@ type Instance struct {
 func (i *Instance) Stop() { i.stop() }
 
 // Start runs an instance until the test ends (or Stop) and waits until it
-// is ready.
+// is ready. If Run fails (a fatal store error), the test fails with Run's
+// error, not with a timeout.
 func (e *Env) Start(cfg instance.Config) *Instance {
 	e.T.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	sys, err := instance.New(ctx, cfg)
 	require.NoError(e.T, err)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = sys.Run(ctx)
-	}()
+	go func() { _ = sys.Run(ctx) }()
 	var once sync.Once
 	inst := &Instance{Instance: sys, stop: func() {
 		once.Do(func() {
 			cancel()
-			<-done
+			<-sys.Stopped()
 		})
 	}}
-	e.T.Cleanup(inst.Stop)
-	Eventually(e.T, 60*time.Second, func() error { return sys.Ready() })
+	e.T.Cleanup(func() {
+		// Run returns nil when cancelled: an error is a failure of its own.
+		if err := sys.Err(); err != nil {
+			e.T.Errorf("testenv: the instance stopped: %v", err)
+		}
+		inst.Stop()
+	})
+	ready, cancelReady := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelReady()
+	require.NoError(e.T, sys.WaitReady(ready))
 	return inst
 }
 

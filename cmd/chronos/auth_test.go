@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/chronos-scheduler/chronos/instance"
 	"github.com/chronos-scheduler/chronos/views"
 )
 
@@ -34,7 +34,7 @@ func TestRunRefusesToStartWithoutCredentials(t *testing.T) {
 	clearAuthEnv(t)
 	// No broker behind this address: the refusal comes before connecting.
 	_, err := run(t, "run", "--brokers", "127.0.0.1:1", "--data-dir", t.TempDir())
-	require.ErrorIs(t, err, errNoCredentials)
+	require.ErrorIs(t, err, instance.ErrNoCredentials)
 	require.ErrorContains(t, err, "--insecure-no-auth")
 
 	tokens := filepath.Join(t.TempDir(), "tokens")
@@ -43,27 +43,6 @@ func TestRunRefusesToStartWithoutCredentials(t *testing.T) {
 	require.ErrorIs(t, err, views.ErrBadTokens)
 	_, err = run(t, "run", "--brokers", "127.0.0.1:1", "--data-dir", t.TempDir(), "--tokens-file", tokens, "--insecure-no-auth")
 	require.ErrorContains(t, err, "choose one")
-}
-
-func TestAuthCheckWarnsBeyondLoopback(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		addr, token string
-		warn        bool
-	}{
-		{"127.0.0.1:8080", "", false},
-		{"localhost:8080", "", false},
-		{"[::1]:8080", "", false},
-		{"0.0.0.0:8080", "", true},
-		{":8080", "", true},
-		{"10.1.2.3:8080", "", true},
-		{"0.0.0.0:8080", "t", false},
-	} {
-		var buf bytes.Buffer
-		a := authFlags{}
-		require.NoError(t, a.check(tc.addr, tc.token, false, slog.New(slog.NewTextHandler(&buf, nil))))
-		require.Equal(t, tc.warn, strings.Contains(buf.String(), "WITHOUT CREDENTIALS"), "%s: %s", tc.addr, buf.String())
-	}
 }
 
 func TestSecretFlagWarnings(t *testing.T) {
@@ -118,20 +97,6 @@ func TestTokensNew(t *testing.T) {
 	out, err = run(t, "tokens", "new", "--name", "ro", "--role", "read")
 	require.NoError(t, err)
 	require.Contains(t, out, "name=ro role=read sha256=")
-}
-
-func TestPprofDoesNotServeCmdline(t *testing.T) {
-	t.Parallel()
-	ts := httptest.NewServer(pprofHandler())
-	defer ts.Close()
-	for path, want := range map[string]int{"/debug/pprof/cmdline": http.StatusNotFound, "/debug/pprof/heap": http.StatusOK} {
-		resp, err := http.Get(ts.URL + path)
-		require.NoError(t, err)
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		require.Equal(t, want, resp.StatusCode, "%s: %s", path, b)
-		require.NotContains(t, string(b), "chronos.test -test.")
-	}
 }
 
 // freeAddr returns a loopback address that was free a moment ago.
@@ -299,40 +264,6 @@ func TestCLIBoundsAnswers(t *testing.T) {
 	out, err = run(t, "jobs", "pause", "fits", "--api", ts.URL)
 	require.NoError(t, err)
 	require.Len(t, out, maxAnswer)
-}
-
-// TestProbeAddrServesOnlyProbes runs the probe listener of --probe-addr.
-func TestProbeAddrServesOnlyProbes(t *testing.T) {
-	t.Parallel()
-	srv := &views.Server{Token: "s3cret"}
-	a := authFlags{probeAddr: "127.0.0.1:0"}
-	var logs syncBuffer
-	stop, err := a.serveProbes(srv, views.HTTPOptions{}, slog.New(slog.NewTextHandler(&logs, nil)))
-	require.NoError(t, err)
-	defer stop()
-	var base string
-	for _, f := range strings.Fields(logs.String()) {
-		if u, ok := strings.CutPrefix(f, "probes="); ok {
-			base = u
-		}
-	}
-	require.NotEmpty(t, base, logs.String())
-	for path, want := range map[string]int{"/healthz": 200, "/readyz": 200, "/v1/jobs": 404, "/v1/jobs/x": 404} {
-		resp, err := http.Get(base + path)
-		require.NoError(t, err)
-		resp.Body.Close()
-		require.Equal(t, want, resp.StatusCode, path)
-	}
-}
-
-func TestAllowedHostsFlag(t *testing.T) {
-	t.Parallel()
-	a := authFlags{}
-	require.Equal(t, []string{"localhost:8080", "127.0.0.1:8080", "[::1]:8080"}, a.allowedHosts("127.0.0.1:8080"))
-	require.Nil(t, a.allowedHosts("0.0.0.0:8080"))
-	a.hosts = []string{"Chronos.Example.com"}
-	require.Equal(t, []string{"chronos.example.com"}, a.allowedHosts("0.0.0.0:8080"))
-	require.Equal(t, []string{"chronos.example.com"}, a.allowedHosts("127.0.0.1:8080"))
 }
 
 func TestAPITokenFile(t *testing.T) {

@@ -84,7 +84,7 @@ func newBench() *cobra.Command {
 	fs.IntVar(&cfg.PayloadBytes, "payload-bytes", 0, "payload of every job in bytes (a JSON string; 0: none), for payload-heavy runs")
 	fs.IntVar(&cfg.InstancePID, "instance-pid", 0, "with --external: process id of the instance under test, whose peak RSS (VmHWM) the report gives")
 	fs.BoolVar(&external, "external", false, "measure Chronos instances already running on --brokers with --topic-prefix (e.g. chronos run) instead of starting one")
-	f.register(fs, "")
+	f.register(fs, "", "")
 	return cmd
 }
 
@@ -95,69 +95,66 @@ func benchExternal(ctx context.Context, f *instanceFlags, brokers []string, cfg 
 	if len(brokers) == 0 {
 		return nil, errors.New("--external needs --brokers: the cluster the instances run on")
 	}
-	if f.layout.prefix == "" {
+	if f.cfg.Layout.Prefix == "" {
 		return nil, errors.New("--external needs --topic-prefix: a prefix of its own, so jobs and fire_ids of earlier runs do not count (start the instances with the same prefix)")
 	}
-	layout := f.layout.layout()
-	if err := topology.ValidatePrefix(layout.Prefix); err != nil {
+	if err := topology.ValidatePrefix(f.cfg.Layout.Prefix); err != nil {
 		return nil, err
 	}
-	cfg.Kafka, cfg.Layout, cfg.Progress = f.kafka.config(brokers), layout, progress
+	icfg, err := f.config(brokers, f.cfg.NewLogger())
+	if err != nil {
+		return nil, err
+	}
+	cfg.Kafka, cfg.Layout, cfg.Progress = icfg.Kafka, icfg.Layout, progress
 	return bench.Run(ctx, cfg)
 }
 
 // runBench starts the broker (unless given) and one Chronos instance in this
-// process, then runs the benchmark against them.
+// process, from the same flags as dev and run, then runs the benchmark
+// against them.
 func runBench(ctx context.Context, f *instanceFlags, brokers []string, cfg bench.Config, progress io.Writer) (*bench.Report, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "chronos-bench-")
+	log := f.cfg.NewLogger()
+	icfg, err := f.config(brokers, log)
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	if icfg.DataDir == "" {
+		dir, err := os.MkdirTemp("", "chronos-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		icfg.DataDir = dir
+	}
+	if icfg.Layout.Prefix == "" {
+		icfg.Layout.Prefix = "bench-" + views.NewTriggerID()[2:10] + "."
+	}
 	if len(brokers) == 0 {
-		b, err := embedded.Start(embedded.Options{Partitions: f.layout.partitions})
+		icfg.Kafka.Brokers = []string{"127.0.0.1:0"} // validated before the embedded broker starts
+	}
+	if err := icfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(brokers) == 0 {
+		b, err := embedded.Start(embedded.Options{Partitions: icfg.Layout.Partitions})
 		if err != nil {
 			return nil, err
 		}
 		defer b.Close()
-		brokers = b.Addrs()
+		icfg.Kafka.Brokers = b.Addrs()
 	}
-	layout := f.layout.layout()
-	if layout.Prefix == "" {
-		layout.Prefix = "bench-" + views.NewTriggerID()[2:10] + "."
-	}
-	if err := topology.ValidatePrefix(layout.Prefix); err != nil {
-		return nil, err
-	}
-	log, err := f.logger()
-	if err != nil {
-		return nil, err
-	}
-	stopPprof, err := servePprof(f.pprofAddr, log)
-	if err != nil {
-		return nil, err
-	}
-	defer stopPprof()
-	pcfg := instance.Config{Kafka: f.kafka.config(brokers), Layout: layout, DataDir: dir, ChunkSize: f.chunk, ChunkBytes: f.chunkBytes, ChunkBudget: f.budget,
-		Resolution: f.resolution, SyncStore: f.syncStore, StoreCacheBytes: f.storeCache, StoreMemTableBytes: f.memTable, Logger: log}
-	sys, err := instance.New(ctx, pcfg)
+	inst, err := instance.New(ctx, icfg)
 	if err != nil {
 		return nil, err
 	}
 	done := make(chan error, 1)
-	go func() { done <- sys.Run(ctx) }()
+	go func() { done <- inst.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	for sys.Ready() != nil {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case err := <-done:
-			return nil, errors.Join(errors.New("chronos stopped before it was ready"), err)
-		case <-time.After(100 * time.Millisecond):
-		}
+	if err := inst.WaitReady(ctx); err != nil {
+		return nil, err
 	}
-	cfg.Kafka, cfg.Layout, cfg.Progress = pcfg.Kafka, layout, progress
+	cfg.Kafka, cfg.Layout, cfg.Progress = icfg.Kafka, icfg.Layout, progress
 	return bench.Run(ctx, cfg)
 }

@@ -29,3 +29,26 @@ func TestBenchReportsEveryFire(t *testing.T) {
 	require.Positive(t, rep.RawGokaPerSecond)
 	require.Positive(t, rep.RegistrationRate)
 }
+
+// TestBenchPassesInstanceFlags: bench builds its instance from the same
+// flags as dev and run, so --max-payload reaches the scheduler: jobs whose
+// payload is over it are rejected and never fire, the same jobs under it
+// all fire. (bench used to accept --max-payload and ignore it.)
+func TestBenchPassesInstanceFlags(t *testing.T) {
+	t.Parallel()
+	bench := func(maxPayload string) bench.Report {
+		out, err := run(t, "bench", "--jobs", "20", "--aligned", "--duration", "4s", "--payload-bytes", "2048",
+			"--max-payload", maxPayload, "-o", "json")
+		require.NoError(t, err)
+		var rep bench.Report
+		require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+		require.EqualValues(t, 20, rep.Expected, out)
+		return rep
+	}
+	rep := bench("1024")
+	require.Zero(t, rep.Fires, "a payload over --max-payload is rejected")
+	require.EqualValues(t, 20, rep.Missed)
+	rep = bench("4096")
+	require.EqualValues(t, 20, rep.Fires, "a payload under --max-payload fires")
+	require.Zero(t, rep.Missed)
+}

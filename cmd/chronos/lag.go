@@ -9,20 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chronos-scheduler/chronos/lag"
-	"github.com/chronos-scheduler/chronos/topology"
 )
-
-// lagTargets are the (group, topic) pairs of a Chronos system.
-func lagTargets(l topology.Layout) []lag.Target {
-	s := string(l.SchedulerGroup())
-	return []lag.Target{
-		{Group: s, Topic: string(l.Jobs())},
-		{Group: s, Topic: string(l.ShardTriggers())},
-		{Group: s, Topic: string(l.SchedulerLoop())},
-		{Group: string(l.ClockGroup()), Topic: string(l.Clock())},
-		{Group: string(l.RouterGroup()), Topic: string(l.BucketTriggers())},
-	}
-}
 
 func newLag() *cobra.Command {
 	var (
@@ -50,7 +37,7 @@ func newLag() *cobra.Command {
 			if topic != "" {
 				targets = []lag.Target{{Group: group, Topic: topic}}
 			} else {
-				for _, t := range lagTargets(l) {
+				for _, t := range lag.Targets(l) {
 					if t.Group == group {
 						targets = append(targets, t)
 					}

@@ -3,10 +3,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"io"
-	"log/slog"
-	"net"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -213,24 +209,4 @@ func TestBenchExternalNeedsBrokersAndPrefix(t *testing.T) {
 	require.ErrorContains(t, err, "--external needs --brokers")
 	_, err = run(t, "bench", "--external", "--brokers", "127.0.0.1:1")
 	require.ErrorContains(t, err, "--external needs --topic-prefix")
-}
-
-func TestServePprof(t *testing.T) {
-	stop, err := servePprof("", slog.Default())
-	require.NoError(t, err)
-	stop() // off: nothing to stop
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	stop, err = servePprof(addr, slog.Default())
-	require.NoError(t, err)
-	defer stop()
-	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?debug=1")
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	require.Contains(t, string(body), "heap profile")
 }

@@ -19,19 +19,17 @@ func newRun() *cobra.Command {
 			if len(brokers) == 0 {
 				return errors.New("--brokers (or CHRONOS_BROKERS) is required")
 			}
-			log, err := f.logger()
+			cfg, err := f.config(brokers, f.cfg.NewLogger())
 			if err != nil {
 				return err
 			}
-			if err := f.auth.check(f.httpAddr, f.apiToken, true, log); err != nil {
-				return err
-			}
+			cfg.HTTP.RequireAuth = true
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			return f.serve(ctx, brokers, f.dataDir, log)
+			return serve(ctx, cfg)
 		},
 	}
-	f.register(cmd.Flags(), "0.0.0.0:8080")
+	f.register(cmd.Flags(), "0.0.0.0:8080", "./.chronos")
 	cmd.Flags().StringSliceVar(&brokers, "brokers", nil, "bootstrap brokers, host:port,...")
 	return cmd
 }

@@ -60,11 +60,13 @@ func TestSecurityFlags(t *testing.T) {
 	t.Setenv(EnvName("tls-server-name"), "kafka.internal")
 	var f instanceFlags
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
-	f.register(fs, "127.0.0.1:0")
+	f.register(fs, "127.0.0.1:0", "")
 	require.NoError(t, fs.Parse([]string{"--tls", "--tls-ca-file", "/ca.pem", "--tls-cert-file", "/c.pem", "--tls-key-file", "/k.pem",
 		"--tls-insecure-skip-verify", "--sasl-mechanism", "scram-sha-512", "--sasl-user", secUser}))
 	require.NoError(t, bindEnv(fs))
-	c := f.kafka.config([]string{"b:9093"})
+	icfg, err := f.config([]string{"b:9093"}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	c := icfg.Kafka
 	require.Equal(t, clients.TLS{Enabled: true, CAFile: "/ca.pem", CertFile: "/c.pem", KeyFile: "/k.pem",
 		ServerName: "kafka.internal", InsecureSkipVerify: true}, c.TLS)
 	require.Equal(t, clients.SASL{Mechanism: clients.SASLScramSHA512, User: secUser, Password: secPassword}, c.SASL)
@@ -75,7 +77,7 @@ func TestSecurityFlags(t *testing.T) {
 	conn.register(fs, "bootstrap brokers")
 	require.NoError(t, fs.Parse([]string{"--brokers", "b:9093", "--sasl-mechanism", "PLAIN", "--sasl-user", secUser,
 		"--sasl-password-file", "/nonexistent/password"}))
-	_, err := conn.config()
+	_, err = conn.config()
 	require.ErrorContains(t, err, "password file")
 	require.NotContains(t, err.Error(), secPassword)
 }
@@ -96,17 +98,19 @@ func TestRunWithSASL(t *testing.T) {
 	t.Setenv(EnvName("sasl-password"), secPassword)
 	var f instanceFlags
 	fs := pflag.NewFlagSet("run", pflag.ContinueOnError)
-	f.register(fs, "127.0.0.1:0")
+	f.register(fs, "127.0.0.1:0", t.TempDir())
 	require.NoError(t, fs.Parse([]string{"--partitions", "2", "--sasl-mechanism", "PLAIN", "--sasl-user", secUser}))
 	require.NoError(t, bindEnv(fs))
-	kafka := f.kafka.config(brokers)
-	require.NoError(t, kafka.Validate())
-
 	var logs syncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	cfg, err := f.config(brokers, log)
+	require.NoError(t, err)
+	kafka := cfg.Kafka
+	require.NoError(t, kafka.Validate())
+
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- f.serve(ctx, brokers, t.TempDir(), log) }()
+	go func() { done <- serve(ctx, cfg) }()
 	defer func() {
 		cancel()
 		select {
@@ -132,10 +136,10 @@ func TestRunWithSASL(t *testing.T) {
 	require.Contains(t, line, "kafka_sasl=PLAIN")
 	require.Contains(t, line, "kafka_tls=false")
 
-	cl, err := kafka.NewKgo(kgo.ConsumeTopics(string(f.layout.layout().Dispatch())))
+	cl, err := kafka.NewKgo(kgo.ConsumeTopics(string(cfg.Layout.Dispatch())))
 	require.NoError(t, err)
 	defer cl.Close()
-	put := &kgo.Record{Topic: string(f.layout.layout().Jobs()), Key: []byte("sasl-job"),
+	put := &kgo.Record{Topic: string(cfg.Layout.Jobs()), Key: []byte("sasl-job"),
 		Value: []byte(`{"v":1,"op":"put","job":{"every":"1s","payload":{"hello":"sasl"}}}`)}
 	require.NoError(t, cl.ProduceSync(ctx, put).FirstErr())
 

@@ -5,98 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/chronos-scheduler/chronos/views"
 )
-
-// authFlags are the API's access settings of an instance (docs/security.md).
-type authFlags struct {
-	tokensFile string
-	insecure   bool
-	origins    []string
-	hosts      []string
-	probeAddr  string
-}
-
-func (a *authFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&a.tokensFile, "tokens-file", "", "file of named, hashed API tokens with roles and prefixes (make lines with `chronos tokens new`)")
-	fs.BoolVar(&a.insecure, "insecure-no-auth", false, "serve the API without credentials to anyone who reaches --http-addr (INSECURE)")
-	fs.StringSliceVar(&a.origins, "allowed-origins", nil, "browser origins besides the API's own allowed to call /v1, like https://ops.example.com")
-	fs.StringSliceVar(&a.hosts, "allowed-hosts", nil, "Host header values the API answers, like chronos.example.com (default: on loopback localhost, 127.0.0.1 and [::1] with the port; elsewhere any)")
-	fs.StringVar(&a.probeAddr, "probe-addr", "", "also serve /healthz, /readyz and /metrics on this address, apart from the API's connections (empty: off)")
-}
-
-// tokens loads --tokens-file (nil without one).
-func (a *authFlags) tokens() (*views.Tokens, error) {
-	if a.tokensFile == "" {
-		return nil, nil
-	}
-	return views.LoadTokens(a.tokensFile)
-}
-
-// errNoCredentials is why `run` refuses to start without credentials.
-var errNoCredentials = errors.New("the HTTP API has no credentials: give --tokens-file (make tokens with `chronos tokens new`) " +
-	"or CHRONOS_API_TOKEN, or pass --insecure-no-auth to let anyone who reaches --http-addr create, change and fire jobs")
-
-// check validates the access settings before anything starts: run
-// (required) refuses to start without credentials unless --insecure-no-auth;
-// any instance warns when it serves the API without credentials beyond
-// loopback.
-func (a *authFlags) check(httpAddr, apiToken string, required bool, log *slog.Logger) error {
-	hasCreds := a.tokensFile != "" || apiToken != ""
-	switch {
-	case hasCreds && a.insecure:
-		return errors.New("--insecure-no-auth with credentials (--tokens-file or --api-token): choose one")
-	case !hasCreds && required && !a.insecure:
-		return errNoCredentials
-	}
-	if _, err := a.tokens(); err != nil {
-		return err
-	}
-	if apiToken != "" {
-		log.Warn("--api-token (CHRONOS_API_TOKEN) is deprecated: one unnamed admin token; use --tokens-file for named tokens with roles")
-	}
-	if !hasCreds && views.LoopbackHosts(httpAddr) == nil {
-		log.Warn("WARNING: the HTTP API listens beyond loopback WITHOUT CREDENTIALS: anyone who reaches it can create, change and fire jobs; "+
-			"give --tokens-file or bind --http-addr to 127.0.0.1", "http_addr", httpAddr)
-	}
-	return nil
-}
-
-// allowedHosts returns the Host values an API listening on addr answers
-// (nil: any).
-func (a *authFlags) allowedHosts(addr string) []string {
-	if len(a.hosts) == 0 {
-		return views.LoopbackHosts(addr)
-	}
-	hosts := make([]string, len(a.hosts))
-	for i, h := range a.hosts {
-		hosts[i] = strings.ToLower(h)
-	}
-	return hosts
-}
-
-// serveProbes serves the probes on --probe-addr until stop is called.
-func (a *authFlags) serveProbes(srv *views.Server, opts views.HTTPOptions, log *slog.Logger) (stop func(), err error) {
-	if a.probeAddr == "" {
-		return func() {}, nil
-	}
-	ln, err := net.Listen("tcp", a.probeAddr)
-	if err != nil {
-		return nil, fmt.Errorf("probes: %w", err)
-	}
-	hs := views.NewHTTPServer(srv.ProbeHandler(views.LoopbackHosts(ln.Addr().String())), opts)
-	go func() { _ = hs.Serve(ln) }()
-	log.Info("serving probes", "probes", "http://"+ln.Addr().String())
-	return func() { _ = hs.Close() }, nil
-}
 
 func newTokens() *cobra.Command {
 	cmd := &cobra.Command{Use: "tokens", Short: "Make API tokens for an instance's --tokens-file"}

@@ -68,3 +68,12 @@ func (s *Scheduler) countJobs() map[codecs.Status]float64 {
 func (s *Scheduler) JobsCollector() prometheus.Collector {
 	return &jobsCollector{s: s, maxAge: 30 * time.Second}
 }
+
+// PartitionsGauge returns chronos_partitions_owned: the partitions whose
+// store this scheduler has open (assigned, recovering or recovered). Safe
+// for concurrent use.
+func (s *Scheduler) PartitionsGauge() prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_partitions_owned",
+		Help: "Scheduler partitions whose store this instance has open (assigned and recovering or recovered)."},
+		func() float64 { return float64(s.OpenStores()) })
+}

@@ -1,0 +1,248 @@
+package instance
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chronos-scheduler/chronos/clients"
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/processors/clock"
+	"github.com/chronos-scheduler/chronos/processors/scheduler"
+	"github.com/chronos-scheduler/chronos/topology"
+	"github.com/chronos-scheduler/chronos/views"
+)
+
+// Config configures one instance. Every setting is documented once in
+// docs/configuration.md under its flag (RegisterFlags binds them). A zero
+// field means its default, except Kafka.Brokers and DataDir (required);
+// Default returns the defaults written out, as the flags show them.
+type Config struct {
+	// Kafka is the client configuration of every connection.
+	Kafka clients.Config
+	// Layout names the topics and groups and sizes the sharded topics.
+	Layout topology.Layout
+	// DataDir holds the partition stores, the clock table and the job view
+	// (required).
+	DataDir string
+	// Limits on commands (default codecs.DefaultLimits()).
+	Limits codecs.Limits
+	// Fanout bounds the work of one fan-out callback.
+	Fanout Fanout
+	// Store configures the Pebble partition stores.
+	Store Store
+	// Clock configures the clock group and this instance's ticker.
+	Clock Clock
+	// HTTP configures the HTTP API, its job view and the probes (Addr
+	// empty: none of them).
+	HTTP HTTP
+	// LagExecutorGroups are consumer groups on the dispatch topic whose lag
+	// /metrics also exports (default none).
+	LagExecutorGroups []string
+	// PprofAddr serves Go's /debug/pprof on this address (empty: off).
+	PprofAddr string
+	// LogLevel of the logger New builds when Logger is nil (default info).
+	LogLevel slog.Level
+	// Producer produces the fan-out's dispatch events (nil: the instance's
+	// own franz-go client). Tests wrap one to observe the batches.
+	Producer scheduler.Producer
+	// Now is the wall clock for fired_at, ticks and readiness (default
+	// time.Now).
+	Now func() time.Time
+	// Registerer receives the metrics. Nil: none, unless the HTTP server is
+	// on, which then makes a registry (with Go and process metrics) and
+	// serves it on /metrics. A Registerer given with the HTTP server on
+	// must be a prometheus.Gatherer too.
+	Registerer prometheus.Registerer
+	// Logger receives the logs (nil: text on stderr at LogLevel).
+	Logger *slog.Logger
+}
+
+// Fanout bounds the work of one fan-out callback (see scheduler.Config).
+type Fanout struct {
+	// ChunkSize is the most due jobs fired per produce-and-ack round
+	// (default scheduler.DefaultChunkSize).
+	ChunkSize int
+	// ChunkBytes is the most bytes of dispatch events a chunk builds
+	// before producing them (default scheduler.DefaultChunkBytes).
+	ChunkBytes int
+	// Budget is how long one callback keeps firing chunks before it
+	// continues through the loopback (default scheduler.DefaultChunkBudget).
+	Budget time.Duration
+}
+
+// Store configures the Pebble stores of the partitions.
+type Store struct {
+	// Sync fsyncs every store write (default false).
+	Sync bool
+	// CacheBytes is the block cache of all partition stores together,
+	// split evenly, at least 1 MiB each (default 256 MiB).
+	CacheBytes int64
+	// MemTableBytes is the base memtable size of a partition store
+	// (default scheduler.DefaultMemTableSize); partition p's is staggered
+	// up to twice that (see scheduler.StaggeredMemTableSize).
+	MemTableBytes uint64
+	// FS is the file system of the stores (default: the operating
+	// system's; tests inject faults through it).
+	FS vfs.FS
+}
+
+// Clock configures the clock group and this instance's ticker.
+type Clock struct {
+	// Resolution of the clock: fires are dispatched at this granularity
+	// (default clock.DefaultResolution).
+	Resolution time.Duration
+	// MaxAhead bounds how far a tick may be ahead of the broker's
+	// timestamp (default clock.DefaultMaxAhead; negative: unbounded, for
+	// simulated clocks).
+	MaxAhead time.Duration
+	// NoTicker disables this instance's ticker (tests drive time).
+	NoTicker bool
+}
+
+// HTTP configures the HTTP API (writes and reads), its job view, /metrics,
+// the health checks and the separate probe listener.
+type HTTP struct {
+	// Addr is the address of the API, /metrics and the health checks
+	// (empty: no HTTP server and no job view).
+	Addr string
+	// Server bounds the server's timeouts and connections (zero fields:
+	// the views.HTTPOptions defaults).
+	Server views.HTTPOptions
+	// Token is the deprecated single admin token (prefer TokensFile).
+	Token string
+	// TokensFile holds named, hashed tokens with roles and prefixes.
+	TokensFile string
+	// InsecureNoAuth allows serving the API without credentials when
+	// RequireAuth is set.
+	InsecureNoAuth bool
+	// RequireAuth refuses to start without credentials unless
+	// InsecureNoAuth (set by `chronos run`; dev only warns).
+	RequireAuth bool
+	// AllowedOrigins are the browser origins besides the API's own that may
+	// call /v1.
+	AllowedOrigins []string
+	// AllowedHosts are the Host values the API answers (default: on
+	// loopback localhost, 127.0.0.1 and [::1] with the port; elsewhere any).
+	AllowedHosts []string
+	// ProbeAddr also serves /healthz, /readyz and /metrics there (empty: off).
+	ProbeAddr string
+}
+
+// Default returns the configuration with every default written out, on
+// brokers: the defaults the flags show.
+func Default(brokers ...string) Config {
+	return Config{
+		Kafka:   clients.Default(brokers...),
+		Layout:  topology.Layout{Partitions: topology.DefaultPartitions, Replication: -1},
+		DataDir: "./.chronos",
+		Limits:  codecs.DefaultLimits(),
+		Fanout:  Fanout{ChunkSize: scheduler.DefaultChunkSize, ChunkBytes: scheduler.DefaultChunkBytes, Budget: scheduler.DefaultChunkBudget},
+		Store:   Store{CacheBytes: defaultCacheBytes, MemTableBytes: scheduler.DefaultMemTableSize},
+		Clock:   Clock{Resolution: clock.DefaultResolution, MaxAhead: clock.DefaultMaxAhead},
+		HTTP: HTTP{Server: views.HTTPOptions{ReadTimeout: views.DefaultReadTimeout, WriteTimeout: views.DefaultWriteTimeout,
+			IdleTimeout: views.DefaultIdleTimeout, MaxConns: views.DefaultMaxConns}},
+		LogLevel: slog.LevelInfo,
+	}
+}
+
+const defaultCacheBytes = 256 << 20
+
+// ErrNoCredentials is why an instance with RequireAuth refuses to start.
+var ErrNoCredentials = errors.New("instance: the HTTP API has no credentials: give --tokens-file (make tokens with `chronos tokens new`) " +
+	"or CHRONOS_API_TOKEN, or pass --insecure-no-auth to let anyone who reaches --http-addr create, change and fire jobs")
+
+// Validate reports every problem with c; New calls it.
+func (c Config) Validate() error {
+	errs := []error{c.Kafka.Validate(), c.Layout.Validate()}
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("instance: no data dir"))
+	}
+	if c.Limits == (codecs.Limits{}) {
+		c.Limits = codecs.DefaultLimits()
+	}
+	if c.Limits.MaxPayload+4<<10 > c.Kafka.BatchBytes {
+		errs = append(errs, fmt.Errorf("instance: max payload %d bytes does not fit a dispatch event into batch bytes %d; raise --batch-bytes (and the broker's message.max.bytes)",
+			c.Limits.MaxPayload, c.Kafka.BatchBytes))
+	}
+	if c.HTTP.Addr != "" && c.Registerer != nil {
+		if _, ok := c.Registerer.(prometheus.Gatherer); !ok {
+			errs = append(errs, errors.New("instance: with the HTTP server on, Registerer must be a prometheus.Gatherer (it serves /metrics)"))
+		}
+	}
+	errs = append(errs, c.HTTP.validate())
+	return errors.Join(errs...)
+}
+
+// validate checks the access settings: RequireAuth refuses to start without
+// credentials unless InsecureNoAuth, and the tokens file must load.
+func (h HTTP) validate() error {
+	hasCreds := h.TokensFile != "" || h.Token != ""
+	switch {
+	case hasCreds && h.InsecureNoAuth:
+		return errors.New("instance: --insecure-no-auth with credentials (--tokens-file or --api-token): choose one")
+	case !hasCreds && h.RequireAuth && !h.InsecureNoAuth:
+		return ErrNoCredentials
+	}
+	_, err := h.tokens()
+	return err
+}
+
+// tokens loads TokensFile (nil without one).
+func (h HTTP) tokens() (*views.Tokens, error) {
+	if h.TokensFile == "" {
+		return nil, nil
+	}
+	return views.LoadTokens(h.TokensFile)
+}
+
+// warn logs what is allowed but unsafe: the deprecated token, and an API
+// without credentials beyond loopback.
+func (h HTTP) warn(log *slog.Logger) {
+	if h.Addr == "" {
+		return
+	}
+	if h.Token != "" {
+		log.Warn("--api-token (CHRONOS_API_TOKEN) is deprecated: one unnamed admin token; use --tokens-file for named tokens with roles")
+	}
+	if h.TokensFile == "" && h.Token == "" && views.LoopbackHosts(h.Addr) == nil {
+		log.Warn("WARNING: the HTTP API listens beyond loopback WITHOUT CREDENTIALS: anyone who reaches it can create, change and fire jobs; "+
+			"give --tokens-file or bind --http-addr to 127.0.0.1", "http_addr", h.Addr)
+	}
+}
+
+// NewLogger returns the logger of c: Logger, or text on stderr at LogLevel.
+func (c Config) NewLogger() *slog.Logger {
+	if c.Logger != nil {
+		return c.Logger
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: c.LogLevel}))
+}
+
+// cacheBytes is one partition store's share of the block cache.
+func (c Config) cacheBytes() int64 {
+	total := c.Store.CacheBytes
+	if total == 0 {
+		total = defaultCacheBytes
+	}
+	return max(total/int64(c.Layout.Partitions), 1<<20)
+}
+
+func (c Config) resolution() time.Duration {
+	if c.Clock.Resolution == 0 {
+		return clock.DefaultResolution
+	}
+	return c.Clock.Resolution
+}
+
+func (c Config) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}

@@ -1,0 +1,91 @@
+package instance
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// RegisterFlags binds every setting of c that has a flag to fs, with c's
+// current values as the defaults (start from Default, then change what a
+// command defaults differently, like --http-addr). This is the one mapping
+// of flags, and through the binary's CHRONOS_<FLAG> variables of the
+// environment, to the configuration; each flag is documented once in
+// docs/configuration.md. The brokers and the connection's TLS and SASL
+// flags, shared with the binary's tools, are the binary's.
+func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for the partition stores (and the embedded broker)")
+	fs.Var(&logLevel{&c.LogLevel}, "log-level", "debug, info, warn or error")
+	fs.DurationVar(&c.Clock.Resolution, "resolution", c.Clock.Resolution, "clock resolution: fires are dispatched at this granularity")
+	fs.DurationVar(&c.Clock.MaxAhead, "clock-max-ahead", c.Clock.MaxAhead, "how far an instance's tick may be ahead of the broker's time (negative: unbounded)")
+	fs.IntVar(&c.Fanout.ChunkSize, "fanout-chunk", c.Fanout.ChunkSize, "due jobs fired per produce-and-ack round")
+	fs.IntVar(&c.Fanout.ChunkBytes, "fanout-chunk-bytes", c.Fanout.ChunkBytes, "most bytes of dispatch events a fan-out chunk builds before producing them")
+	fs.DurationVar(&c.Fanout.Budget, "fanout-budget", c.Fanout.Budget, "how long one callback keeps firing chunks before continuing through the loopback")
+	fs.IntVar(&c.Limits.MaxPayload, "max-payload", c.Limits.MaxPayload, "largest job payload in bytes")
+	fs.BoolVar(&c.Store.Sync, "sync-store", c.Store.Sync, "fsync every partition store write")
+	fs.Int64Var(&c.Store.CacheBytes, "store-cache-bytes", c.Store.CacheBytes, "Pebble block cache of all partition stores together")
+	fs.Uint64Var(&c.Store.MemTableBytes, "store-memtable-bytes", c.Store.MemTableBytes, "base memtable size of each partition store (staggered up to 2x by partition)")
+	fs.StringSliceVar(&c.LagExecutorGroups, "lag-executor-groups", c.LagExecutorGroups, "also export the lag of these consumer groups on chronos-dispatch (your executors)")
+	fs.StringVar(&c.PprofAddr, "pprof-addr", c.PprofAddr, "serve Go's /debug/pprof profiles on this address (empty: off; no auth, keep it on localhost)")
+	c.registerHTTP(fs)
+	c.registerKafka(fs)
+	RegisterLayoutFlags(fs, &c.Layout)
+}
+
+func (c *Config) registerHTTP(fs *pflag.FlagSet) {
+	h := &c.HTTP
+	fs.StringVar(&h.Addr, "http-addr", h.Addr, "address of the HTTP API, /metrics and health checks")
+	fs.StringVar(&h.Token, "api-token", h.Token, "DEPRECATED (use --tokens-file): one admin token required on /v1; set CHRONOS_API_TOKEN, never the flag (argv shows in ps)")
+	fs.StringVar(&h.TokensFile, "tokens-file", h.TokensFile, "file of named, hashed API tokens with roles and prefixes (make lines with `chronos tokens new`)")
+	fs.BoolVar(&h.InsecureNoAuth, "insecure-no-auth", h.InsecureNoAuth, "serve the API without credentials to anyone who reaches --http-addr (INSECURE)")
+	fs.StringSliceVar(&h.AllowedOrigins, "allowed-origins", h.AllowedOrigins, "browser origins besides the API's own allowed to call /v1, like https://ops.example.com")
+	fs.StringSliceVar(&h.AllowedHosts, "allowed-hosts", h.AllowedHosts, "Host header values the API answers, like chronos.example.com (default: on loopback localhost, 127.0.0.1 and [::1] with the port; elsewhere any)")
+	fs.StringVar(&h.ProbeAddr, "probe-addr", h.ProbeAddr, "also serve /healthz, /readyz and /metrics on this address, apart from the API's connections (empty: off)")
+	fs.DurationVar(&h.Server.ReadTimeout, "http-read-timeout", h.Server.ReadTimeout, "longest time to read one request, body included (headers: at most 5s)")
+	fs.DurationVar(&h.Server.WriteTimeout, "http-write-timeout", h.Server.WriteTimeout, "longest time from a request's headers to the end of its answer")
+	fs.DurationVar(&h.Server.IdleTimeout, "http-idle-timeout", h.Server.IdleTimeout, "close keep-alive connections idle this long")
+	fs.IntVar(&h.Server.MaxConns, "http-max-conns", h.Server.MaxConns, "most open HTTP connections; at the limit idle or slow ones are closed first")
+}
+
+func (c *Config) registerKafka(fs *pflag.FlagSet) {
+	k := &c.Kafka
+	fs.StringVar(&k.Acks, "acks", k.Acks, "producer acks: all, leader or none")
+	fs.BoolVar(&k.Idempotent, "idempotent", k.Idempotent, "idempotent producer (needs acks=all)")
+	fs.DurationVar(&k.Linger, "linger", k.Linger, "how long producers wait to fill a batch")
+	fs.IntVar(&k.BatchBytes, "batch-bytes", k.BatchBytes, "largest producer batch in bytes")
+	fs.StringVar(&k.Compression, "compression", k.Compression, "none, gzip, snappy, lz4 or zstd")
+}
+
+// RegisterLayoutFlags binds the topic flags (--topic-prefix, --partitions,
+// --replication) to l, with l's values as the defaults. The tools name an
+// instance's topics with the same flags.
+func RegisterLayoutFlags(fs *pflag.FlagSet, l *topology.Layout) {
+	fs.StringVar(&l.Prefix, "topic-prefix", l.Prefix, "prefix of every topic and group name")
+	fs.Int32Var(&l.Partitions, "partitions", l.Partitions, "partitions of the sharded topics (fixed once created)")
+	fs.Int16Var(&l.Replication, "replication", l.Replication, "replication factor of created topics (-1: broker default)")
+}
+
+// logLevel is the pflag.Value of --log-level.
+type logLevel struct{ l *slog.Level }
+
+func (v *logLevel) String() string {
+	if v.l == nil {
+		return "info"
+	}
+	return strings.ToLower(v.l.String())
+}
+
+func (v *logLevel) Set(s string) error {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(s)); err != nil {
+		return fmt.Errorf("want debug, info, warn or error")
+	}
+	*v.l = l
+	return nil
+}
+
+func (v *logLevel) Type() string { return "string" }

@@ -1,0 +1,160 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/chronos-scheduler/chronos/lag"
+	"github.com/chronos-scheduler/chronos/views"
+)
+
+// httpParts are the job view, the API server and its listeners of an
+// instance with an HTTP address. Run owns them.
+type httpParts struct {
+	cfg  HTTP
+	jobs *views.Jobs
+	srv  *views.Server
+	ln   net.Listener // set by listen
+	reg  prometheus.Registerer
+}
+
+// newHTTP builds the job view (under DataDir/view), the API and the lag
+// collector of /metrics.
+func newHTTP(s *Instance) (*httpParts, error) {
+	cfg := s.cfg
+	tokens, err := cfg.HTTP.tokens()
+	if err != nil {
+		return nil, err
+	}
+	jobs, err := views.NewJobs(cfg.Kafka, cfg.Layout, filepath.Join(cfg.DataDir, "view"), s.log.With("component", "view"))
+	if err != nil {
+		return nil, err
+	}
+	gatherer, _ := cfg.Registerer.(prometheus.Gatherer) // Validate checked it
+	targets := append(lag.Targets(cfg.Layout), lag.ExecutorTargets(cfg.Layout, cfg.LagExecutorGroups)...)
+	cfg.Registerer.MustRegister(&lag.Collector{Admin: kadm.NewClient(s.kgo), Policy: lag.Earliest, Targets: targets})
+	srv := &views.Server{Names: cfg.Layout.Names, Limits: cfg.Limits, Producer: s.kgo, Ready: s.Ready,
+		Gatherer: gatherer, Token: cfg.HTTP.Token, Tokens: tokens, Jobs: jobs, AllowedOrigins: cfg.HTTP.AllowedOrigins}
+	return &httpParts{cfg: cfg.HTTP, jobs: jobs, srv: srv, reg: cfg.Registerer}, nil
+}
+
+// listen opens the API's listener and sets the Host values it answers.
+func (h *httpParts) listen(s *Instance) error {
+	ln, err := net.Listen("tcp", h.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("http: %w", err)
+	}
+	h.ln = ln
+	h.srv.AllowedHosts = h.cfg.allowedHosts(ln.Addr().String())
+	c := s.cfg
+	s.log.Info("chronos is running", "brokers", strings.Join(c.Kafka.Brokers, ","), "kafka_tls", c.Kafka.TLS.Enabled,
+		"kafka_sasl", c.Kafka.SASL.Mechanism, "http", "http://"+ln.Addr().String(),
+		"partitions", c.Layout.Partitions, "data_dir", c.DataDir)
+	return nil
+}
+
+// run serves the API, the probes and the job view until ctx is done, then
+// shuts the server down (5 s for answers in flight). It returns the first
+// error that stopped one of them early.
+func (h *httpParts) run(ctx context.Context, log *slog.Logger) error {
+	opts := h.cfg.Server
+	opts.Registerer = h.reg
+	hs := views.NewHTTPServer(h.srv.Handler(), opts)
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(h.ln) }()
+	stopProbes, err := h.cfg.serveProbes(h.srv, h.cfg.Server, log)
+	if err != nil {
+		_ = hs.Close()
+		<-served
+		return err
+	}
+	defer stopProbes()
+	viewDone := make(chan error, 1)
+	go func() { viewDone <- h.jobs.Run(ctx) }()
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case err := <-served:
+		runErr = fmt.Errorf("http: %w", err)
+	}
+	if err := <-viewDone; err != nil && ctx.Err() == nil {
+		log.Error("job view stopped", "err", err)
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(shutdown)
+	if runErr != nil {
+		return runErr
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("http: %w", err)
+	}
+	return nil
+}
+
+// allowedHosts returns the Host values an API listening on addr answers
+// (nil: any).
+func (h HTTP) allowedHosts(addr string) []string {
+	if len(h.AllowedHosts) == 0 {
+		return views.LoopbackHosts(addr)
+	}
+	hosts := make([]string, len(h.AllowedHosts))
+	for i, host := range h.AllowedHosts {
+		hosts[i] = strings.ToLower(host)
+	}
+	return hosts
+}
+
+// serveProbes serves the probes on ProbeAddr until stop is called.
+func (h HTTP) serveProbes(srv *views.Server, opts views.HTTPOptions, log *slog.Logger) (stop func(), err error) {
+	if h.ProbeAddr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", h.ProbeAddr)
+	if err != nil {
+		return nil, fmt.Errorf("probes: %w", err)
+	}
+	hs := views.NewHTTPServer(srv.ProbeHandler(views.LoopbackHosts(ln.Addr().String())), opts)
+	go func() { _ = hs.Serve(ln) }()
+	log.Info("serving probes", "probes", "http://"+ln.Addr().String())
+	return func() { _ = hs.Close() }, nil
+}
+
+// servePprof serves Go's runtime profiles on addr until stop is called
+// (empty addr: nothing).
+func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
+	if addr == "" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("pprof: %w", err)
+	}
+	ps := &http.Server{Handler: pprofHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = ps.Serve(ln) }()
+	log.Info("serving profiles", "pprof", "http://"+ln.Addr().String()+"/debug/pprof/")
+	return func() { _ = ps.Close() }, nil
+}
+
+// pprofHandler serves Go's runtime profiles under /debug/pprof/.
+func pprofHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	// No /debug/pprof/cmdline: it would show the command line, secrets
+	// given as flags included, to anyone who reaches the port.
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
