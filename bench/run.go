@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/lag"
 )
 
 // Run registers the jobs, measures the fires and returns the report. The
@@ -147,23 +148,14 @@ func register(ctx context.Context, cfg Config, cl *kgo.Client, base time.Time, p
 
 func jobID(i int) string { return "job-" + strconv.Itoa(i) }
 
-// waitConsumed waits until group's committed offsets reach the end of topic.
+// waitConsumed waits until group's committed offsets reach the end of topic
+// (its lag, measured as the lag package measures it, is 0).
 func waitConsumed(ctx context.Context, cl *kgo.Client, group, topic string) error {
 	adm := kadm.NewClient(cl)
 	for {
-		ends, err := adm.ListEndOffsets(ctx, topic)
-		if err == nil {
-			var committed kadm.OffsetResponses
-			if committed, err = adm.FetchOffsets(ctx, group); err == nil {
-				var lag int64
-				ends.Each(func(o kadm.ListedOffset) {
-					c, _ := committed.Lookup(topic, o.Partition)
-					lag += max(o.Offset-max(c.At, 0), 0)
-				})
-				if lag == 0 {
-					return nil
-				}
-			}
+		parts, err := lag.Measure(ctx, adm, lag.Earliest, lag.Target{Group: group, Topic: topic})
+		if err == nil && lag.Sum(parts) == 0 {
+			return nil
 		}
 		select {
 		case <-ctx.Done():

@@ -95,6 +95,15 @@ func Measure(ctx context.Context, adm *kadm.Client, policy Policy, targets ...Ta
 	return out, nil
 }
 
+// Sum is the total lag of parts.
+func Sum(parts []Partition) int64 {
+	var total int64
+	for _, p := range parts {
+		total += p.Lag
+	}
+	return total
+}
+
 // partitionLag is KEDA's per-partition lag.
 func partitionLag(end, committed int64, policy Policy) int64 {
 	if committed < 0 {

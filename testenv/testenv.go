@@ -24,6 +24,7 @@ import (
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/embedded"
 	"github.com/chronos-scheduler/chronos/instance"
+	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/processors/clock"
 	"github.com/chronos-scheduler/chronos/topology"
 )
@@ -261,30 +262,20 @@ func Eventually(t testing.TB, timeout time.Duration, f func() error) {
 }
 
 // WaitConsumed waits until group has committed everything produced so far
-// to topic (lag 0 on every partition), e.g. until every put is applied.
+// to topic (lag 0 on every partition, measured as the lag package and
+// chronos bench measure it), e.g. until every put is applied.
 func (e *Env) WaitConsumed(group, topic string, timeout time.Duration) {
 	e.T.Helper()
 	adm := kadm.NewClient(e.Client)
 	Eventually(e.T, timeout, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		ends, err := adm.ListEndOffsets(ctx, topic)
+		parts, err := lag.Measure(ctx, adm, lag.Earliest, lag.Target{Group: group, Topic: topic})
 		if err != nil {
 			return err
 		}
-		committed, err := adm.FetchOffsets(ctx, group)
-		if err != nil {
-			return err
-		}
-		var lag int64
-		ends.Each(func(o kadm.ListedOffset) {
-			c, _ := committed.Lookup(topic, o.Partition)
-			if c.At < o.Offset {
-				lag += o.Offset - max(c.At, 0)
-			}
-		})
-		if lag > 0 {
-			return fmt.Errorf("group %s lags %d on %s", group, lag, topic)
+		if n := lag.Sum(parts); n > 0 {
+			return fmt.Errorf("group %s lags %d on %s", group, n, topic)
 		}
 		return nil
 	})
