@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-scheduler/chronos/audit"
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/testenv"
+	"github.com/chronos-scheduler/chronos/testenv/audit"
 )
 
 // TestClockOwnerKill9LosesNothing runs two `chronos run` subprocesses in

@@ -10,8 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/chronos-scheduler/chronos/audit"
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/testenv/audit"
 	"github.com/chronos-scheduler/chronos/topology"
 )
 

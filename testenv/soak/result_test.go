@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chronos-scheduler/chronos/audit"
+	"github.com/chronos-scheduler/chronos/testenv/audit"
 )
 
 // TestResultErr fails a run on each thing that must not happen, and on

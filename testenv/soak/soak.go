@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/chronos-scheduler/chronos/audit"
+	"github.com/chronos-scheduler/chronos/testenv/audit"
 	"github.com/chronos-scheduler/chronos/topology"
 )
 
