@@ -28,12 +28,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/embedded"
 	"github.com/chronos-scheduler/chronos/instance"
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/topology"
-	"github.com/chronos-scheduler/chronos/views"
 )
 
 // root is the repository root (tests run in deploy/).
@@ -412,7 +412,7 @@ func httpPort(t *testing.T, env map[string]string) string {
 // requireRoute checks that the server serves GET path.
 func requireRoute(t *testing.T, path string) {
 	t.Helper()
-	require.Contains(t, views.Routes(), "GET "+path, "the server has no route GET %s", path)
+	require.Contains(t, api.Routes(), "GET "+path, "the server has no route GET %s", path)
 }
 
 // ---------------------------------------------------------------------------

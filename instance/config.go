@@ -10,12 +10,12 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/processors/clock"
 	"github.com/chronos-scheduler/chronos/processors/scheduler"
 	"github.com/chronos-scheduler/chronos/topology"
-	"github.com/chronos-scheduler/chronos/views"
 )
 
 // Config configures one instance. Every setting is documented once in
@@ -112,8 +112,8 @@ type HTTP struct {
 	// (empty: no HTTP server and no job view).
 	Addr string
 	// Server bounds the server's timeouts and connections (zero fields:
-	// the views.HTTPOptions defaults).
-	Server views.HTTPOptions
+	// the api.HTTPOptions defaults).
+	Server api.HTTPOptions
 	// Token is the deprecated single admin token (prefer TokensFile).
 	Token string
 	// TokensFile holds named, hashed tokens with roles and prefixes.
@@ -145,8 +145,8 @@ func Default(brokers ...string) Config {
 		Fanout:  Fanout{ChunkSize: scheduler.DefaultChunkSize, ChunkBytes: scheduler.DefaultChunkBytes, Budget: scheduler.DefaultChunkBudget},
 		Store:   Store{CacheBytes: defaultCacheBytes, MemTableBytes: scheduler.DefaultMemTableSize},
 		Clock:   Clock{Resolution: clock.DefaultResolution, MaxAhead: clock.DefaultMaxAhead},
-		HTTP: HTTP{Server: views.HTTPOptions{ReadTimeout: views.DefaultReadTimeout, WriteTimeout: views.DefaultWriteTimeout,
-			IdleTimeout: views.DefaultIdleTimeout, MaxConns: views.DefaultMaxConns}},
+		HTTP: HTTP{Server: api.HTTPOptions{ReadTimeout: api.DefaultReadTimeout, WriteTimeout: api.DefaultWriteTimeout,
+			IdleTimeout: api.DefaultIdleTimeout, MaxConns: api.DefaultMaxConns}},
 		LogLevel: slog.LevelInfo,
 	}
 }
@@ -194,11 +194,11 @@ func (h HTTP) validate() error {
 }
 
 // tokens loads TokensFile (nil without one).
-func (h HTTP) tokens() (*views.Tokens, error) {
+func (h HTTP) tokens() (*api.Tokens, error) {
 	if h.TokensFile == "" {
 		return nil, nil
 	}
-	return views.LoadTokens(h.TokensFile)
+	return api.LoadTokens(h.TokensFile)
 }
 
 // warn logs what is allowed but unsafe: the deprecated token, and an API
@@ -210,7 +210,7 @@ func (h HTTP) warn(log *slog.Logger) {
 	if h.Token != "" {
 		log.Warn("--api-token (CHRONOS_API_TOKEN) is deprecated: one unnamed admin token; use --tokens-file for named tokens with roles")
 	}
-	if h.TokensFile == "" && h.Token == "" && views.LoopbackHosts(h.Addr) == nil {
+	if h.TokensFile == "" && h.Token == "" && api.LoopbackHosts(h.Addr) == nil {
 		log.Warn("WARNING: the HTTP API listens beyond loopback WITHOUT CREDENTIALS: anyone who reaches it can create, change and fire jobs; "+
 			"give --tokens-file or bind --http-addr to 127.0.0.1", "http_addr", h.Addr)
 	}

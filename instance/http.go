@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/views"
 )
@@ -24,7 +25,7 @@ import (
 type httpParts struct {
 	cfg  HTTP
 	jobs *views.Jobs
-	srv  *views.Server
+	srv  *api.Server
 	ln   net.Listener // set by listen
 	reg  prometheus.Registerer
 }
@@ -44,7 +45,7 @@ func newHTTP(s *Instance) (*httpParts, error) {
 	gatherer, _ := cfg.Registerer.(prometheus.Gatherer) // Validate checked it
 	targets := append(lag.Targets(cfg.Layout), lag.ExecutorTargets(cfg.Layout, cfg.LagExecutorGroups)...)
 	cfg.Registerer.MustRegister(&lag.Collector{Admin: kadm.NewClient(s.kgo), Policy: lag.Earliest, Targets: targets})
-	srv := &views.Server{Names: cfg.Layout.Names, Limits: cfg.Limits, Producer: s.kgo, Ready: s.Ready,
+	srv := &api.Server{Names: cfg.Layout.Names, Limits: cfg.Limits, Producer: s.kgo, Ready: s.Ready,
 		Gatherer: gatherer, Token: cfg.HTTP.Token, Tokens: tokens, Jobs: jobs, AllowedOrigins: cfg.HTTP.AllowedOrigins}
 	return &httpParts{cfg: cfg.HTTP, jobs: jobs, srv: srv, reg: cfg.Registerer}, nil
 }
@@ -70,7 +71,7 @@ func (h *httpParts) listen(s *Instance) error {
 func (h *httpParts) run(ctx context.Context, log *slog.Logger) error {
 	opts := h.cfg.Server
 	opts.Registerer = h.reg
-	hs := views.NewHTTPServer(h.srv.Handler(), opts)
+	hs := api.NewHTTPServer(h.srv.Handler(), opts)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(h.ln) }()
 	stopProbes, err := h.cfg.serveProbes(h.srv, h.cfg.Server, log)
@@ -107,7 +108,7 @@ func (h *httpParts) run(ctx context.Context, log *slog.Logger) error {
 // (nil: any).
 func (h HTTP) allowedHosts(addr string) []string {
 	if len(h.AllowedHosts) == 0 {
-		return views.LoopbackHosts(addr)
+		return api.LoopbackHosts(addr)
 	}
 	hosts := make([]string, len(h.AllowedHosts))
 	for i, host := range h.AllowedHosts {
@@ -117,7 +118,7 @@ func (h HTTP) allowedHosts(addr string) []string {
 }
 
 // serveProbes serves the probes on ProbeAddr until stop is called.
-func (h HTTP) serveProbes(srv *views.Server, opts views.HTTPOptions, log *slog.Logger) (stop func(), err error) {
+func (h HTTP) serveProbes(srv *api.Server, opts api.HTTPOptions, log *slog.Logger) (stop func(), err error) {
 	if h.ProbeAddr == "" {
 		return func() {}, nil
 	}
@@ -125,7 +126,7 @@ func (h HTTP) serveProbes(srv *views.Server, opts views.HTTPOptions, log *slog.L
 	if err != nil {
 		return nil, fmt.Errorf("probes: %w", err)
 	}
-	hs := views.NewHTTPServer(srv.ProbeHandler(views.LoopbackHosts(ln.Addr().String())), opts)
+	hs := api.NewHTTPServer(srv.ProbeHandler(api.LoopbackHosts(ln.Addr().String())), opts)
 	go func() { _ = hs.Serve(ln) }()
 	log.Info("serving probes", "probes", "http://"+ln.Addr().String())
 	return func() { _ = hs.Close() }, nil

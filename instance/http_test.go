@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-scheduler/chronos/views"
+	"github.com/chronos-scheduler/chronos/api"
 )
 
 func TestWarnsWithoutCredentialsBeyondLoopback(t *testing.T) {
@@ -101,10 +101,10 @@ func (s *syncBuffer) String() string {
 // TestProbeAddrServesOnlyProbes runs the probe listener of --probe-addr.
 func TestProbeAddrServesOnlyProbes(t *testing.T) {
 	t.Parallel()
-	srv := &views.Server{Token: "s3cret"}
+	srv := &api.Server{Token: "s3cret"}
 	h := HTTP{ProbeAddr: "127.0.0.1:0"}
 	var logs syncBuffer
-	stop, err := h.serveProbes(srv, views.HTTPOptions{}, slog.New(slog.NewTextHandler(&logs, nil)))
+	stop, err := h.serveProbes(srv, api.HTTPOptions{}, slog.New(slog.NewTextHandler(&logs, nil)))
 	require.NoError(t, err)
 	defer stop()
 	var base string

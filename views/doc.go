@@ -1,13 +1,5 @@
-// Package views serves Chronos over HTTP: the job write API (which validates
-// with the same code as the scheduler and produces commands to chronos-jobs),
-// the read API over a local job view, health and readiness, and /metrics.
-//
-// Who may do what is decided in one place, Server.api: the Origin check,
-// the bearer token (Tokens: named, hashed, with a role and an optional
-// job-id prefix), the role the route needs, the prefix, and Content-Type
-// on writes. Every command carries its token's name in ActorHeader. The
-// Host check and the security headers wrap every route. NewHTTPServer adds
-// the timeouts and the connection limit.
-//
-// Errors are application/problem+json (RFC 9457) with the field that is wrong.
+// Package views holds the read side of Chronos: Jobs, a goka View over the
+// scheduler's job table kept in local Pebble stores (with a bucket index),
+// and the read model it serves (Job, Summary, the list cursor). Package api
+// serves it over HTTP; the write side (commands) does not pass through here.
 package views

@@ -18,8 +18,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/instance"
-	"github.com/chronos-scheduler/chronos/views"
 )
 
 // clearAuthEnv makes the test independent of the caller's environment.
@@ -40,7 +40,7 @@ func TestRunRefusesToStartWithoutCredentials(t *testing.T) {
 	tokens := filepath.Join(t.TempDir(), "tokens")
 	require.NoError(t, os.WriteFile(tokens, []byte("name=x role=read\n"), 0o600))
 	_, err = run(t, "run", "--brokers", "127.0.0.1:1", "--data-dir", t.TempDir(), "--tokens-file", tokens)
-	require.ErrorIs(t, err, views.ErrBadTokens)
+	require.ErrorIs(t, err, api.ErrBadTokens)
 	_, err = run(t, "run", "--brokers", "127.0.0.1:1", "--data-dir", t.TempDir(), "--tokens-file", tokens, "--insecure-no-auth")
 	require.ErrorContains(t, err, "choose one")
 }
@@ -84,11 +84,11 @@ func TestTokensNew(t *testing.T) {
 	fi, err := os.Stat(file)
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
-	tok, err := views.LoadTokens(file)
+	tok, err := api.LoadTokens(file)
 	require.NoError(t, err)
 	p, ok := tok.Authenticate(secret)
 	require.True(t, ok)
-	require.Equal(t, views.Principal{Name: "acme-ci", Role: views.RoleWrite, Prefix: "acme."}, p)
+	require.Equal(t, api.Principal{Name: "acme-ci", Role: api.RoleWrite, Prefix: "acme."}, p)
 
 	_, err = run(t, "tokens", "new", "--name", "acme-ci", "--role", "read", "--append", file)
 	require.ErrorContains(t, err, "used twice")
@@ -200,7 +200,7 @@ func TestRunWithTokensFile(t *testing.T) {
 	}
 	require.Len(t, recs, 1, "only the accepted put reaches chronos-jobs")
 	require.Equal(t, "acme.a", string(recs[0].Key))
-	require.Equal(t, []kgo.RecordHeader{{Key: views.ActorHeader, Value: []byte("acme-ci")}}, recs[0].Headers)
+	require.Equal(t, []kgo.RecordHeader{{Key: api.ActorHeader, Value: []byte("acme-ci")}}, recs[0].Headers)
 
 	// A record produced directly, without the header, and another job's.
 	for _, r := range []*kgo.Record{

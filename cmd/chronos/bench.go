@@ -13,11 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/bench"
 	"github.com/chronos-scheduler/chronos/embedded"
 	"github.com/chronos-scheduler/chronos/instance"
 	"github.com/chronos-scheduler/chronos/topology"
-	"github.com/chronos-scheduler/chronos/views"
 )
 
 func newBench() *cobra.Command {
@@ -129,7 +129,7 @@ func runBench(ctx context.Context, f *instanceFlags, brokers []string, cfg bench
 		icfg.DataDir = dir
 	}
 	if icfg.Layout.Prefix == "" {
-		icfg.Layout.Prefix = "bench-" + views.NewTriggerID()[2:10] + "."
+		icfg.Layout.Prefix = "bench-" + api.NewTriggerID()[2:10] + "."
 	}
 	if len(brokers) == 0 {
 		icfg.Kafka.Brokers = []string{"127.0.0.1:0"} // validated before the embedded broker starts

@@ -9,13 +9,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-scheduler/chronos/views"
+	"github.com/chronos-scheduler/chronos/api"
 )
 
 func TestHealthProbesHealthzAndReadyz(t *testing.T) {
 	t.Parallel()
 	ready := errors.New("group chronos-scheduler is recovering")
-	srv := httptest.NewServer((&views.Server{Producer: nil, Ready: func() error { return ready }}).Handler())
+	srv := httptest.NewServer((&api.Server{Producer: nil, Ready: func() error { return ready }}).Handler())
 	t.Cleanup(srv.Close)
 	run := func(args ...string) (string, error) {
 		root := newRoot()

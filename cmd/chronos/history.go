@@ -16,10 +16,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/topology"
-	"github.com/chronos-scheduler/chronos/views"
 )
 
 // historyEntry is one command for a job on chronos-jobs.
@@ -126,7 +126,7 @@ var knownOps = []string{codecs.OpPut, codecs.OpDelete, codecs.OpPause, codecs.Op
 func entryOf(r *kgo.Record) historyEntry {
 	e := historyEntry{Partition: r.Partition, Offset: r.Offset, Time: r.Timestamp.UTC(), Actor: "-", Op: "?"}
 	for _, h := range r.Headers {
-		if h.Key == views.ActorHeader {
+		if h.Key == api.ActorHeader {
 			e.Actor = string(h.Value)
 		}
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	httpapi "github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/codecs"
-	"github.com/chronos-scheduler/chronos/views"
 )
 
 // maxAnswer bounds an API answer the CLI reads: a page of 1000 jobs (ids up
@@ -92,7 +92,7 @@ func (a *apiClient) call(method, path string, body []byte) ([]byte, error) {
 		return nil, &exitError{code: 2, err: fmt.Errorf("reading the answer of %s: %w", a.base, err)}
 	}
 	if resp.StatusCode >= 300 {
-		var p views.Problem
+		var p httpapi.Problem
 		if json.Unmarshal(answer, &p) == nil && p.Detail != "" {
 			msg := p.Detail
 			if p.Field != "" {

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	httpapi "github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/codecs"
-	"github.com/chronos-scheduler/chronos/views"
 )
 
 // fakeProducer records what the API produces.
@@ -44,11 +44,11 @@ type testAPI struct {
 	prod *fakeProducer
 }
 
-// newAPI serves views.Server over a fake producer.
+// newAPI serves httpapi.Server over a fake producer.
 func newAPI(t *testing.T, token string) *testAPI {
 	t.Helper()
 	prod := &fakeProducer{}
-	ts := httptest.NewServer((&views.Server{Producer: prod, Token: token}).Handler())
+	ts := httptest.NewServer((&httpapi.Server{Producer: prod, Token: token}).Handler())
 	t.Cleanup(ts.Close)
 	return &testAPI{url: ts.URL, prod: prod}
 }
@@ -59,11 +59,11 @@ func TestJobsCommands(t *testing.T) {
 		name  string
 		args  []string
 		id    string
-		check func(t *testing.T, c codecs.Command, a views.Accepted)
+		check func(t *testing.T, c codecs.Command, a httpapi.Accepted)
 	}{
 		{"put cron", []string{"put", "nightly", "--cron", "0 3 * * *", "--tz", "Europe/Berlin", "--payload", `{"a": 1}`,
 			"--bucket", "b", "--misfire", "skip", "--misfire-grace", "2m"}, "nightly",
-			func(t *testing.T, c codecs.Command, _ views.Accepted) {
+			func(t *testing.T, c codecs.Command, _ httpapi.Accepted) {
 				want, err := codecs.JobDef{Cron: "0 3 * * *", TZ: "Europe/Berlin", Payload: json.RawMessage(`{"a":1}`),
 					Bucket: "b", MisfirePolicy: "skip", MisfireGrace: "2m"}.Validate(codecs.DefaultLimits())
 				require.NoError(t, err)
@@ -71,23 +71,23 @@ func TestJobsCommands(t *testing.T) {
 				require.Equal(t, want, c.Job)
 			}},
 		{"put every", []string{"put", "a/b", "--every", "30s", "--start", "2026-01-01T00:00:00Z", "--end", "2027-01-01T00:00:00Z"}, "a/b",
-			func(t *testing.T, c codecs.Command, _ views.Accepted) {
+			func(t *testing.T, c codecs.Command, _ httpapi.Accepted) {
 				require.Equal(t, codecs.OpPut, c.Op)
 				require.Equal(t, "30s", c.Job.Def().Every)
 				require.Equal(t, "2027-01-01T00:00:00Z", c.Job.Def().End)
 			}},
 		{"put at", []string{"put", "once", "--at", "2030-05-06T07:08:09Z"}, "once",
-			func(t *testing.T, c codecs.Command, _ views.Accepted) {
+			func(t *testing.T, c codecs.Command, _ httpapi.Accepted) {
 				require.Equal(t, "2030-05-06T07:08:09Z", c.Job.Def().At)
 			}},
 		{"delete", []string{"delete", "j 1"}, "j 1",
-			func(t *testing.T, c codecs.Command, _ views.Accepted) { require.Equal(t, codecs.OpDelete, c.Op) }},
+			func(t *testing.T, c codecs.Command, _ httpapi.Accepted) { require.Equal(t, codecs.OpDelete, c.Op) }},
 		{"pause", []string{"pause", "j"}, "j",
-			func(t *testing.T, c codecs.Command, _ views.Accepted) { require.Equal(t, codecs.OpPause, c.Op) }},
+			func(t *testing.T, c codecs.Command, _ httpapi.Accepted) { require.Equal(t, codecs.OpPause, c.Op) }},
 		{"resume", []string{"resume", "j"}, "j",
-			func(t *testing.T, c codecs.Command, _ views.Accepted) { require.Equal(t, codecs.OpResume, c.Op) }},
+			func(t *testing.T, c codecs.Command, _ httpapi.Accepted) { require.Equal(t, codecs.OpResume, c.Op) }},
 		{"fire", []string{"fire", "j"}, "j",
-			func(t *testing.T, c codecs.Command, a views.Accepted) {
+			func(t *testing.T, c codecs.Command, a httpapi.Accepted) {
 				require.Equal(t, codecs.OpFire, c.Op)
 				require.Regexp(t, `^t-[0-9a-f]{16}$`, a.TriggerID)
 				require.Equal(t, "j@"+a.TriggerID, a.FireID)
@@ -95,7 +95,7 @@ func TestJobsCommands(t *testing.T) {
 				require.Nil(t, c.Payload)
 			}},
 		{"fire with trigger and payload", []string{"fire", "j", "--trigger-id", "x", "--payload", `{"b": [1]}`}, "j",
-			func(t *testing.T, c codecs.Command, a views.Accepted) {
+			func(t *testing.T, c codecs.Command, a httpapi.Accepted) {
 				require.Equal(t, "x", c.TriggerID)
 				require.Equal(t, "j@x", a.FireID)
 				require.Equal(t, []byte(`{"b":[1]}`), c.Payload)
@@ -107,7 +107,7 @@ func TestJobsCommands(t *testing.T) {
 			api := newAPI(t, "")
 			out, err := run(t, append([]string{"jobs", "--api", api.url + "/"}, tc.args...)...)
 			require.NoError(t, err)
-			var a views.Accepted
+			var a httpapi.Accepted
 			require.NoError(t, json.Unmarshal([]byte(out), &a), "output: %s", out)
 			require.Equal(t, tc.id, a.ID)
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	httpapi "github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/views"
 )
 
@@ -23,7 +24,7 @@ func pagedJobs(t *testing.T, n int) *httptest.Server {
 		limit, err := strconv.Atoi(r.URL.Query().Get("limit"))
 		require.NoError(t, err)
 		from, _ := strconv.Atoi(r.URL.Query().Get("cursor"))
-		page := views.JobList{Jobs: []views.Summary{}}
+		page := httpapi.JobList{Jobs: []views.Summary{}}
 		for i := from; i < min(from+limit, n); i++ {
 			page.Jobs = append(page.Jobs, views.Summary{ID: fmt.Sprintf("job-%05d", i), Version: uint64(i%7 + 1), Status: "active", Bucket: fmt.Sprintf("b%d", i%3)})
 		}
@@ -62,7 +63,7 @@ func TestJobsListStreamsPages(t *testing.T) {
 			require.NoError(t, cmd.Execute())
 			var ids []string
 			if output == "json" {
-				var list views.JobList
+				var list httpapi.JobList
 				require.NoError(t, json.Unmarshal(out.Bytes(), &list), "%s", out.String())
 				require.NotNil(t, list.Jobs)
 				for _, j := range list.Jobs {

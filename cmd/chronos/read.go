@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	httpapi "github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/schedule"
 	"github.com/chronos-scheduler/chronos/views"
 )
@@ -129,7 +130,7 @@ func newJobsList(api *apiClient) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				var page views.JobList
+				var page httpapi.JobList
 				if err := json.Unmarshal(answer, &page); err != nil {
 					return err
 				}

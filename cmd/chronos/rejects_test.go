@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/embedded"
 	"github.com/chronos-scheduler/chronos/views"
@@ -40,7 +41,7 @@ func (o oneJob) List(string, string, int) ([]views.Summary, string, error) { ret
 func TestJobsOnUnknownOrInvalidIDExitNonZero(t *testing.T) {
 	t.Parallel()
 	prod := &fakeProducer{}
-	ts := httptest.NewServer((&views.Server{Producer: prod, Jobs: oneJob{id: "known"}}).Handler())
+	ts := httptest.NewServer((&api.Server{Producer: prod, Jobs: oneJob{id: "known"}}).Handler())
 	t.Cleanup(ts.Close)
 	for _, op := range []string{"pause", "resume", "fire", "delete", "get"} {
 		_, err := run(t, "jobs", "--api", ts.URL, op, "ghost")

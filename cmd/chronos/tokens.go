@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chronos-scheduler/chronos/views"
+	"github.com/chronos-scheduler/chronos/api"
 )
 
 func newTokens() *cobra.Command {
@@ -28,11 +28,11 @@ func newTokensNew() *cobra.Command {
 			"with the prefix, put jobs in buckets that start with it and trigger such buckets.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, err := views.ParseRole(role)
+			r, err := api.ParseRole(role)
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
-			secret, line, err := views.NewToken(name, r, prefix)
+			secret, line, err := api.NewToken(name, r, prefix)
 			if err != nil {
 				return &exitError{code: 1, err: err}
 			}
@@ -71,7 +71,7 @@ func appendToken(path, line string) error {
 	if len(old) > 0 && !bytes.HasSuffix(old, []byte("\n")) {
 		line = "\n" + line
 	}
-	if _, err := views.ParseTokens(io.MultiReader(bytes.NewReader(old), bytes.NewReader([]byte(line+"\n")))); err != nil {
+	if _, err := api.ParseTokens(io.MultiReader(bytes.NewReader(old), bytes.NewReader([]byte(line+"\n")))); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)

@@ -1,4 +1,4 @@
-package views_test
+package api_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/views"
 )
@@ -35,7 +36,7 @@ type listArgs struct {
 	limit          int
 }
 
-var _ views.JobReader = (*fakeJobs)(nil)
+var _ api.JobReader = (*fakeJobs)(nil)
 
 func newFakeJobs(jobs ...views.Job) *fakeJobs {
 	f := &fakeJobs{jobs: map[string]views.Job{}}
@@ -96,7 +97,7 @@ func (f *fakeJobs) listCalls() []listArgs {
 // hookProducer runs after on every successfully produced record, like the
 // scheduler applying it and the view catching up.
 type hookProducer struct {
-	views.Producer
+	api.Producer
 	after func(*kgo.Record)
 }
 
@@ -149,7 +150,7 @@ func TestGetJob(t *testing.T) {
 	t.Parallel()
 	want := sampleJob()
 	jobs := newFakeJobs(want)
-	f := newFixture(t, func(s *views.Server) { s.Jobs = jobs })
+	f := newFixture(t, func(s *api.Server) { s.Jobs = jobs })
 
 	t.Run("found", func(t *testing.T) {
 		t.Parallel()
@@ -181,7 +182,7 @@ func TestGetJob(t *testing.T) {
 		t.Parallel()
 		broken := newFakeJobs()
 		broken.err = errors.New("store closed")
-		g := newFixture(t, func(s *views.Server) { s.Jobs = broken })
+		g := newFixture(t, func(s *api.Server) { s.Jobs = broken })
 		resp, b := g.do(t, request{method: "GET", path: "/v1/jobs/nightly"})
 		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "body: %s", b)
 		p := decodeProblem(t, resp, b)
@@ -219,21 +220,21 @@ func TestListJobs(t *testing.T) {
 		for _, tc := range tests {
 			jobs := newFakeJobs()
 			jobs.page, jobs.next = page, "MS9i"
-			f := newFixture(t, func(s *views.Server) { s.Jobs = jobs })
+			f := newFixture(t, func(s *api.Server) { s.Jobs = jobs })
 			resp, b := f.do(t, request{method: "GET", path: "/v1/jobs" + tc.query})
 			require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", tc.query, b)
 			require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 			require.Equal(t, []listArgs{tc.want}, jobs.listCalls(), tc.query)
-			var got views.JobList
+			var got api.JobList
 			require.NoError(t, json.Unmarshal(b, &got))
-			require.Equal(t, views.JobList{Jobs: page, NextCursor: "MS9i"}, got)
+			require.Equal(t, api.JobList{Jobs: page, NextCursor: "MS9i"}, got)
 		}
 	})
 	t.Run("last page", func(t *testing.T) {
 		t.Parallel()
 		jobs := newFakeJobs()
 		jobs.page = []views.Summary{}
-		f := newFixture(t, func(s *views.Server) { s.Jobs = jobs })
+		f := newFixture(t, func(s *api.Server) { s.Jobs = jobs })
 		resp, b := f.do(t, request{method: "GET", path: "/v1/jobs"})
 		require.Equal(t, http.StatusOK, resp.StatusCode, "body: %s", b)
 		require.JSONEq(t, `{"jobs":[]}`, string(b))
@@ -253,7 +254,7 @@ func TestListJobs(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			jobs := newFakeJobs()
-			f := newFixture(t, func(s *views.Server) { s.Jobs = jobs })
+			f := newFixture(t, func(s *api.Server) { s.Jobs = jobs })
 			resp, b := f.do(t, request{method: "GET", path: "/v1/jobs" + tc.query})
 			require.Equal(t, http.StatusBadRequest, resp.StatusCode, "body: %s", b)
 			p := decodeProblem(t, resp, b)
@@ -267,7 +268,7 @@ func TestListJobs(t *testing.T) {
 		t.Parallel()
 		jobs := newFakeJobs()
 		jobs.listErr = fmt.Errorf("decoding: %w", views.ErrBadCursor)
-		f := newFixture(t, func(s *views.Server) { s.Jobs = jobs })
+		f := newFixture(t, func(s *api.Server) { s.Jobs = jobs })
 		resp, b := f.do(t, request{method: "GET", path: "/v1/jobs?cursor=garbage"})
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "body: %s", b)
 		p := decodeProblem(t, resp, b)
@@ -279,7 +280,7 @@ func TestListJobs(t *testing.T) {
 		t.Parallel()
 		jobs := newFakeJobs()
 		jobs.listErr = errors.New("partition 3 is not open")
-		f := newFixture(t, func(s *views.Server) { s.Jobs = jobs })
+		f := newFixture(t, func(s *api.Server) { s.Jobs = jobs })
 		resp, b := f.do(t, request{method: "GET", path: "/v1/jobs"})
 		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "body: %s", b)
 		require.Equal(t, "view_unavailable", decodeProblem(t, resp, b).Code)
@@ -293,7 +294,7 @@ func TestPutReadYourWrites(t *testing.T) {
 	t.Run("view catches up: 200 with the job", func(t *testing.T) {
 		t.Parallel()
 		jobs := newFakeJobs(views.Job{ID: "nightly", Version: 4, Status: "paused"})
-		f := newFixture(t, func(s *views.Server) {
+		f := newFixture(t, func(s *api.Server) {
 			s.Jobs = jobs
 			s.Producer = hookProducer{Producer: s.Producer, after: applyPuts(t, jobs)}
 		})
@@ -310,7 +311,7 @@ func TestPutReadYourWrites(t *testing.T) {
 	t.Run("view catches up on a new job: 200 with version 1", func(t *testing.T) {
 		t.Parallel()
 		jobs := newFakeJobs()
-		f := newFixture(t, func(s *views.Server) {
+		f := newFixture(t, func(s *api.Server) {
 			s.Jobs = jobs
 			s.Producer = hookProducer{Producer: s.Producer, after: applyPuts(t, jobs)}
 		})
@@ -322,7 +323,7 @@ func TestPutReadYourWrites(t *testing.T) {
 		t.Parallel()
 		jobs := newFakeJobs(views.Job{ID: "nightly", Version: 4})
 		apply := applyPuts(t, jobs)
-		f := newFixture(t, func(s *views.Server) {
+		f := newFixture(t, func(s *api.Server) {
 			s.Jobs = jobs
 			s.ReadYourWrites = 5 * time.Second
 			s.Producer = hookProducer{Producer: s.Producer, after: func(r *kgo.Record) {
@@ -336,7 +337,7 @@ func TestPutReadYourWrites(t *testing.T) {
 	t.Run("view never catches up: 202", func(t *testing.T) {
 		t.Parallel()
 		jobs := newFakeJobs(views.Job{ID: "nightly", Version: 4})
-		f := newFixture(t, func(s *views.Server) {
+		f := newFixture(t, func(s *api.Server) {
 			s.Jobs = jobs
 			s.ReadYourWrites = 50 * time.Millisecond
 		})
@@ -344,7 +345,7 @@ func TestPutReadYourWrites(t *testing.T) {
 		resp, b := f.do(t, request{method: "PUT", path: "/v1/jobs/nightly", body: body})
 		a := decodeAccepted(t, resp, b)
 		require.GreaterOrEqual(t, time.Since(start), 50*time.Millisecond)
-		require.Equal(t, views.Accepted{ID: "nightly", Op: codecs.OpPut, Partition: 3, Offset: 0}, a)
+		require.Equal(t, api.Accepted{ID: "nightly", Op: codecs.OpPut, Partition: 3, Offset: 0}, a)
 		require.Empty(t, resp.Header.Get("ETag"))
 		recs := f.prod.records()
 		require.Len(t, recs, 1)
@@ -355,7 +356,7 @@ func TestPutReadYourWrites(t *testing.T) {
 		// A concurrent put of a different definition lands first; ours is
 		// not (yet) visible, so the answer must not claim it is.
 		jobs := newFakeJobs(views.Job{ID: "nightly", Version: 4})
-		f := newFixture(t, func(s *views.Server) {
+		f := newFixture(t, func(s *api.Server) {
 			s.Jobs = jobs
 			s.ReadYourWrites = 100 * time.Millisecond
 			s.Producer = hookProducer{Producer: s.Producer, after: func(*kgo.Record) {
@@ -369,7 +370,7 @@ func TestPutReadYourWrites(t *testing.T) {
 		t.Parallel()
 		jobs := newFakeJobs()
 		jobs.err = errors.New("store closed")
-		f := newFixture(t, func(s *views.Server) { s.Jobs = jobs })
+		f := newFixture(t, func(s *api.Server) { s.Jobs = jobs })
 		resp, b := f.do(t, request{method: "PUT", path: "/v1/jobs/nightly", body: body})
 		require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "body: %s", b)
 		require.Equal(t, "view_unavailable", decodeProblem(t, resp, b).Code)
@@ -384,7 +385,7 @@ func TestPutIfMatch(t *testing.T) {
 		t.Parallel()
 		for _, im := range []string{`"4"`} {
 			jobs := newFakeJobs(views.Job{ID: "j", Version: 4})
-			f := newFixture(t, func(s *views.Server) {
+			f := newFixture(t, func(s *api.Server) {
 				s.Jobs = jobs
 				s.ReadYourWrites = 20 * time.Millisecond
 			})
@@ -400,7 +401,7 @@ func TestPutIfMatch(t *testing.T) {
 	t.Run("matching and applied: 200", func(t *testing.T) {
 		t.Parallel()
 		jobs := newFakeJobs(views.Job{ID: "j", Version: 4})
-		f := newFixture(t, func(s *views.Server) {
+		f := newFixture(t, func(s *api.Server) {
 			s.Jobs = jobs
 			s.Producer = hookProducer{Producer: s.Producer, after: applyPuts(t, jobs)}
 		})
@@ -411,7 +412,7 @@ func TestPutIfMatch(t *testing.T) {
 	t.Run("zero: the job must not exist", func(t *testing.T) {
 		t.Parallel()
 		jobs := newFakeJobs()
-		f := newFixture(t, func(s *views.Server) {
+		f := newFixture(t, func(s *api.Server) {
 			s.Jobs = jobs
 			s.ReadYourWrites = 20 * time.Millisecond
 		})
@@ -426,7 +427,7 @@ func TestPutIfMatch(t *testing.T) {
 			id, im string
 		}{{"j", `"3"`}, {"j", `"5"`}, {"unknown", `"1"`}} {
 			jobs := newFakeJobs(views.Job{ID: "j", Version: 4})
-			f := newFixture(t, func(s *views.Server) { s.Jobs = jobs })
+			f := newFixture(t, func(s *api.Server) { s.Jobs = jobs })
 			resp, b := f.do(t, request{method: "PUT", path: "/v1/jobs/" + tc.id, body: body, header: map[string]string{"If-Match": tc.im}})
 			require.Equal(t, http.StatusPreconditionFailed, resp.StatusCode, "%v: %s", tc, b)
 			p := decodeProblem(t, resp, b)
@@ -439,7 +440,7 @@ func TestPutIfMatch(t *testing.T) {
 		t.Parallel()
 		for _, im := range []string{`"abc"`, "abc", `"-1"`, `"1.5"`} {
 			jobs := newFakeJobs(views.Job{ID: "j", Version: 4})
-			f := newFixture(t, func(s *views.Server) { s.Jobs = jobs })
+			f := newFixture(t, func(s *api.Server) { s.Jobs = jobs })
 			resp, b := f.do(t, request{method: "PUT", path: "/v1/jobs/j", body: body, header: map[string]string{"If-Match": im}})
 			require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", im, b)
 			p := decodeProblem(t, resp, b)
@@ -468,11 +469,11 @@ func TestTriggerBucket(t *testing.T) {
 		require.NoError(t, err, "value: %s", r.Value)
 		return bt
 	}
-	accepted := func(t *testing.T, resp *http.Response, b []byte) views.TriggerAccepted {
+	accepted := func(t *testing.T, resp *http.Response, b []byte) api.TriggerAccepted {
 		t.Helper()
 		require.Equal(t, http.StatusAccepted, resp.StatusCode, "body: %s", b)
 		require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
-		var a views.TriggerAccepted
+		var a api.TriggerAccepted
 		require.NoError(t, json.Unmarshal(b, &a), "body: %s", b)
 		return a
 	}
@@ -504,7 +505,7 @@ func TestTriggerBucket(t *testing.T) {
 		f := newFixture(t, nil)
 		resp, b := f.do(t, request{method: "POST", path: "/v1/buckets/reports/trigger", body: `{"trigger_id":"x","payload":{"a": 1}}`})
 		a := accepted(t, resp, b)
-		require.Equal(t, views.TriggerAccepted{Bucket: "reports", TriggerID: "x", Partition: 3, Offset: 0}, a)
+		require.Equal(t, api.TriggerAccepted{Bucket: "reports", TriggerID: "x", Partition: 3, Offset: 0}, a)
 		bt := decodeTrigger(t, f.prod.records()[0], "reports")
 		require.Equal(t, "x", bt.TriggerID)
 		require.JSONEq(t, `{"a":1}`, string(bt.Payload))
@@ -550,7 +551,7 @@ func TestTriggerBucket(t *testing.T) {
 	})
 	t.Run("token required", func(t *testing.T) {
 		t.Parallel()
-		f := newFixture(t, func(s *views.Server) { s.Token = "s3cret" })
+		f := newFixture(t, func(s *api.Server) { s.Token = "s3cret" })
 		resp, b := f.do(t, request{method: "POST", path: "/v1/buckets/reports/trigger"})
 		require.Equal(t, http.StatusUnauthorized, resp.StatusCode, "body: %s", b)
 		require.Empty(t, f.prod.records())
@@ -562,7 +563,7 @@ func TestTriggerBucket(t *testing.T) {
 func TestReadsNeedToken(t *testing.T) {
 	t.Parallel()
 	jobs := newFakeJobs(sampleJob())
-	f := newFixture(t, func(s *views.Server) {
+	f := newFixture(t, func(s *api.Server) {
 		s.Token = "s3cret"
 		s.Jobs = jobs
 	})
@@ -597,7 +598,7 @@ func TestPutRecognizesItsOwnDefinition(t *testing.T) {
 		stored := rec.Job.Def()
 
 		jobs := newFakeJobs(views.Job{ID: "j", Version: 1})
-		f := newFixture(t, func(s *views.Server) {
+		f := newFixture(t, func(s *api.Server) {
 			s.Jobs = jobs
 			s.Producer = hookProducer{Producer: s.Producer, after: func(*kgo.Record) {
 				jobs.set(views.Job{ID: "j", Version: 2, Status: "active", Job: stored})

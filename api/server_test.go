@@ -1,4 +1,4 @@
-package views_test
+package api_test
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/topology"
-	"github.com/chronos-scheduler/chronos/views"
 )
 
 // fakeProducer records produced records and fails when err is set.
@@ -51,15 +51,15 @@ func (p *fakeProducer) records() []*kgo.Record {
 }
 
 type fixture struct {
-	srv  *views.Server
+	srv  *api.Server
 	prod *fakeProducer
 	ts   *httptest.Server
 }
 
-func newFixture(t *testing.T, configure func(*views.Server)) *fixture {
+func newFixture(t *testing.T, configure func(*api.Server)) *fixture {
 	t.Helper()
 	prod := &fakeProducer{}
-	srv := &views.Server{Names: topology.Names{Prefix: "test-"}, Producer: prod}
+	srv := &api.Server{Names: topology.Names{Prefix: "test-"}, Producer: prod}
 	if configure != nil {
 		configure(srv)
 	}
@@ -105,10 +105,10 @@ func (f *fixture) do(t *testing.T, rq request) (*http.Response, []byte) {
 	return resp, b
 }
 
-func decodeProblem(t *testing.T, resp *http.Response, b []byte) views.Problem {
+func decodeProblem(t *testing.T, resp *http.Response, b []byte) api.Problem {
 	t.Helper()
 	require.Equal(t, "application/problem+json", resp.Header.Get("Content-Type"), "body: %s", b)
-	var p views.Problem
+	var p api.Problem
 	require.NoError(t, json.Unmarshal(b, &p), "body: %s", b)
 	require.Equal(t, resp.StatusCode, p.Status)
 	require.Equal(t, http.StatusText(resp.StatusCode), p.Title)
@@ -117,11 +117,11 @@ func decodeProblem(t *testing.T, resp *http.Response, b []byte) views.Problem {
 	return p
 }
 
-func decodeAccepted(t *testing.T, resp *http.Response, b []byte) views.Accepted {
+func decodeAccepted(t *testing.T, resp *http.Response, b []byte) api.Accepted {
 	t.Helper()
 	require.Equal(t, http.StatusAccepted, resp.StatusCode, "body: %s", b)
 	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
-	var a views.Accepted
+	var a api.Accepted
 	require.NoError(t, json.Unmarshal(b, &a), "body: %s", b)
 	return a
 }
@@ -158,7 +158,7 @@ func TestPutJob(t *testing.T) {
 			f := newFixture(t, nil)
 			resp, b := f.do(t, request{method: http.MethodPut, path: "/v1/jobs/" + tc.escaped, body: tc.body, header: tc.header})
 			a := decodeAccepted(t, resp, b)
-			require.Equal(t, views.Accepted{ID: tc.id, Op: codecs.OpPut, Partition: 3, Offset: 0}, a)
+			require.Equal(t, api.Accepted{ID: tc.id, Op: codecs.OpPut, Partition: 3, Offset: 0}, a)
 
 			recs := f.prod.records()
 			require.Len(t, recs, 1)
@@ -293,7 +293,7 @@ func TestOps(t *testing.T) {
 			for i, body := range []string{"", "{}"} {
 				resp, b := f.do(t, request{method: tc.method, path: "/v1/jobs/job%201" + tc.suffix, body: body})
 				a := decodeAccepted(t, resp, b)
-				require.Equal(t, views.Accepted{ID: "job 1", Op: tc.op, Partition: 3, Offset: int64(i)}, a)
+				require.Equal(t, api.Accepted{ID: "job 1", Op: tc.op, Partition: 3, Offset: int64(i)}, a)
 			}
 			recs := f.prod.records()
 			require.Len(t, recs, 2)
@@ -347,7 +347,7 @@ func TestNewTriggerIDUnique(t *testing.T) {
 	t.Parallel()
 	seen := map[string]bool{}
 	for range 1000 {
-		id := views.NewTriggerID()
+		id := api.NewTriggerID()
 		require.Regexp(t, `^t-[0-9a-f]{16}$`, id)
 		require.False(t, seen[id], "duplicate %s", id)
 		seen[id] = true
@@ -379,7 +379,7 @@ func TestToken(t *testing.T) {
 		for _, au := range auths {
 			t.Run(rt.method+" "+rt.path+" "+au.name, func(t *testing.T) {
 				t.Parallel()
-				f := newFixture(t, func(s *views.Server) { s.Token = "s3cret" })
+				f := newFixture(t, func(s *api.Server) { s.Token = "s3cret" })
 				rq := rt
 				if au.header != "" {
 					rq.header = map[string]string{"Authorization": au.header}
@@ -401,7 +401,7 @@ func TestToken(t *testing.T) {
 
 	t.Run("operational routes need no token", func(t *testing.T) {
 		t.Parallel()
-		f := newFixture(t, func(s *views.Server) {
+		f := newFixture(t, func(s *api.Server) {
 			s.Token = "s3cret"
 			s.Gatherer = prometheus.NewRegistry()
 		})
@@ -435,7 +435,7 @@ func TestProducerFailure(t *testing.T) {
 
 func TestCustomLimits(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, func(s *views.Server) { s.Limits = codecs.Limits{MaxPayload: 8} })
+	f := newFixture(t, func(s *api.Server) { s.Limits = codecs.Limits{MaxPayload: 8} })
 	resp, b := f.do(t, request{method: "PUT", path: "/v1/jobs/x", body: `{"every":"1m","payload":"1234567"}`})
 	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "body: %s", b)
 	p := decodeProblem(t, resp, b)
@@ -462,7 +462,7 @@ func TestHealth(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			f := newFixture(t, func(s *views.Server) { s.Ready = tc.ready })
+			f := newFixture(t, func(s *api.Server) { s.Ready = tc.ready })
 			resp, b := f.do(t, request{method: "GET", path: "/readyz"})
 			require.Equal(t, tc.status, resp.StatusCode, "body: %s", b)
 			if tc.status == 200 {
@@ -489,7 +489,7 @@ func TestMetrics(t *testing.T) {
 		c := prometheus.NewCounter(prometheus.CounterOpts{Name: "chronos_views_test_total", Help: "a test counter"})
 		reg.MustRegister(c)
 		c.Add(7)
-		f := newFixture(t, func(s *views.Server) { s.Gatherer = reg })
+		f := newFixture(t, func(s *api.Server) { s.Gatherer = reg })
 		resp, b := f.do(t, request{method: "GET", path: "/metrics"})
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		require.Contains(t, string(b), "chronos_views_test_total 7")

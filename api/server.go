@@ -1,4 +1,4 @@
-package views
+package api
 
 import (
 	"bytes"
@@ -22,6 +22,7 @@ import (
 
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/topology"
+	"github.com/chronos-scheduler/chronos/views"
 )
 
 // Producer produces one command and waits for its acknowledgement.
@@ -67,9 +68,9 @@ type Server struct {
 
 // JobReader is the read side of the API (implemented by *Jobs).
 type JobReader interface {
-	Get(id string) (*Job, error)
+	Get(id string) (*views.Job, error)
 	Version(id string) (uint64, error)
-	List(bucket, cursor string, limit int) ([]Summary, string, error)
+	List(bucket, cursor string, limit int) ([]views.Summary, string, error)
 }
 
 // maxBody is the largest request body: the payload limit plus room for the
@@ -267,7 +268,7 @@ func (s *Server) putJob(w http.ResponseWriter, r *http.Request) {
 // than before with the definition want, and returns it; nil when the wait
 // runs out. A newer version with another definition is a concurrent
 // writer's, not this put's.
-func (s *Server) awaitVersion(ctx context.Context, id string, before uint64, want codecs.JobDef) *Job {
+func (s *Server) awaitVersion(ctx context.Context, id string, before uint64, want codecs.JobDef) *views.Job {
 	if s.Jobs == nil {
 		return nil
 	}
@@ -304,7 +305,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	job, err := s.Jobs.Get(id)
 	switch {
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, views.ErrNotFound):
 		writeProblem(w, http.StatusNotFound, "not_found", "id", fmt.Sprintf("no job %q", id))
 	case err != nil:
 		writeProblem(w, http.StatusServiceUnavailable, "view_unavailable", "", err.Error())
@@ -316,8 +317,8 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 
 // JobList is the answer of GET /v1/jobs.
 type JobList struct {
-	Jobs       []Summary `json:"jobs"`
-	NextCursor string    `json:"next_cursor,omitempty"`
+	Jobs       []views.Summary `json:"jobs"`
+	NextCursor string          `json:"next_cursor,omitempty"`
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
@@ -343,7 +344,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	jobs, next, err := s.listFor(principal(r), q.Get("bucket"), q.Get("cursor"), limit)
 	switch {
-	case errors.Is(err, ErrBadCursor):
+	case errors.Is(err, views.ErrBadCursor):
 		writeProblem(w, http.StatusBadRequest, codecs.CodeInvalidField, "cursor", "invalid cursor; pass back next_cursor unchanged")
 	case err != nil:
 		writeProblem(w, http.StatusServiceUnavailable, "view_unavailable", "", err.Error())

@@ -1,4 +1,4 @@
-package views
+package api
 
 import (
 	"bufio"
@@ -80,7 +80,7 @@ func PrincipalFrom(ctx context.Context) (Principal, bool) {
 }
 
 // ErrBadTokens is wrapped by every problem of a tokens file.
-var ErrBadTokens = errors.New("views: invalid tokens")
+var ErrBadTokens = errors.New("api: invalid tokens")
 
 // tokenEntry is one line of a tokens file.
 type tokenEntry struct {

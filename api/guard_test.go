@@ -1,4 +1,4 @@
-package views_test
+package api_test
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/views"
 )
 
@@ -52,33 +53,33 @@ func (p pagedJobs) List(_, cursor string, limit int) ([]views.Summary, string, e
 type authFixture struct {
 	*fixture
 	secrets map[string]string // name -> secret
-	tokens  map[string]views.Principal
+	tokens  map[string]api.Principal
 	ids     []string
 }
 
-func newAuthFixture(t *testing.T, configure func(*views.Server)) *authFixture {
+func newAuthFixture(t *testing.T, configure func(*api.Server)) *authFixture {
 	t.Helper()
-	a := &authFixture{secrets: map[string]string{}, tokens: map[string]views.Principal{}}
+	a := &authFixture{secrets: map[string]string{}, tokens: map[string]api.Principal{}}
 	var lines []string
-	for _, p := range []views.Principal{
-		{Name: "reader", Role: views.RoleRead},
-		{Name: "writer", Role: views.RoleWrite},
-		{Name: "admin", Role: views.RoleAdmin},
-		{Name: "acme-rw", Role: views.RoleWrite, Prefix: "acme."},
-		{Name: "acme-ro", Role: views.RoleRead, Prefix: "acme."},
+	for _, p := range []api.Principal{
+		{Name: "reader", Role: api.RoleRead},
+		{Name: "writer", Role: api.RoleWrite},
+		{Name: "admin", Role: api.RoleAdmin},
+		{Name: "acme-rw", Role: api.RoleWrite, Prefix: "acme."},
+		{Name: "acme-ro", Role: api.RoleRead, Prefix: "acme."},
 	} {
-		secret, line, err := views.NewToken(p.Name, p.Role, p.Prefix)
+		secret, line, err := api.NewToken(p.Name, p.Role, p.Prefix)
 		require.NoError(t, err)
 		a.secrets[p.Name], a.tokens[p.Name] = secret, p
 		lines = append(lines, line)
 	}
-	tok, err := views.ParseTokens(strings.NewReader(strings.Join(lines, "\n")))
+	tok, err := api.ParseTokens(strings.NewReader(strings.Join(lines, "\n")))
 	require.NoError(t, err)
 	for i := range 30 {
 		a.ids = append(a.ids, fmt.Sprintf("acme.%02d", i), fmt.Sprintf("globex.%02d", i))
 	}
 	slices.Sort(a.ids)
-	a.fixture = newFixture(t, func(s *views.Server) {
+	a.fixture = newFixture(t, func(s *api.Server) {
 		s.Tokens = tok
 		s.Jobs = pagedJobs{ids: a.ids}
 		s.ReadYourWrites = 1 // do not wait for the fake view
@@ -92,11 +93,11 @@ func newAuthFixture(t *testing.T, configure func(*views.Server)) *authFixture {
 // apiCall is one generated request and what the oracle expects of it.
 type apiCall struct {
 	rq     request
-	role   views.Role // the role it needs
-	id     string     // the job id or bucket it names ("" for a list)
-	bucket string     // a put's bucket
-	write  bool       // produces a record when accepted
-	ok     int        // status when allowed
+	role   api.Role // the role it needs
+	id     string   // the job id or bucket it names ("" for a list)
+	bucket string   // a put's bucket
+	write  bool     // produces a record when accepted
+	ok     int      // status when allowed
 }
 
 func genCall(rng *rand.Rand) apiCall {
@@ -107,29 +108,29 @@ func genCall(rng *rand.Rand) apiCall {
 	case 0:
 		ok := http.StatusOK
 		if !slices.Contains([]int{30, 31, 32, 33, 34}, idNumber(id)) {
-			return apiCall{rq: request{method: "GET", path: path}, role: views.RoleRead, id: id, ok: ok}
+			return apiCall{rq: request{method: "GET", path: path}, role: api.RoleRead, id: id, ok: ok}
 		}
-		return apiCall{rq: request{method: "GET", path: path}, role: views.RoleRead, id: id, ok: http.StatusNotFound}
+		return apiCall{rq: request{method: "GET", path: path}, role: api.RoleRead, id: id, ok: http.StatusNotFound}
 	case 1:
-		return apiCall{rq: request{method: "GET", path: fmt.Sprintf("/v1/jobs?limit=%d", 1+rng.IntN(70))}, role: views.RoleRead, ok: http.StatusOK}
+		return apiCall{rq: request{method: "GET", path: fmt.Sprintf("/v1/jobs?limit=%d", 1+rng.IntN(70))}, role: api.RoleRead, ok: http.StatusOK}
 	case 2:
 		bucket := []string{"", "acme.b", "globex.b"}[rng.IntN(3)]
 		body := `{"every":"1m"}`
 		if bucket != "" {
 			body = `{"every":"1m","bucket":"` + bucket + `"}`
 		}
-		return apiCall{rq: request{method: "PUT", path: path, body: body}, role: views.RoleWrite, id: id, bucket: bucket, write: true, ok: http.StatusAccepted}
+		return apiCall{rq: request{method: "PUT", path: path, body: body}, role: api.RoleWrite, id: id, bucket: bucket, write: true, ok: http.StatusAccepted}
 	case 3:
-		return apiCall{rq: request{method: "DELETE", path: path}, role: views.RoleWrite, id: id, write: true, ok: http.StatusAccepted}
+		return apiCall{rq: request{method: "DELETE", path: path}, role: api.RoleWrite, id: id, write: true, ok: http.StatusAccepted}
 	case 4:
-		return apiCall{rq: request{method: "POST", path: path + "/pause"}, role: views.RoleWrite, id: id, write: true, ok: http.StatusAccepted}
+		return apiCall{rq: request{method: "POST", path: path + "/pause"}, role: api.RoleWrite, id: id, write: true, ok: http.StatusAccepted}
 	case 5:
-		return apiCall{rq: request{method: "POST", path: path + "/resume"}, role: views.RoleWrite, id: id, write: true, ok: http.StatusAccepted}
+		return apiCall{rq: request{method: "POST", path: path + "/resume"}, role: api.RoleWrite, id: id, write: true, ok: http.StatusAccepted}
 	case 6:
-		return apiCall{rq: request{method: "POST", path: path + "/fire", body: `{"trigger_id":"t1"}`}, role: views.RoleWrite, id: id, write: true, ok: http.StatusAccepted}
+		return apiCall{rq: request{method: "POST", path: path + "/fire", body: `{"trigger_id":"t1"}`}, role: api.RoleWrite, id: id, write: true, ok: http.StatusAccepted}
 	default:
 		b := owner + "b"
-		return apiCall{rq: request{method: "POST", path: "/v1/buckets/" + b + "/trigger"}, role: views.RoleWrite, id: b, write: true, ok: http.StatusAccepted}
+		return apiCall{rq: request{method: "POST", path: "/v1/buckets/" + b + "/trigger"}, role: api.RoleWrite, id: b, write: true, ok: http.StatusAccepted}
 	}
 }
 
@@ -179,7 +180,7 @@ func TestAuthorizationOracle(t *testing.T) {
 		msg := fmt.Sprintf("request %d: %s %s as %q: %s", i, c.rq.method, c.rq.path, name, b)
 		require.Equal(t, want, resp.StatusCode, msg)
 		if c.rq.method == "GET" && want == http.StatusOK && c.id == "" {
-			var l views.JobList
+			var l api.JobList
 			require.NoError(t, json.Unmarshal(b, &l))
 			for _, j := range l.Jobs {
 				require.True(t, strings.HasPrefix(j.ID, p.Prefix), msg)
@@ -193,12 +194,12 @@ func TestAuthorizationOracle(t *testing.T) {
 		require.Len(t, recs, before+1, msg)
 		h := recs[len(recs)-1].Headers
 		require.Len(t, h, 1, msg)
-		require.Equal(t, views.ActorHeader, h[0].Key)
+		require.Equal(t, api.ActorHeader, h[0].Key)
 		require.Equal(t, name, string(h[0].Value), msg)
 	}
 
 	// Paged to the end, a tenant sees exactly its own jobs.
-	for name, p := range map[string]views.Principal{"acme-ro": f.tokens["acme-ro"], "reader": f.tokens["reader"]} {
+	for name, p := range map[string]api.Principal{"acme-ro": f.tokens["acme-ro"], "reader": f.tokens["reader"]} {
 		var got []string
 		cursor := ""
 		for pages := 0; ; pages++ {
@@ -209,7 +210,7 @@ func TestAuthorizationOracle(t *testing.T) {
 			}
 			resp, b := f.do(t, request{method: "GET", path: path, header: map[string]string{"Authorization": "Bearer " + f.secrets[name]}})
 			require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
-			var l views.JobList
+			var l api.JobList
 			require.NoError(t, json.Unmarshal(b, &l))
 			require.LessOrEqual(t, len(l.Jobs), 7)
 			for _, j := range l.Jobs {
@@ -232,9 +233,9 @@ func TestAuthorizationOracle(t *testing.T) {
 // TestBrowserSafety sends what a page in a browser can send.
 func TestBrowserSafety(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, func(s *views.Server) {
+	f := newFixture(t, func(s *api.Server) {
 		s.AllowedOrigins = []string{"https://ops.example.com"}
-		s.AllowedHosts = views.LoopbackHosts("127.0.0.1:8080")
+		s.AllowedHosts = api.LoopbackHosts("127.0.0.1:8080")
 		s.Gatherer = prometheus.NewRegistry()
 	})
 	local := map[string]string{"Host": "127.0.0.1:8080"}
@@ -305,18 +306,18 @@ func TestBrowserSafety(t *testing.T) {
 
 func TestLoopbackHosts(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, []string{"localhost:80", "127.0.0.1:80", "[::1]:80"}, views.LoopbackHosts("127.0.0.1:80"))
-	require.Equal(t, []string{"localhost:80", "127.0.0.1:80", "[::1]:80"}, views.LoopbackHosts("localhost:80"))
-	require.Equal(t, []string{"localhost:80", "127.0.0.1:80", "[::1]:80", "127.0.0.2:80"}, views.LoopbackHosts("127.0.0.2:80"))
+	require.Equal(t, []string{"localhost:80", "127.0.0.1:80", "[::1]:80"}, api.LoopbackHosts("127.0.0.1:80"))
+	require.Equal(t, []string{"localhost:80", "127.0.0.1:80", "[::1]:80"}, api.LoopbackHosts("localhost:80"))
+	require.Equal(t, []string{"localhost:80", "127.0.0.1:80", "[::1]:80", "127.0.0.2:80"}, api.LoopbackHosts("127.0.0.2:80"))
 	for _, addr := range []string{"0.0.0.0:8080", ":8080", "10.0.0.1:8080", "[::]:8080", "example.com:80", "nonsense"} {
-		require.Nil(t, views.LoopbackHosts(addr), addr)
+		require.Nil(t, api.LoopbackHosts(addr), addr)
 	}
 }
 
 // TestSecurityHeaders checks the headers on every kind of answer.
 func TestSecurityHeaders(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, func(s *views.Server) { s.Token = "s3cret" })
+	f := newFixture(t, func(s *api.Server) { s.Token = "s3cret" })
 	for _, rq := range []request{
 		{method: "GET", path: "/healthz"},
 		{method: "GET", path: "/readyz"},
@@ -333,7 +334,7 @@ func TestSecurityHeaders(t *testing.T) {
 
 func TestAllowedHostsWithoutPort(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, func(s *views.Server) { s.AllowedHosts = []string{"chronos.example.com", "10.0.0.5:8080"} })
+	f := newFixture(t, func(s *api.Server) { s.AllowedHosts = []string{"chronos.example.com", "10.0.0.5:8080"} })
 	for host, want := range map[string]int{
 		"chronos.example.com":      http.StatusOK,
 		"chronos.example.com:8080": http.StatusOK,

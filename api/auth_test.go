@@ -1,4 +1,4 @@
-package views_test
+package api_test
 
 import (
 	"crypto/sha256"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chronos-scheduler/chronos/views"
+	"github.com/chronos-scheduler/chronos/api"
 )
 
 func TestParseTokens(t *testing.T) {
@@ -19,12 +19,12 @@ func TestParseTokens(t *testing.T) {
 	hash := func(s string) string { h := sha256.Sum256([]byte(s)); return hex.EncodeToString(h[:]) }
 	good := "# ops tokens\n\nname=ci role=write sha256=" + hash("a") + "\n" +
 		"  name=acme-ro role=read prefix=acme. sha256=" + hash("b") + "  \n"
-	tok, err := views.ParseTokens(strings.NewReader(good))
+	tok, err := api.ParseTokens(strings.NewReader(good))
 	require.NoError(t, err)
 	require.Equal(t, 2, tok.Len())
 	p, ok := tok.Authenticate("b")
 	require.True(t, ok)
-	require.Equal(t, views.Principal{Name: "acme-ro", Role: views.RoleRead, Prefix: "acme."}, p)
+	require.Equal(t, api.Principal{Name: "acme-ro", Role: api.RoleRead, Prefix: "acme."}, p)
 	_, ok = tok.Authenticate(hash("b")) // the stored hash is not a secret
 	require.False(t, ok)
 
@@ -49,12 +49,12 @@ func TestParseTokens(t *testing.T) {
 	for name, file := range bad {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			_, err := views.ParseTokens(strings.NewReader(file))
-			require.ErrorIs(t, err, views.ErrBadTokens)
+			_, err := api.ParseTokens(strings.NewReader(file))
+			require.ErrorIs(t, err, api.ErrBadTokens)
 		})
 	}
 	// Every problem is reported, with its line.
-	_, err = views.ParseTokens(strings.NewReader("name=a role=x sha256=" + hash("a") + "\n\nname=b role=read"))
+	_, err = api.ParseTokens(strings.NewReader("name=a role=x sha256=" + hash("a") + "\n\nname=b role=read"))
 	require.ErrorContains(t, err, "line 1:")
 	require.ErrorContains(t, err, "line 3:")
 }
@@ -68,22 +68,22 @@ func TestNewTokenRoundTrip(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
-	roles := []views.Role{views.RoleRead, views.RoleWrite, views.RoleAdmin}
+	roles := []api.Role{api.RoleRead, api.RoleWrite, api.RoleAdmin}
 	var lines []string
-	want := map[string]views.Principal{}
+	want := map[string]api.Principal{}
 	for i := range 50 {
-		p := views.Principal{Name: fmt.Sprintf("t%d", i), Role: roles[rng.IntN(3)]}
+		p := api.Principal{Name: fmt.Sprintf("t%d", i), Role: roles[rng.IntN(3)]}
 		if rng.IntN(2) == 0 {
 			p.Prefix = fmt.Sprintf("tenant%d.", rng.IntN(5))
 		}
-		secret, line, err := views.NewToken(p.Name, p.Role, p.Prefix)
+		secret, line, err := api.NewToken(p.Name, p.Role, p.Prefix)
 		require.NoError(t, err)
 		require.Regexp(t, `^chronos_[A-Za-z0-9_-]{43}$`, secret)
 		require.NotContains(t, line, secret)
 		lines = append(lines, line)
 		want[secret] = p
 	}
-	tok, err := views.ParseTokens(strings.NewReader(strings.Join(lines, "\n")))
+	tok, err := api.ParseTokens(strings.NewReader(strings.Join(lines, "\n")))
 	require.NoError(t, err)
 	for secret, p := range want {
 		got, ok := tok.Authenticate(secret)
@@ -95,10 +95,10 @@ func TestNewTokenRoundTrip(t *testing.T) {
 			require.False(t, ok, "%q", other)
 		}
 	}
-	_, _, err = views.NewToken("bad name", views.RoleRead, "")
-	require.True(t, errors.Is(err, views.ErrBadTokens))
-	_, _, err = views.NewToken("ok", views.Role(9), "")
-	require.ErrorIs(t, err, views.ErrBadTokens)
+	_, _, err = api.NewToken("bad name", api.RoleRead, "")
+	require.True(t, errors.Is(err, api.ErrBadTokens))
+	_, _, err = api.NewToken("ok", api.Role(9), "")
+	require.ErrorIs(t, err, api.ErrBadTokens)
 }
 
 // FuzzParseTokens: any file either parses into tokens that each
@@ -119,9 +119,9 @@ func FuzzParseTokens(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, file string) {
-		tok, err := views.ParseTokens(strings.NewReader(file))
+		tok, err := api.ParseTokens(strings.NewReader(file))
 		if err != nil {
-			if !errors.Is(err, views.ErrBadTokens) {
+			if !errors.Is(err, api.ErrBadTokens) {
 				t.Fatalf("%q: %v", file, err)
 			}
 			return
@@ -132,7 +132,7 @@ func FuzzParseTokens(f *testing.F) {
 		if _, ok := tok.Authenticate(""); ok {
 			t.Fatalf("%q: the empty secret authenticates", file)
 		}
-		if p, ok := tok.Authenticate("s"); ok && (p.Name == "" || p.Role < views.RoleRead || p.Role > views.RoleAdmin) {
+		if p, ok := tok.Authenticate("s"); ok && (p.Name == "" || p.Role < api.RoleRead || p.Role > api.RoleAdmin) {
 			t.Fatalf("%q: invalid principal %+v", file, p)
 		}
 	})

@@ -1,6 +1,6 @@
 //go:build unix
 
-package views_test
+package api_test
 
 import (
 	"bufio"
@@ -19,8 +19,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/topology"
-	"github.com/chronos-scheduler/chronos/views"
 )
 
 // raiseFDLimit raises the soft open-file limit to the hard one and returns
@@ -57,10 +57,10 @@ func TestConnectionFlood(t *testing.T) {
 	t.Logf("open-file limit %d: %d connections of each of 4 kinds against a limit of %d", fds, per, maxConns)
 
 	prod := &fakeProducer{}
-	srv := &views.Server{Names: topology.Names{Prefix: "test-"}, Producer: prod, Token: "s3cret",
+	srv := &api.Server{Names: topology.Names{Prefix: "test-"}, Producer: prod, Token: "s3cret",
 		Gatherer: prometheus.NewRegistry()}
 	reg := prometheus.NewRegistry()
-	hs := views.NewHTTPServer(srv.Handler(), views.HTTPOptions{MaxConns: maxConns,
+	hs := api.NewHTTPServer(srv.Handler(), api.HTTPOptions{MaxConns: maxConns,
 		ReadHeaderTimeout: time.Hour, ReadTimeout: time.Hour, IdleTimeout: time.Hour, Registerer: reg})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -176,7 +176,7 @@ func TestConnectionLimitRefusesWhenAllBusy(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	hs := views.NewHTTPServer(h, views.HTTPOptions{MaxConns: maxConns})
+	hs := api.NewHTTPServer(h, api.HTTPOptions{MaxConns: maxConns})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = hs.Serve(ln) }()
@@ -214,7 +214,7 @@ func TestConnectionLimitRefusesWhenAllBusy(t *testing.T) {
 // within ReadHeaderTimeout is closed by the server.
 func TestSlowHeadersAreCutOff(t *testing.T) {
 	t.Parallel()
-	hs := views.NewHTTPServer(http.NotFoundHandler(), views.HTTPOptions{ReadHeaderTimeout: 100 * time.Millisecond})
+	hs := api.NewHTTPServer(http.NotFoundHandler(), api.HTTPOptions{ReadHeaderTimeout: 100 * time.Millisecond})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = hs.Serve(ln) }()

@@ -1,4 +1,4 @@
-package views_test
+package api_test
 
 import (
 	"encoding/json"
@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/topology"
 	"github.com/chronos-scheduler/chronos/views"
@@ -70,7 +71,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // probeServer serves every route: a view, a gatherer and a producer.
 func probeServer() http.Handler {
-	return (&views.Server{Names: topology.Names{Prefix: "test-"}, Producer: &fakeProducer{},
+	return (&api.Server{Names: topology.Names{Prefix: "test-"}, Producer: &fakeProducer{},
 		Jobs: newFakeJobs(), Gatherer: prometheus.NewRegistry(), ReadYourWrites: 1}).Handler()
 }
 
@@ -95,7 +96,7 @@ func routed(t *testing.T, h http.Handler, method, path string) bool {
 		return false
 	}
 	if rec.Code == http.StatusNotFound {
-		var p views.Problem
+		var p api.Problem
 		if json.Unmarshal(rec.Body.Bytes(), &p) == nil && strings.HasPrefix(p.Detail, "no route ") {
 			return false
 		}
@@ -120,7 +121,7 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 		require.True(t, routed(t, h, method, path), "documented %s is not served", r)
 	}
 	// Served → documented, and exactly the same set.
-	routes := views.Routes()
+	routes := api.Routes()
 	require.NotEmpty(t, routes)
 	for _, r := range routes {
 		method, path, ok := strings.Cut(r, " ")
@@ -139,7 +140,7 @@ func TestOpenAPISecurity(t *testing.T) {
 	require.Equal(t, "http", scheme["type"])
 	require.Equal(t, "bearer", scheme["scheme"])
 
-	h := (&views.Server{Names: topology.Names{Prefix: "test-"}, Producer: &fakeProducer{}, Jobs: newFakeJobs(),
+	h := (&api.Server{Names: topology.Names{Prefix: "test-"}, Producer: &fakeProducer{}, Jobs: newFakeJobs(),
 		Gatherer: prometheus.NewRegistry(), Token: "s3cret", ReadYourWrites: 1}).Handler()
 	for r, op := range documentedRoutes(t, doc) {
 		method, path, _ := strings.Cut(r, " ")
@@ -309,10 +310,10 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"Job":             reflect.TypeFor[views.Job](),
 		"LastFire":        reflect.TypeFor[views.LastFire](),
 		"Summary":         reflect.TypeFor[views.Summary](),
-		"JobList":         reflect.TypeFor[views.JobList](),
-		"Accepted":        reflect.TypeFor[views.Accepted](),
-		"TriggerAccepted": reflect.TypeFor[views.TriggerAccepted](),
-		"Problem":         reflect.TypeFor[views.Problem](),
+		"JobList":         reflect.TypeFor[api.JobList](),
+		"Accepted":        reflect.TypeFor[api.Accepted](),
+		"TriggerAccepted": reflect.TypeFor[api.TriggerAccepted](),
+		"Problem":         reflect.TypeFor[api.Problem](),
 	} {
 		s := obj(t, schemas, name)
 		require.Equal(t, "object", s["type"], name)
@@ -343,13 +344,13 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 func TestOpenAPIDocumentsRefusals(t *testing.T) {
 	t.Parallel()
 	doc := loadOpenAPI(t)
-	secret, line, err := views.NewToken("tenant", views.RoleWrite, "acme.")
+	secret, line, err := api.NewToken("tenant", api.RoleWrite, "acme.")
 	require.NoError(t, err)
-	tok, err := views.ParseTokens(strings.NewReader(line))
+	tok, err := api.ParseTokens(strings.NewReader(line))
 	require.NoError(t, err)
-	h := (&views.Server{Names: topology.Names{Prefix: "test-"}, Producer: &fakeProducer{}, Jobs: newFakeJobs(),
+	h := (&api.Server{Names: topology.Names{Prefix: "test-"}, Producer: &fakeProducer{}, Jobs: newFakeJobs(),
 		Gatherer: prometheus.NewRegistry(), Tokens: tok, ReadYourWrites: 1,
-		AllowedHosts: views.LoopbackHosts("127.0.0.1:8080")}).Handler()
+		AllowedHosts: api.LoopbackHosts("127.0.0.1:8080")}).Handler()
 	send := func(method, path, host, ct string) int {
 		req := httptest.NewRequest(method, path, strings.NewReader("{}"))
 		req.Host = host

@@ -1,4 +1,4 @@
-package views
+package api
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/views"
 )
 
 // ActorHeader is the record header naming the token (Principal.Name) whose
@@ -190,11 +191,11 @@ const maxListRounds = 10
 // confined token's page may be short, even empty, with a next_cursor: one
 // request reads at most maxListRounds pages of the view, so another
 // tenant's many jobs cost each request a bounded amount of work.
-func (s *Server) listFor(p Principal, bucket, cursor string, limit int) ([]Summary, string, error) {
+func (s *Server) listFor(p Principal, bucket, cursor string, limit int) ([]views.Summary, string, error) {
 	if p.Prefix == "" {
 		return s.Jobs.List(bucket, cursor, limit)
 	}
-	out := []Summary{}
+	out := []views.Summary{}
 	for range maxListRounds {
 		page, next, err := s.Jobs.List(bucket, cursor, limit-len(out))
 		if err != nil {
