@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -80,30 +79,12 @@ func TestServePprof(t *testing.T) {
 	require.Contains(t, string(body), "heap profile")
 }
 
-// syncBuffer is a bytes.Buffer safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestProbeAddrServesOnlyProbes runs the probe listener of --probe-addr.
 func TestProbeAddrServesOnlyProbes(t *testing.T) {
 	t.Parallel()
 	srv := &api.Server{Token: "s3cret"}
 	h := HTTP{ProbeAddr: "127.0.0.1:0"}
-	var logs syncBuffer
+	var logs bytes.Buffer // serveProbes logs before it returns, and only then
 	stop, err := h.serveProbes(srv, api.HTTPOptions{}, slog.New(slog.NewTextHandler(&logs, nil)))
 	require.NoError(t, err)
 	defer stop()
