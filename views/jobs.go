@@ -177,33 +177,43 @@ type Summary struct {
 	Bucket  string `json:"bucket,omitempty"`
 }
 
+// maxListScan bounds the keys one List call reads: deleted jobs' tombstones
+// (kept codecs.DeletedRetention) are skipped, and millions of them between
+// two live jobs would otherwise make one small page read them all. A call
+// that reaches it answers the jobs it found, even none, with a cursor.
+const maxListScan = 10_000
+
 // List returns up to limit jobs, all or one bucket's, in a stable order
 // (partition, then id), after the opaque cursor; the returned cursor is ""
-// at the end.
+// at the end. One call reads at most maxListScan keys (plus one per
+// partition to see whether more follow), so a page may hold fewer than
+// limit jobs, even none, with a cursor to continue from.
 func (j *Jobs) List(bucket, cursor string, limit int) ([]Summary, string, error) {
 	p, after, err := decodeCursor(cursor, j.partitions)
 	if err != nil {
 		return nil, "", err
 	}
 	out := []Summary{}
+	scanned := 0
 	for ; p < j.partitions; p, after = p+1, "" {
 		st := j.stores.Get(p)
 		if st == nil {
 			return nil, "", fmt.Errorf("views: partition %d is not open", p)
 		}
-		// Keep reading this partition until the page is full or the
-		// partition ends: keys that are not jobs a reader sees (deleted
-		// jobs' tombstones) do not end it early.
+		// Keep reading this partition until the page is full, the scan
+		// budget is spent or the partition ends: keys that are not jobs a
+		// reader sees (deleted jobs' tombstones) do not end it early.
 		for {
-			want := limit - len(out) + 1
+			want := min(limit-len(out), maxListScan-scanned) + 1
 			keys, err := j.keys(st, bucket, after, want)
 			if err != nil {
 				return nil, "", err
 			}
 			for _, k := range keys {
-				if len(out) == limit {
+				if len(out) == limit || scanned == maxListScan {
 					return out, encodeCursor(p, after), nil
 				}
+				scanned++
 				if s, ok := j.summary(st, k); ok {
 					out = append(out, s)
 				}
