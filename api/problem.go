@@ -39,8 +39,16 @@ func writeError(w http.ResponseWriter, err error) {
 	writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, "", err.Error())
 }
 
+// writeJSON answers v as JSON, or a 500 problem when v cannot be encoded
+// (a job whose record holds a time after year 9999, which JSON cannot
+// write): never a status with a truncated body.
 func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeProblem(w, http.StatusInternalServerError, "unencodable", "", "the answer cannot be encoded as JSON: "+err.Error())
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(append(b, '\n'))
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -217,8 +216,11 @@ func (s *Server) putJob(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var def codecs.JobDef
-	if !decodeStrict(w, body, &def, "job definition") {
+	// The same strict decoder as a put's "job" on chronos-jobs: exact
+	// field names, no unknown fields, no key twice.
+	def, err := codecs.DecodeJobDef(body)
+	if err != nil {
+		writeError(w, err)
 		return
 	}
 	if p := principal(r); def.Bucket != "" && !p.owns(def.Bucket) {
@@ -366,8 +368,8 @@ func (s *Server) triggerBucket(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var fb fireBody
-	if len(bytes.TrimSpace(body)) > 0 && !decodeStrict(w, body, &fb, "trigger body") {
+	fb, ok := decodeTriggerBody(w, body)
+	if !ok {
 		return
 	}
 	if fb.TriggerID == "" {
@@ -395,38 +397,19 @@ func (s *Server) op(op string) http.HandlerFunc {
 	}
 }
 
-// decodeStrict decodes exactly one JSON value without unknown fields into v,
-// answering a problem naming the wrong field when it cannot.
-func decodeStrict(w http.ResponseWriter, body []byte, v any, what string) bool {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &te):
-		writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, te.Field,
-			fmt.Sprintf("%s: wrong type: %s cannot hold a JSON %s", what, te.Type, te.Value))
-		return false
-	case err != nil && strings.HasPrefix(err.Error(), "json: unknown field "):
-		field, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
-		writeProblem(w, http.StatusBadRequest, codecs.CodeUnknownField, field, what+": "+strings.TrimPrefix(err.Error(), "json: "))
-		return false
-	case err != nil:
-		writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, "", what+": "+err.Error())
-		return false
+// decodeTriggerBody decodes the optional body of a fire or bucket trigger
+// (empty: none) with codecs' strict rules, answering a problem when it
+// cannot.
+func decodeTriggerBody(w http.ResponseWriter, body []byte) (codecs.TriggerBody, bool) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return codecs.TriggerBody{}, true
 	}
-	// dec.More() would miss a stray "}" or "]": require the end of input.
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, "", "trailing data after the "+what)
-		return false
+	fb, err := codecs.DecodeTriggerBody(body)
+	if err != nil {
+		writeError(w, err)
+		return codecs.TriggerBody{}, false
 	}
-	return true
-}
-
-// fireBody is the optional body of POST /v1/jobs/{id}/fire.
-type fireBody struct {
-	TriggerID string          `json:"trigger_id,omitempty"`
-	Payload   json.RawMessage `json:"payload,omitempty"`
+	return fb, true
 }
 
 func (s *Server) fire(w http.ResponseWriter, r *http.Request) {
@@ -434,11 +417,9 @@ func (s *Server) fire(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var fb fireBody
-	if len(bytes.TrimSpace(body)) > 0 {
-		if !decodeStrict(w, body, &fb, "fire body") {
-			return
-		}
+	fb, ok := decodeTriggerBody(w, body)
+	if !ok {
+		return
 	}
 	if fb.TriggerID == "" {
 		fb.TriggerID = NewTriggerID()

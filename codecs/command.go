@@ -109,3 +109,23 @@ func DecodeCommand(key, value []byte, lim Limits) (Command, error) {
 	}
 	return c, nil
 }
+
+// TriggerBody is the optional body of a manual fire or a bucket trigger on
+// the HTTP API (POST /v1/jobs/{id}/fire, POST /v1/buckets/{bucket}/trigger).
+type TriggerBody struct {
+	TriggerID string          `json:"trigger_id,omitempty"`
+	Payload   json.RawMessage `json:"payload,omitempty"`
+}
+
+// DecodeTriggerBody parses a TriggerBody with the wire format's strict
+// rules (exact field names, no unknown fields, no key twice at any depth,
+// one JSON value), as DecodeCommand reads the same fields on chronos-jobs.
+// It does not validate the values (the command or trigger built from it
+// is decoded again before it is produced).
+func DecodeTriggerBody(b []byte) (TriggerBody, error) {
+	var t TriggerBody
+	if err := strictUnmarshal(b, &t, triggerBodyShape); err != nil {
+		return TriggerBody{}, err
+	}
+	return t, nil
+}

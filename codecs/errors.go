@@ -1,6 +1,10 @@
 package codecs
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
 
 // Reject codes: stable, low-cardinality reasons used in chronos-rejects
 // records and the chronos_rejects_total{reason} metric.
@@ -40,4 +44,33 @@ func errorf(code, field, format string, args ...any) *Error {
 const (
 	CodeTombstone      = "tombstone"       // a null value on chronos-jobs (use op delete)
 	CodeWrongPartition = "wrong_partition" // the key does not hash to the partition it arrived on
+	// CodeInvalidTimestamp: the record's Kafka timestamp is not a time
+	// Chronos can write (none, before year 1 or after 9999, see
+	// CheckRecordTime).
+	CodeInvalidTimestamp = "invalid_timestamp"
 )
+
+// Bounds of record timestamps (see CheckRecordTime).
+var (
+	minRecordTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxRecordTime = time.Date(9999, 12, 31, 23, 59, 59, 999e6, time.UTC)
+)
+
+// CheckRecordTime checks a record's Kafka timestamp before Chronos uses it
+// as a time (a command's ts, a bucket trigger's scheduled_at): it must be
+// set and between 1970-01-01 and 9999-12-31 UTC. Kafka's "no timestamp"
+// (-1) and other negative ones reach consumers as the zero time, which
+// Chronos reserves for "not set"; a year after 9999 cannot be written in
+// RFC 3339 or JSON, so an event or read model carrying it could not be
+// encoded or parsed. The error has code CodeInvalidTimestamp.
+func CheckRecordTime(ts time.Time) error {
+	if ts.Before(minRecordTime) || ts.After(maxRecordTime) {
+		ms := "none"
+		if !ts.IsZero() {
+			ms = strconv.FormatInt(ts.UnixMilli(), 10)
+		}
+		return errorf(CodeInvalidTimestamp, "timestamp", "the record's timestamp (%s ms) is not a usable time: "+
+			"a record needs a timestamp from 1970-01-01 to 9999-12-31 UTC (leave it to the producer client)", ms)
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chronos-scheduler/chronos/schedule"
 )
@@ -141,6 +142,12 @@ func compactPayload(p json.RawMessage, lim Limits) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, p); err != nil {
 		return nil, errorf(CodeInvalidField, "payload", "not valid JSON: %v", err)
+	}
+	// JSON text is UTF-8 (RFC 8259, section 8.1), but encoding/json lets
+	// invalid bytes through inside strings: they would reach every
+	// consumer, whose parsers may refuse the whole event.
+	if !utf8.Valid(buf.Bytes()) {
+		return nil, errorf(CodeInvalidField, "payload", "not valid JSON: a string holds bytes that are not UTF-8")
 	}
 	return buf.Bytes(), nil
 }

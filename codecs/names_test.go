@@ -117,7 +117,7 @@ func TestStrictWireFormat(t *testing.T) {
 		{`{"v":1,"op":"put","job":{"every":"1m","every":"1h"}}`, codecs.CodeMalformed, "job.every"},
 		{`{"v":1,"op":"put","job":{"every":"1m","payload":{"a":1,"b":{"c":1,"c":2}}}}`, codecs.CodeMalformed, "job.payload.b.c"},
 		{`{"v":1,"op":"fire","payload":[{"x":1,"x":1}]}`, codecs.CodeMalformed, "payload.x"},
-		{`{"v":1,"op":"put","job":{"every":"1m","colour":"red"}}`, codecs.CodeUnknownField, ""},
+		{`{"v":1,"op":"put","job":{"every":"1m","colour":"red"}}`, codecs.CodeUnknownField, "colour"},
 		{`{"v":1,"op":"put","job":{"at":"0001-01-01T00:00:00Z"}}`, codecs.CodeInvalidSchedule, "at"},
 		{`{"v":1,"op":"put","job":{"every":"1m","start":"0001-01-01T00:00:00Z"}}`, codecs.CodeInvalidSchedule, "start"},
 		{`{"v":1,"op":"put","job":{"every":"1m","end":"0001-01-01T00:00:00Z"}}`, codecs.CodeInvalidSchedule, "end"},

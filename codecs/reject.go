@@ -36,8 +36,11 @@ type Reject struct {
 	// null value), to match a reject with the record that caused it.
 	ValueSHA256 string `json:"value_sha256,omitempty"`
 	// Truncated is true when Key or Value is only a prefix of the original.
-	Truncated  bool      `json:"truncated,omitempty"`
-	RejectedAt time.Time `json:"rejected_at"`
+	Truncated bool `json:"truncated,omitempty"`
+	// RejectedAt is the rejected record's timestamp; zero (omitted in
+	// JSON) when it has none, or one RFC 3339 cannot write (see
+	// CheckRecordTime).
+	RejectedAt time.Time `json:"rejected_at,omitzero"`
 }
 
 // RejectVersion is the version of reject records this release writes:
@@ -82,10 +85,16 @@ func DecodeReject(b []byte) (Reject, error) {
 // code, field and reason of a *Error, or CodeMalformed and err's text. Key
 // and value are cut to RejectSampleBytes and the text to
 // MaxRejectTextBytes, so the result always encodes to at most
-// MaxRejectBytes; key and value are copied (not aliased).
+// MaxRejectBytes; key and value are copied (not aliased). at, the record's
+// timestamp, is left out when CheckRecordTime refuses it: a producer may
+// stamp a record with any 64-bit millisecond count, JSON cannot write a
+// year after 9999, and a reject must always encode.
 func RejectOf(err error, topic string, partition int32, offset int64, key, value []byte, at time.Time) Reject {
 	r := Reject{Code: CodeMalformed, Reason: err.Error(), Topic: truncText(topic, 255), Partition: partition, Offset: offset,
-		KeySize: len(key), ValueSize: len(value), RejectedAt: at.UTC()}
+		KeySize: len(key), ValueSize: len(value)}
+	if CheckRecordTime(at) == nil {
+		r.RejectedAt = at.UTC()
+	}
 	var ce *Error
 	if errors.As(err, &ce) {
 		r.Code, r.Field, r.Reason = ce.Code, ce.Field, ce.Reason

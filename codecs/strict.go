@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -19,6 +20,7 @@ var (
 	commandShape = shape{"v": nil, "op": nil, "id": nil, "job": jobDefShape, "trigger_id": nil,
 		"payload": nil, "if_version": nil}
 	bucketTriggerShape = shape{"v": nil, "bucket": nil, "trigger_id": nil, "payload": nil}
+	triggerBodyShape   = shape{"trigger_id": nil, "payload": nil}
 )
 
 // strictUnmarshal decodes exactly one JSON value into v and rejects what
@@ -113,7 +115,8 @@ func jsonError(err error) error {
 		return errorf(CodeMalformed, te.Field, "wrong type: %s cannot hold a JSON %s", te.Type, te.Value)
 	}
 	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
-		return errorf(CodeUnknownField, "", "%s", strings.TrimPrefix(msg, "json: "))
+		field, _ := strconv.Unquote(strings.TrimPrefix(msg, "json: unknown field "))
+		return errorf(CodeUnknownField, truncText(field, 256), "%s", truncText(strings.TrimPrefix(msg, "json: "), MaxRejectTextBytes))
 	}
 	if errors.Is(err, io.EOF) {
 		return errorf(CodeMalformed, "", "empty value")

@@ -58,7 +58,11 @@ func printReject(out io.Writer, r *kgo.Record) {
 	if rj.Field != "" {
 		field = " " + strconv.Quote(rj.Field)
 	}
-	fmt.Fprintf(out, "%s %s[%d]@%d %s%s: %s\n", rj.RejectedAt.Format(time.RFC3339Nano), rj.Topic, rj.Partition, rj.Offset,
+	at := "-" // the record had no usable timestamp
+	if !rj.RejectedAt.IsZero() {
+		at = rj.RejectedAt.Format(time.RFC3339Nano)
+	}
+	fmt.Fprintf(out, "%s %s[%d]@%d %s%s: %s\n", at, rj.Topic, rj.Partition, rj.Offset,
 		rj.Code, field, strconv.Quote(rj.Reason))
 	fmt.Fprintf(out, "  key   %s\n", sampleText(rj.Key, rj.KeySize, ""))
 	fmt.Fprintf(out, "  value %s\n", sampleText(rj.Value, rj.ValueSize, rj.ValueSHA256))

@@ -74,6 +74,13 @@ func (r *Router) onTrigger(ctx goka.Context, msg any) {
 		r.cfg.Inputs.Reject(ctx, raw, err)
 		return
 	}
+	// The record time becomes the shard trigger's T and every event's
+	// scheduled_at: without one (-1) the shards would refuse the trigger
+	// as theirs, once per partition; after 9999 it cannot be encoded.
+	if err := codecs.CheckRecordTime(ctx.Timestamp()); err != nil {
+		r.cfg.Inputs.Reject(ctx, raw, err)
+		return
+	}
 	msgOut := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindBucket, T: ctx.Timestamp().UTC(),
 		Bucket: bt.Bucket, TriggerID: bt.TriggerID, Payload: bt.Payload})
 	for _, k := range r.shardKeys {
