@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -70,8 +71,9 @@ func (w *watchdog) epoch1() uint64 {
 	now := time.Since(w.start)
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if now-w.last > w.limit {
+	if gap := now - w.last; gap > w.limit {
 		w.epoch++
+		slog.Warn("the process was stopped (or not scheduled) for longer than the freeze limit: partition sessions that began before now write nothing more, and their processors restart", "stopped_for", gap.Round(time.Millisecond), "limit", w.limit)
 	}
 	if now > w.last {
 		w.last = now

@@ -299,10 +299,14 @@ func (h *harness) inject(ctx context.Context, st Step) string {
 		h.stopped = append(h.stopped, in)
 		return fmt.Sprintf("%s stopped (clean %v, %d running)%s", in.name, clean, len(h.running), retyped(st.Kind, kind))
 	case BrokerRestart:
-		if err := h.broker.restart(); err != nil {
+		retried, err := h.broker.restart()
+		if err != nil {
 			h.notReady(err.Error())
 		}
 		h.readyAll(ctx, "broker restart")
+		if len(retried) > 0 && err == nil {
+			return fmt.Sprintf("broker stopped and started (on try %d; kafka.sh restart failed first: %v)", len(retried)+1, retried[0])
+		}
 		return "broker stopped and started"
 	case ClockJump:
 		_, in := h.pick(st)
@@ -392,7 +396,7 @@ func (h *harness) readyWithin(ctx context.Context, in *instance, after string, t
 func (h *harness) undo(ctx context.Context) error {
 	if _, err := h.broker.run("env"); err != nil {
 		h.notReady(fmt.Sprintf("the broker was down at the end of the fault phase: %v", err))
-		if err := h.broker.restart(); err != nil {
+		if _, err := h.broker.restart(); err != nil {
 			return err
 		}
 	}
