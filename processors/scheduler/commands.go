@@ -226,16 +226,24 @@ func (s *Scheduler) handled(ctx goka.Context, rec *codecs.JobRecord, upTo time.T
 	}
 	if rec.Status == codecs.StatusPaused && !rec.Through.IsZero() {
 		// Fires it owed before its pause may have gone out since its
-		// record last said how far it got: its local due entry knows.
+		// record last said how far it got (a settle in flight): its local
+		// due entry knows, and every advance that completed since the
+		// pause sent them up to its T.
 		st := s.Store(ctx.Partition())
 		if err := s.ensureIndex(st, shard.Watermark); err != nil {
 			return time.Time{}, err
 		}
 		due, err := st.DueOf(ctx.Key())
-		if err != nil || due.IsZero() {
-			return rec.Through, err
+		if err != nil {
+			return time.Time{}, err
 		}
-		return later(rec.Through, due.Add(-time.Nanosecond)), nil
+		h := later(rec.Through, earlier(shard.Watermark, rec.NotBefore))
+		if due.IsZero() {
+			// No entry: it owes nothing from before its pause (any it owed
+			// went out), so it is handled through the pause.
+			return later(h, rec.NotBefore), nil
+		}
+		return later(h, due.Add(-time.Nanosecond)), nil
 	}
 	now := later(shard.Watermark, shard.Advancing)
 	base := later(rec.HandledThrough(shard.Watermark), now)
