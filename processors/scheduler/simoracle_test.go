@@ -80,6 +80,7 @@ type simOJob struct {
 	prevF       time.Time // F before the last advance that moved it
 	resumedFrom time.Time // a resume of a job paused while owing fires: where its pause found it
 	owedAtPause bool      // the pause applied while the job owed fires up to its record time
+	prePause    time.Time // F when the pause in effect was applied (where it found the job)
 	// deleted: how far the last deleted incarnation had been handled; a
 	// re-put starts after it (the table keeps a tombstone).
 	deleted time.Time
@@ -373,6 +374,22 @@ func (o *simOracle) put(d *simDef, p int32, ts time.Time) {
 		// (docs/topics.md): times after it, even before ts, are owed by
 		// the new definition. A paused job stays clear of its pause; a
 		// completed one is put again like a new job, from its ts.
+		if j.paused && j.owedAtPause {
+			// docs/topics.md: a put on a paused job that still owed fires
+			// from before its pause owes those and the paused interval
+			// with them, under the new definition, as a resume does: from
+			// wherever the pause's fires got (between the pause's F and
+			// its record time), so the new definition's times from there
+			// may go out, and the next advance's misfire counts depend on
+			// where that was.
+			now := simLater(o.wm[p], bt)
+			for _, t := range simTimes(d.sched, j.prePause, simLater(simLater(j.F, ts), now)) {
+				o.expect(&simExpect{fireID: codecs.ScheduledFireID(d.id, t), payload: d.payload, missed: -1, job: d.id, inc: j.inc, p: p,
+					why: "put on a job paused while owing fires: its paused interval"})
+			}
+			j.owedAtPause = false
+			j.recount = true
+		}
 		if j.paused || j.finished {
 			j.F = simLater(o.handled(j), ts)
 		} else {
@@ -436,6 +453,7 @@ func (o *simOracle) pause(id string, p int32, ts time.Time) {
 		}
 	}
 	// Handled through ts: later times are not owed while paused.
+	j.prePause = j.F
 	j.F = simLater(j.F, ts)
 	j.finished = j.def.sched.Next(j.F).IsZero()
 	j.paused, j.pausedAt = true, ts
@@ -462,6 +480,7 @@ func (o *simOracle) resume(id string, p int32, ts time.Time) {
 				why: "paused interval of a job that owed fires at its pause"})
 		}
 		j.resumedFrom = j.F
+		j.recount = true // the next advance's misfire counts depend on where the pause's fires got
 		o.notes = append(o.notes, fmt.Sprintf("op %d: resume of %s, paused while it owed fires: its paused interval may be dispatched", o.step, id))
 		j.owedAtPause = false
 	}
