@@ -354,7 +354,7 @@ func (o *simOracle) put(d *simDef, p int32, ts time.Time) {
 					why: "update during an advance in progress"})
 			}
 		}
-		if j.paused && j.finished {
+		if j.finished {
 			// Completed or paused: either handled through now or through
 			// the pause. The new definition's times in between may fire.
 			// A completed job continues from the shard's time, even before
@@ -682,6 +682,11 @@ func (o *simOracle) advance(p int32, T time.Time) {
 			simFmt(T), len(times)+len(fuzzy), simFmt(j.F), len(fuzzy), len(fires), len(late), d.policy, d.grace)
 		j.prevF, j.F = j.F, T
 		j.fuzzy, j.lateUntil, j.resumedFrom = time.Time{}, time.Time{}, time.Time{}
+		if d.sched.Next(j.F).IsZero() {
+			// Its last time is handled: the scheduler completes it once the
+			// completion loops back (a put may find it completed or not).
+			j.finished = true
+		}
 	}
 }
 
