@@ -389,6 +389,7 @@ func (o *simOracle) put(d *simDef, p int32, ts time.Time) {
 			}
 			j.owedAtPause = false
 			j.recount = true
+			j.resumedFrom = j.prePause // an update that follows continues from there too
 		}
 		if j.paused || j.finished {
 			j.F = simLater(o.handled(j), ts)
@@ -479,7 +480,7 @@ func (o *simOracle) resume(id string, p int32, ts time.Time) {
 			o.expect(&simExpect{fireID: codecs.ScheduledFireID(id, t), payload: j.def.payload, missed: -1, job: id, inc: j.inc, p: p,
 				why: "paused interval of a job that owed fires at its pause"})
 		}
-		j.resumedFrom = j.F
+		j.resumedFrom = j.prePause // where the pause found it: it continues from there
 		j.recount = true // the next advance's misfire counts depend on where the pause's fires got
 		o.notes = append(o.notes, fmt.Sprintf("op %d: resume of %s, paused while it owed fires: its paused interval may be dispatched", o.step, id))
 		j.owedAtPause = false
