@@ -453,8 +453,22 @@ func (o *simOracle) pause(id string, p int32, ts time.Time) {
 			delete(o.pending[id], e)
 		}
 	}
-	// Handled through ts: later times are not owed while paused.
+	// Handled through ts: later times are not owed while paused. A job
+	// that owes nothing up to the shard's time is handled through it
+	// (docs/topics.md: a command first sends what the job owes up to the
+	// shard's time), even when the pause's ts is before it.
 	j.prePause = j.F
+	if now := simLater(o.wm[p], o.busyT(p)); !now.IsZero() {
+		switch next := j.def.sched.Next(j.F); {
+		case next.IsZero() || next.After(now):
+			j.F = simLater(j.F, now)
+		case next.After(ts):
+			// It owes times after the pause only: handled up to just
+			// before the first (the scheduler's handled-through is how far
+			// it got through the schedule, and nothing of it lies between).
+			j.F = simLater(j.F, next.Add(-time.Nanosecond))
+		}
+	}
 	j.F = simLater(j.F, ts)
 	j.finished = j.def.sched.Next(j.F).IsZero()
 	j.paused, j.pausedAt = true, ts
