@@ -458,6 +458,11 @@ func (o *simOracle) pause(id string, p int32, ts time.Time) {
 	// (docs/topics.md: a command first sends what the job owes up to the
 	// shard's time), even when the pause's ts is before it.
 	j.prePause = j.F
+	if !j.resumedFrom.IsZero() {
+		// No advance since it took over a paused interval: the scheduler
+		// may be handled through no further than where that began.
+		j.prePause = simEarlier(j.F, j.resumedFrom)
+	}
 	if now := simLater(o.wm[p], o.busyT(p)); !now.IsZero() {
 		switch next := j.def.sched.Next(j.F); {
 		case next.IsZero() || next.After(now):
