@@ -369,6 +369,9 @@ func (o *simOracle) put(d *simDef, p int32, ts time.Time) {
 					why: "put on a completed or paused job"})
 			}
 			j.F = simLater(lo, hi)
+			if j.resumedFrom.IsZero() || lo.Before(j.resumedFrom) {
+				j.resumedFrom = lo // the updates that follow may continue from there too
+			}
 		}
 		// An update continues exactly where the old definition stopped
 		// (docs/topics.md): times after it, even before ts, are owed by
