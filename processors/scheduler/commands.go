@@ -142,9 +142,15 @@ func (s *Scheduler) delete(ctx goka.Context, old *codecs.JobRecord, ts time.Time
 	if err != nil {
 		return err
 	}
-	// Whatever the deleted job had or had not dispatched up to the shard's
-	// time, a new job under its id starts after it.
+	// Whatever an active deleted job had or had not dispatched up to the
+	// shard's time, a new job under its id starts after it. A paused one
+	// dispatched nothing after its pause: a late re-put owes those times.
 	h := later(old.HandledThrough(shard.Watermark), later(shard.Watermark, shard.Advancing))
+	if old.Status == codecs.StatusPaused && !old.Through.IsZero() {
+		if h, err = s.pausedHandled(ctx, shard, old); err != nil {
+			return err
+		}
+	}
 	s.setValue(ctx, codecs.EncodeJobRecord(&codecs.JobRecord{Status: codecs.StatusDeleted, Version: old.Version + 1,
 		Job: codecs.Job{Spec: old.Job.Spec}, Through: h, NotBefore: later(shard.Watermark, shard.Advancing),
 		CreatedAt: old.CreatedAt, UpdatedAt: ts}))
@@ -225,25 +231,7 @@ func (s *Scheduler) handled(ctx goka.Context, rec *codecs.JobRecord, upTo time.T
 		return time.Time{}, err
 	}
 	if rec.Status == codecs.StatusPaused && !rec.Through.IsZero() {
-		// Fires it owed before its pause may have gone out since its
-		// record last said how far it got (a settle in flight): its local
-		// due entry knows, and every advance that completed since the
-		// pause sent them up to its T.
-		st := s.Store(ctx.Partition())
-		if err := s.ensureIndex(st, shard.Watermark); err != nil {
-			return time.Time{}, err
-		}
-		due, err := st.DueOf(ctx.Key())
-		if err != nil {
-			return time.Time{}, err
-		}
-		h := later(rec.Through, earlier(shard.Watermark, rec.NotBefore))
-		if due.IsZero() {
-			// No entry: it owes nothing from before its pause (any it owed
-			// went out), so it is handled through the pause.
-			return later(h, rec.NotBefore), nil
-		}
-		return later(h, due.Add(-time.Nanosecond)), nil
+		return s.pausedHandled(ctx, shard, rec)
 	}
 	now := later(shard.Watermark, shard.Advancing)
 	base := later(rec.HandledThrough(shard.Watermark), now)
@@ -291,6 +279,28 @@ func (s *Scheduler) handled(ctx goka.Context, rec *codecs.JobRecord, upTo time.T
 		return until, nil
 	}
 	return plan.Next.Add(-time.Nanosecond), nil // stopped at its bound: the next definition continues
+}
+
+// pausedHandled is how far rec, a paused job of ctx's key, has been handled.
+// Fires it owed before its pause may have gone out since its record last
+// said how far it got (a settle in flight): its local due entry knows, and
+// every advance that completed since the pause sent them up to its T.
+func (s *Scheduler) pausedHandled(ctx goka.Context, shard codecs.ShardRecord, rec *codecs.JobRecord) (time.Time, error) {
+	st := s.Store(ctx.Partition())
+	if err := s.ensureIndex(st, shard.Watermark); err != nil {
+		return time.Time{}, err
+	}
+	due, err := st.DueOf(ctx.Key())
+	if err != nil {
+		return time.Time{}, err
+	}
+	h := later(rec.Through, earlier(shard.Watermark, rec.NotBefore))
+	if due.IsZero() {
+		// No entry: it owes nothing from before its pause (any it owed
+		// went out), so it is handled through the pause.
+		return later(h, rec.NotBefore), nil
+	}
+	return later(h, due.Add(-time.Nanosecond)), nil
 }
 
 // shard returns partition p's shard record from the local store.
