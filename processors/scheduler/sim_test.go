@@ -1,5 +1,3 @@
-//go:build sim
-
 package scheduler
 
 import (
@@ -39,7 +37,7 @@ import (
 // with a model of every topic. No broker, no goroutines, no wall clock: a
 // seed replays the same history.
 //
-//	go test ./processors/scheduler -run TestSim                         # CI: 200 seeds x 300 ops
+//	go test ./processors/scheduler -run TestSim                         # CI: 200 seeds x 300 ops (50 with -short, 10 with -race, 3 with both)
 //	go test ./processors/scheduler -run TestSim -sim.seeds=2000 -sim.ops=600
 //	go test ./processors/scheduler -run TestSim -sim.seed=17 -v         # replay one seed
 
@@ -64,8 +62,17 @@ func TestSim(t *testing.T) {
 		seeds = append(seeds, *simSeed)
 	} else {
 		n := *simSeeds
-		if simRace && !simFlagSet("sim.seeds") {
-			n = 10
+		if !simFlagSet("sim.seeds") {
+			// Scaled down where time matters: the race detector slows the
+			// simulation about 30 times.
+			switch {
+			case simRace && testing.Short():
+				n = 3
+			case simRace:
+				n = 10
+			case testing.Short():
+				n = 50
+			}
 		}
 		for i := range n {
 			seeds = append(seeds, *simFirst+int64(i))
@@ -128,6 +135,36 @@ func TestSim(t *testing.T) {
 	for _, b := range bugs {
 		s := bugSeeds[b]
 		t.Logf("%s: %d seeds, first %v", b, len(s), s[:min(len(s), 12)])
+	}
+}
+
+// simRegressions are seeds that found a bug in the scheduler (or in the
+// oracle's reading of docs/topics.md), each fixed in the commit its message
+// names; they run in every test run, under -short and -race too, whatever
+// -sim.first and -sim.seeds say.
+var simRegressions = []struct {
+	seed int64
+	what string
+}{
+	{33, "a put on a paused job re-sent the pre-pause fires an advance had sent, with the new payload (record's stale Through)"},
+	{65, "a put on a paused job re-sent the pre-pause fires an advance had sent, with the new payload (record's stale Through)"},
+	{507, "a late re-put after deleting a paused job lost the times the paused job never sent (tombstone at the shard's time)"},
+}
+
+func TestSimRegressions(t *testing.T) {
+	t.Parallel()
+	for _, r := range simRegressions {
+		w := newSimWorld(t, r.seed, *simOps)
+		w.run()
+		failing := 0
+		for _, v := range w.oracle.violations {
+			if *simStrict || !simKnownOpen[v.bug] {
+				failing++
+			}
+		}
+		if failing > 0 {
+			t.Errorf("regression seed %d (%s):\n%s", r.seed, r.what, w.oracle.report(r.seed, w.cfg.String()))
+		}
 	}
 }
 

@@ -1,5 +1,3 @@
-//go:build sim
-
 package scheduler
 
 import (

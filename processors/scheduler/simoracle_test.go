@@ -1,5 +1,3 @@
-//go:build sim
-
 package scheduler
 
 import (
@@ -503,7 +501,7 @@ func (o *simOracle) resume(id string, p int32, ts time.Time) {
 				why: "paused interval of a job that owed fires at its pause"})
 		}
 		j.resumedFrom = j.prePause // where the pause found it: it continues from there
-		j.recount = true // the next advance's misfire counts depend on where the pause's fires got
+		j.recount = true           // the next advance's misfire counts depend on where the pause's fires got
 		o.notes = append(o.notes, fmt.Sprintf("op %d: resume of %s, paused while it owed fires: its paused interval may be dispatched", o.step, id))
 		j.owedAtPause = false
 	}

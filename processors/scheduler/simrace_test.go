@@ -1,4 +1,4 @@
-//go:build sim && race
+//go:build race
 
 package scheduler
 
