@@ -260,25 +260,35 @@ func (s *Scheduler) handled(ctx goka.Context, rec *codecs.JobRecord, upTo time.T
 	if err != nil {
 		return base, nil
 	}
-	// At most ChunkBytes of events, like a fan-out chunk.
+	// Everything it owes up to until goes out under this definition, in
+	// batches of at most ChunkBytes of events like fan-out chunks (a job
+	// with more than one plan takes, e.g. a late `every 1s` job with a long
+	// grace, continues where the last batch stopped): the next definition
+	// starts after until, so any owed fire left here would be lost.
 	est := eventOverhead + 2*len(ctx.Key()) + len(rec.Job.Bucket) + len(rec.Job.Payload)
-	plan := planFires(sched, due, until, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, s.cfg.MaxCatchUp, s.cfg.ChunkBytes/est, nil)
-	if len(plan.Fires) > 0 {
-		fired := s.cfg.Now()
-		msgs := make([]Msg, 0, len(plan.Fires))
-		for _, f := range plan.Fires {
-			msgs = append(msgs, scheduledEvent(ctx.Key(), rec, f, fired))
-			s.cfg.Metrics.delay(fired.Sub(f.At))
+	var buf []Fire
+	for {
+		plan := planFires(sched, due, until, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, s.cfg.MaxCatchUp, s.cfg.ChunkBytes/est, buf)
+		if len(plan.Fires) > 0 {
+			fired := s.cfg.Now()
+			msgs := make([]Msg, 0, len(plan.Fires))
+			for _, f := range plan.Fires {
+				msgs = append(msgs, scheduledEvent(ctx.Key(), rec, f, fired))
+				s.cfg.Metrics.delay(fired.Sub(f.At))
+			}
+			if err := s.dispatch(ctx, msgs); err != nil {
+				return time.Time{}, fmt.Errorf("scheduler: producing %d dispatch events before a command: %w", len(msgs), err)
+			}
 		}
-		if err := s.dispatch(ctx, msgs); err != nil {
-			return time.Time{}, fmt.Errorf("scheduler: producing %d dispatch events before a command: %w", len(msgs), err)
+		s.cfg.Metrics.fired(codecs.TriggerSchedule, len(plan.Fires), plan.Missed)
+		if plan.Next.IsZero() || plan.Next.After(until) {
+			return until, nil
 		}
+		if !plan.Next.After(due) {
+			return plan.Next.Add(-time.Nanosecond), nil // no progress (never expected): the next definition continues
+		}
+		due, buf = plan.Next, plan.Fires
 	}
-	s.cfg.Metrics.fired(codecs.TriggerSchedule, len(plan.Fires), plan.Missed)
-	if plan.Next.IsZero() || plan.Next.After(until) {
-		return until, nil
-	}
-	return plan.Next.Add(-time.Nanosecond), nil // stopped at its bound: the next definition continues
 }
 
 // pausedHandled is how far rec, a paused job of ctx's key, has been handled.

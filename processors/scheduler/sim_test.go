@@ -149,6 +149,7 @@ var simRegressions = []struct {
 	{33, "a put on a paused job re-sent the pre-pause fires an advance had sent, with the new payload (record's stale Through)"},
 	{65, "a put on a paused job re-sent the pre-pause fires an advance had sent, with the new payload (record's stale Through)"},
 	{507, "a late re-put after deleting a paused job lost the times the paused job never sent (tombstone at the shard's time)"},
+	{355, "an update of a job owing more than one plan's fires (10,000) gave the rest to the new definition (wrong payload, old fires lost)"},
 }
 
 func TestSimRegressions(t *testing.T) {
