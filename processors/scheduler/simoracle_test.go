@@ -331,7 +331,7 @@ func (o *simOracle) put(d *simDef, p int32, ts time.Time) {
 			j.lateUpdate = true
 		}
 		d.inc, d.defn = j.inc, j.def.defn+1
-		o.settleOwed(j, "owed when an update was applied")
+		o.settleOwed(j, "owed when an update was applied", true)
 		o.loosen(d.id, p, false, "updated during its advance")
 		if !j.resumedFrom.IsZero() {
 			for _, t := range simTimes(d.sched, j.resumedFrom, simLater(j.F, simLater(o.wm[p], bt))) {
@@ -414,7 +414,7 @@ func (o *simOracle) put(d *simDef, p int32, ts time.Time) {
 	// What the new definition owes up to the shard's time may go out at
 	// once: a redelivery of this put after a crash that kept it is an
 	// update of itself, which first dispatches what the job owes.
-	o.settleOwed(j, "owed when the put was applied")
+	o.settleOwed(j, "owed when the put was applied", false)
 	j.lastPut = ts
 	o.bucketMay(j)
 	o.advanceMay(j, ts, "put during an advance in progress")
@@ -551,12 +551,18 @@ func (o *simOracle) handled(j *simOJob) time.Time {
 
 // settleOwed: the times a command dispatches before it changes the job
 // (its current definition's owed times up to the shard's time).
-func (o *simOracle) settleOwed(j *simOJob, why string) {
+func (o *simOracle) settleOwed(j *simOJob, why string, update bool) {
 	if j.paused || !j.exists {
 		return
 	}
-	for _, t := range simTimes(j.def.sched, j.F, simLater(o.wm[j.p], o.busyT(j.p))) {
-		o.expect(&simExpect{fireID: codecs.ScheduledFireID(j.id, t), payload: j.def.payload, missed: -1, job: j.id, inc: j.inc, p: j.p, why: why})
+	now := simLater(o.wm[j.p], o.busyT(j.p))
+	for _, t := range simTimes(j.def.sched, j.F, now) {
+		// docs/topics.md: an update first dispatches, under the old
+		// definition, every fire the job still owes up to the shard's
+		// time; one within its grace must go out (with no advance under
+		// way, whose chunks may have sent it already).
+		must := update && o.busyT(j.p).IsZero() && now.Sub(t) <= j.def.grace && !j.recount
+		o.expect(&simExpect{fireID: codecs.ScheduledFireID(j.id, t), payload: j.def.payload, missed: -1, must: must, job: j.id, inc: j.inc, p: j.p, why: why})
 	}
 }
 
