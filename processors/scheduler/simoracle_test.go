@@ -79,6 +79,10 @@ type simOJob struct {
 	resumedFrom time.Time // a resume of a job paused while owing fires: where its pause found it
 	owedAtPause bool      // the pause applied while the job owed fires up to its record time
 	prePause    time.Time // F when the pause in effect was applied (where it found the job)
+	// pauseLow: the pause was applied during an advance that may not have
+	// reached the job: it may be handled only through this (after ts), so
+	// a put or resume may owe the times after it.
+	pauseLow time.Time
 	// deleted: how far the last deleted incarnation had been handled; a
 	// re-put starts after it (the table keeps a tombstone).
 	deleted time.Time
@@ -392,6 +396,18 @@ func (o *simOracle) put(d *simDef, p int32, ts time.Time) {
 			j.recount = true
 			j.resumedFrom = j.prePause // an update that follows continues from there too
 		}
+		if j.paused && !j.pauseLow.IsZero() {
+			// Paused during an advance that may not have reached it.
+			for _, t := range simTimes(d.sched, simLater(j.pauseLow, ts), simLater(j.F, ts)) {
+				o.expect(&simExpect{fireID: codecs.ScheduledFireID(d.id, t), payload: d.payload, missed: -1, job: d.id, inc: j.inc, p: p,
+					why: "put on a job paused during an advance that may not have reached it"})
+			}
+			j.recount = true
+			if j.resumedFrom.IsZero() || j.pauseLow.Before(j.resumedFrom) {
+				j.resumedFrom = simLater(j.pauseLow, ts)
+			}
+			j.pauseLow = time.Time{}
+		}
 		if j.paused || j.finished {
 			j.F = simLater(o.handled(j), ts)
 		} else {
@@ -459,6 +475,10 @@ func (o *simOracle) pause(id string, p int32, ts time.Time) {
 	// (docs/topics.md: a command first sends what the job owes up to the
 	// shard's time), even when the pause's ts is before it.
 	j.prePause = j.F
+	j.pauseLow = time.Time{}
+	if bt := o.busyT(p); !bt.IsZero() && !j.prevF.IsZero() && j.prevF.Before(j.F) {
+		j.pauseLow = simLater(ts, j.prevF)
+	}
 	if !j.resumedFrom.IsZero() {
 		// No advance since it took over a paused interval: the scheduler
 		// may be handled through no further than where that began.
@@ -490,6 +510,15 @@ func (o *simOracle) resume(id string, p int32, ts time.Time) {
 	j.paused = false
 	j.lastPut = ts
 	from := simLater(j.F, ts)
+	if !j.pauseLow.IsZero() {
+		// Paused during an advance that may not have reached it.
+		for _, t := range simTimes(j.def.sched, simLater(j.pauseLow, ts), from) {
+			o.expect(&simExpect{fireID: codecs.ScheduledFireID(id, t), payload: j.def.payload, missed: -1, job: id, inc: j.inc, p: p,
+				why: "resume of a job paused during an advance that may not have reached it"})
+		}
+		j.recount = true
+		j.pauseLow = time.Time{}
+	}
 	if j.owedAtPause {
 		// docs/topics.md: fires still owed from before the pause are
 		// dispatched on resume "together with the paused interval's":
