@@ -86,6 +86,11 @@ type simOJob struct {
 	// deleted: how far the last deleted incarnation had been handled; a
 	// re-put starts after it (the table keeps a tombstone).
 	deleted time.Time
+	// deletedHigh: the deleted incarnation may have been handled up to
+	// this (paused with nothing left: the scheduler may have completed it
+	// before the pause, and a completed job is handled through the shard's
+	// time), so a re-put may or may not owe the times up to it.
+	deletedHigh time.Time
 
 	carry int64 // skipped times counted by advances that dispatched none
 	// recount: the partition changed hands (or restarted) during an
@@ -323,6 +328,17 @@ func (o *simOracle) put(d *simDef, p int32, ts time.Time) {
 		o.incs[d.id]++
 		j.exists, j.inc, j.paused, j.F, j.puts, j.fuzzy, j.finished = true, o.incs[d.id], false, simLater(ts, j.deleted), 0, time.Time{}, false
 		d.inc, d.defn = j.inc, 1
+		if hi := simLater(ts, j.deletedHigh); hi.After(j.F) {
+			// The scheduler may start it after the deleted one's high mark:
+			// the times up to it may not go out, and the misfire counts
+			// of the next advance depend on it.
+			for _, t := range simTimes(d.sched, j.F, hi) {
+				o.expect(&simExpect{fireID: codecs.ScheduledFireID(d.id, t), payload: d.payload, missed: -1, job: d.id, inc: j.inc, p: p,
+					why: "re-put after deleting a job that may have completed"})
+			}
+			j.F = hi
+			j.recount = true
+		}
 		if bt.After(ts) {
 			j.fuzzy = bt
 		}
@@ -444,6 +460,10 @@ func (o *simOracle) del(id string, p int32, ts time.Time) {
 		return
 	}
 	j.deleted = o.handled(j)
+	j.deletedHigh = time.Time{}
+	if j.paused && j.finished {
+		j.deletedHigh = simLater(j.deleted, simLater(o.wm[p], o.busyT(p)))
+	}
 	j.exists = false
 	o.loosen(id, p, false, "deleted during its advance")
 	o.tracef(id, "delete applied (record time %s): incarnation %d ends", simFmt(ts), j.inc)
