@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -140,4 +144,51 @@ func TestAdv11GetJobWithUnwritableTime(t *testing.T) {
 	p := decodeProblem(t, resp, b)
 	require.Equal(t, "unencodable", p.Code)
 	require.Contains(t, p.Detail, "year outside of range")
+}
+
+// TestAdv11TenantPrefixesDoNotOverlap builds tokens files from seeded
+// pairs of tenant prefixes and, for each file the server accepts, asks with
+// every token for a job of every other tenant. Promise (issue 11: "a tenant
+// token cannot read or change another tenant's jobs"): a token reaches
+// another token's ids only as a parent tenant, whose prefix ends in a
+// separator ("acme." over "acme.ci."). On main the file with "acme" and
+// "acme2." was accepted and the "acme" token read and changed every job
+// of "acme2.".
+func TestAdv11TenantPrefixesDoNotOverlap(t *testing.T) {
+	t.Parallel()
+	prefixes := []string{"acme", "acme2.", "acme.", "acme.ci.", "ac", "globex-", "globex-2", "a/", "a/b", "ü", "üb."}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 11))
+	for range 40 {
+		pa, pb := prefixes[rng.IntN(len(prefixes))], prefixes[rng.IntN(len(prefixes))]
+		sa, la, err := api.NewToken("a", api.RoleWrite, pa)
+		require.NoError(t, err)
+		sb, lb, err := api.NewToken("b", api.RoleWrite, pb)
+		require.NoError(t, err)
+		tok, err := api.ParseTokens(strings.NewReader(la + "\n" + lb))
+		if err != nil {
+			require.ErrorIs(t, err, api.ErrBadTokens)
+			require.ErrorContains(t, err, "end tenant prefixes with a separator")
+			continue
+		}
+		ids := []string{pa + "job", pb + "job"}
+		slices.Sort(ids)
+		f := newFixture(t, func(s *api.Server) { s.Tokens = tok; s.Jobs = pagedJobs{ids: slices.Compact(ids)} })
+		for _, c := range []struct{ secret, own, other string }{{sa, pa, pb}, {sb, pb, pa}} {
+			if c.own == c.other {
+				continue
+			}
+			id := c.other + "job"
+			resp, b := f.do(t, request{method: http.MethodGet, path: "/v1/jobs/" + url.PathEscape(id),
+				header: map[string]string{"Authorization": "Bearer " + c.secret}})
+			reaches := resp.StatusCode == http.StatusOK
+			require.Equal(t, strings.HasPrefix(id, c.own), reaches, "%q reading %q: %d %s", c.own, id, resp.StatusCode, b)
+			if reaches {
+				last, _ := utf8.DecodeLastRuneInString(c.own)
+				require.False(t, unicode.IsLetter(last) || unicode.IsDigit(last),
+					"tenant %q reaches the jobs of tenant %q", c.own, c.other)
+			}
+		}
+	}
 }

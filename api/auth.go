@@ -178,10 +178,40 @@ func ParseTokens(r io.Reader) (*Tokens, error) {
 	if len(errs) == 0 && len(t.entries) == 0 {
 		errs = append(errs, fmt.Errorf("%w: no tokens (make one with `chronos tokens new`)", ErrBadTokens))
 	}
+	errs = append(errs, overlappingPrefixes(t.entries)...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 	return t, nil
+}
+
+// overlappingPrefixes reports each pair of tenants where one prefix is a
+// proper prefix of the other without ending in a separator: prefix "acme"
+// also covers every id of a tenant "acme2.", which is almost never meant.
+// A prefix that ends in a separator (any character but a letter or digit,
+// as in "acme." and "acme.ci.") may contain another: that is a tenant and
+// its sub-tenant.
+func overlappingPrefixes(entries []tokenEntry) []error {
+	var errs []error
+	for _, a := range entries {
+		if a.Prefix == "" || endsWithSeparator(a.Prefix) {
+			continue
+		}
+		for _, b := range entries {
+			if len(b.Prefix) > len(a.Prefix) && strings.HasPrefix(b.Prefix, a.Prefix) {
+				errs = append(errs, fmt.Errorf("%w: token %q with prefix %q also covers the ids of token %q (prefix %q): "+
+					"end tenant prefixes with a separator, like %q", ErrBadTokens, a.Name, a.Prefix, b.Name, b.Prefix, a.Prefix+"."))
+			}
+		}
+	}
+	return errs
+}
+
+// endsWithSeparator reports whether a prefix ends in a character that is
+// neither a letter nor a digit.
+func endsWithSeparator(prefix string) bool {
+	r, _ := utf8.DecodeLastRuneInString(prefix)
+	return !unicode.IsLetter(r) && !unicode.IsDigit(r)
 }
 
 func parseTokenLine(line string) (tokenEntry, error) {

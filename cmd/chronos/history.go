@@ -24,11 +24,13 @@ import (
 
 // historyEntry is one command for a job on chronos-jobs.
 type historyEntry struct {
-	Partition int32     `json:"partition"`
-	Offset    int64     `json:"offset"`
-	Time      time.Time `json:"time"`
-	Actor     string    `json:"actor"`
-	Op        string    `json:"op"`
+	Partition int32 `json:"partition"`
+	Offset    int64 `json:"offset"`
+	// Time is the record's timestamp (zero, omitted in JSON, when it has
+	// none or one JSON cannot write: see codecs.CheckRecordTime).
+	Time  time.Time `json:"time,omitzero"`
+	Actor string    `json:"actor"`
+	Op    string    `json:"op"`
 }
 
 func newHistory() *cobra.Command {
@@ -124,10 +126,14 @@ func jobHistory(ctx context.Context, kafka clients.Config, topic, id string) ([]
 var knownOps = []string{codecs.OpPut, codecs.OpDelete, codecs.OpPause, codecs.OpResume, codecs.OpFire}
 
 func entryOf(r *kgo.Record) historyEntry {
-	e := historyEntry{Partition: r.Partition, Offset: r.Offset, Time: r.Timestamp.UTC(), Actor: "-", Op: "?"}
+	e := historyEntry{Partition: r.Partition, Offset: r.Offset, Actor: "-", Op: "?"}
+	if codecs.CheckRecordTime(r.Timestamp) == nil {
+		e.Time = r.Timestamp.UTC()
+	}
 	for _, h := range r.Headers {
 		if h.Key == api.ActorHeader {
-			e.Actor = string(h.Value)
+			// Bounded: a producer may send a header of most of a megabyte.
+			e.Actor = truncActor(h.Value)
 		}
 	}
 	var v struct {
@@ -140,6 +146,19 @@ func entryOf(r *kgo.Record) historyEntry {
 		e.Op = v.Op
 	}
 	return e
+}
+
+// maxActorBytes bounds the actor history shows (token names have at most
+// 64 bytes).
+const maxActorBytes = 256
+
+// truncActor returns an actor header's value, cut to maxActorBytes and
+// marked with "…" when longer.
+func truncActor(v []byte) string {
+	if len(v) <= maxActorBytes {
+		return string(v)
+	}
+	return string(v[:maxActorBytes]) + "…"
 }
 
 func printHistory(out io.Writer, entries []historyEntry, output string) error {
@@ -155,7 +174,11 @@ func printHistory(out io.Writer, entries []historyEntry, output string) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "OFFSET\tTIME\tACTOR\tOP")
 	for _, e := range entries {
-		fmt.Fprintf(w, "%d\t%s\t%q\t%s\n", e.Offset, e.Time.Format(time.RFC3339Nano), e.Actor, e.Op)
+		at := "-" // no usable record time
+		if !e.Time.IsZero() {
+			at = e.Time.Format(time.RFC3339Nano)
+		}
+		fmt.Fprintf(w, "%d\t%s\t%q\t%s\n", e.Offset, at, e.Actor, e.Op)
 	}
 	return w.Flush()
 }

@@ -1,0 +1,94 @@
+//go:build adv11open
+
+package processors_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/testenv"
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// TestAdv11OpenCommandTimestamps is an open finding of the issue 11
+// adversary; it fails until processors/scheduler (scheduler-core, not
+// changed by that work) rejects commands whose record timestamp is not
+// usable. Run it with
+//
+//	go test -tags adv11open -run TestAdv11Open ./processors/
+//
+// Valid commands on chronos-jobs stamped without a timestamp (-1, read as
+// the zero time, which Chronos reserves for "not set") or after year 9999
+// (which RFC 3339 and JSON cannot write) are applied: a manual fire then
+// dispatches an event whose scheduled_at ("12000-01-01T00:00:00Z") no
+// RFC 3339 parser reads, so the consumers' decoding fails on it, and a put
+// stores a job created at 0001-01-01 that owes every fire since year 1.
+// Promise (issue 11: any record ends applied or as a reject, and bad input
+// gets a clear error; docs/topics.md: scheduled_at is RFC 3339). The fix is
+// one check in scheduler.decodeCommand:
+//
+//	if err := codecs.CheckRecordTime(ctx.Timestamp()); err != nil { return codecs.Command{}, err }
+//
+// (code invalid_timestamp, as the router already does for bucket triggers).
+func TestAdv11OpenCommandTimestamps(t *testing.T) {
+	t.Parallel()
+	const partitions = 2
+	env := testenv.New(t, partitions)
+	adv11RaiseTimestampLimits(t, env)
+	dispatch := env.Collect(string(env.Layout.Dispatch()))
+	rejects := env.Collect(string(env.Layout.Rejects()))
+	inst := env.Start(env.Config())
+	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	env.Tick(t0)
+	env.Put("j", codecs.JobDef{Every: "1h"}, t0)
+	env.WaitApplied()
+	raw := adv11RawClient(t, env)
+	jobs := string(env.Layout.Jobs())
+	_, err := adv11RawProduce(t, raw, jobs, topology.Partition("j", partitions), []byte("j"),
+		[]byte(`{"v":1,"op":"fire","trigger_id":"after-9999"}`), time.Date(12000, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
+	require.NoError(t, err)
+	_, err = adv11RawProduce(t, raw, jobs, topology.Partition("k", partitions), []byte("k"),
+		[]byte(`{"v":1,"op":"put","job":{"every":"1s"}}`), -1)
+	require.NoError(t, err)
+	env.WaitApplied()
+	// Wait until the fire went out or both commands were rejected.
+	rejected := func() int {
+		n := 0
+		for _, rec := range rejects.Records() {
+			if rj, err := codecs.DecodeReject(rec.Value); err == nil && rj.Code == codecs.CodeInvalidTimestamp {
+				n++
+			}
+		}
+		return n
+	}
+	testenv.Eventually(t, 30*time.Second, func() error {
+		for _, r := range dispatch.Records() {
+			if string(r.Key) == "j" && strings.Contains(string(r.Value), "after-9999") {
+				return nil
+			}
+		}
+		if rejected() == 2 {
+			return nil
+		}
+		return fmt.Errorf("neither fired nor rejected")
+	})
+	var problems []string
+	for _, r := range dispatch.Records() {
+		if _, err := codecs.DecodeDispatch(r.Value); err != nil {
+			problems = append(problems, fmt.Sprintf("an event consumers cannot read (%v): %s", err, r.Value))
+		}
+	}
+	if v, err := inst.Scheduler().Store(topology.Partition("k", partitions)).Get("k"); err != nil || v != nil {
+		rec, _ := codecs.DecodeJobRecord(v)
+		problems = append(problems, fmt.Sprintf("a put without a timestamp was stored (err %v): created %v", err, rec.CreatedAt))
+	}
+	if n := rejected(); n != 2 {
+		problems = append(problems, fmt.Sprintf("%d invalid_timestamp rejects, want 2", n))
+	}
+	require.Empty(t, problems)
+}
