@@ -15,8 +15,8 @@ import (
 // command defaults differently, like --http-addr). This is the one mapping
 // of flags, and through the binary's CHRONOS_<FLAG> variables of the
 // environment, to the configuration; each flag is documented once in
-// docs/configuration.md. The brokers and the connection's TLS and SASL
-// flags, shared with the binary's tools, are the binary's.
+// docs/configuration.md (the TLS and SASL flags in docs/security.md). Only
+// the brokers are the binary's own flags.
 func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory for the partition stores (and the embedded broker)")
 	fs.Var(&logLevel{&c.LogLevel}, "log-level", "debug, info, warn or error")
@@ -32,7 +32,8 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&c.LagExecutorGroups, "lag-executor-groups", c.LagExecutorGroups, "also export the lag of these consumer groups on chronos-dispatch (your executors)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", c.PprofAddr, "serve Go's /debug/pprof profiles on this address (empty: off; no auth, keep it on localhost)")
 	c.registerHTTP(fs)
-	c.registerKafka(fs)
+	c.Kafka.RegisterProducerFlags(fs)
+	c.Kafka.RegisterSecurityFlags(fs)
 	RegisterLayoutFlags(fs, &c.Layout)
 }
 
@@ -49,15 +50,6 @@ func (c *Config) registerHTTP(fs *pflag.FlagSet) {
 	fs.DurationVar(&h.Server.WriteTimeout, "http-write-timeout", h.Server.WriteTimeout, "longest time from a request's headers to the end of its answer")
 	fs.DurationVar(&h.Server.IdleTimeout, "http-idle-timeout", h.Server.IdleTimeout, "close keep-alive connections idle this long")
 	fs.IntVar(&h.Server.MaxConns, "http-max-conns", h.Server.MaxConns, "most open HTTP connections; at the limit idle or slow ones are closed first")
-}
-
-func (c *Config) registerKafka(fs *pflag.FlagSet) {
-	k := &c.Kafka
-	fs.StringVar(&k.Acks, "acks", k.Acks, "producer acks: all, leader or none")
-	fs.BoolVar(&k.Idempotent, "idempotent", k.Idempotent, "idempotent producer (needs acks=all)")
-	fs.DurationVar(&k.Linger, "linger", k.Linger, "how long producers wait to fill a batch")
-	fs.IntVar(&k.BatchBytes, "batch-bytes", k.BatchBytes, "largest producer batch in bytes")
-	fs.StringVar(&k.Compression, "compression", k.Compression, "none, gzip, snappy, lz4 or zstd")
 }
 
 // RegisterLayoutFlags binds the topic flags (--topic-prefix, --partitions,
