@@ -200,7 +200,9 @@ func (s *Instance) runGroups(ctx context.Context) {
 	run(s.sched.Group(), s.sched.Graph(), s.sched.Options()...)
 	// The clock table lives in the data dir too (goka's default is a
 	// shared directory under /tmp, which outlives the data dir).
-	run(s.cfg.Layout.ClockGroup(), s.clock.Graph(), goka.WithStorageBuilder(store.Builder(s.cfg.DataDir, s.clockStoreOptions())),
+	// The clock wraps it to forget its last announcement when the partition
+	// moves away (chronos_clock_lag_seconds only from the owner).
+	run(s.cfg.Layout.ClockGroup(), s.clock.Graph(), goka.WithStorageBuilder(s.clock.StorageBuilder(store.Builder(s.cfg.DataDir, s.clockStoreOptions()))),
 		goka.WithNilHandling(goka.NilProcess))
 	run(s.cfg.Layout.RouterGroup(), s.route.Graph(), goka.WithNilHandling(goka.NilProcess))
 	if t := s.ticker; t != nil {
@@ -283,6 +285,11 @@ func (s *Instance) supervise(ctx context.Context, name goka.Group, graph *goka.G
 	backoff := time.Second
 	for ctx.Err() == nil {
 		all := append(s.cfg.Kafka.GokaProcessorOptions(), goka.WithLogger(gokaLogger{s.log.With("group", string(name))}))
+		if id := s.cfg.Kafka.ClientID; id != "" {
+			// goka's default client id is "goka"; the group member ids the
+			// broker makes start with it.
+			all = append(all, goka.WithClientID(id))
+		}
 		p, err := goka.NewProcessor(s.cfg.Kafka.Brokers, graph, append(all, opts...)...)
 		if err == nil {
 			s.setProc(name, p)

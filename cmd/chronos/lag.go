@@ -20,12 +20,17 @@ func newLag() *cobra.Command {
 		threshold int64
 		policy    string
 		withLag   bool
+		minR      int64
+		maxR      int64
 	)
 	cmd := &cobra.Command{
 		Use:   "lag",
 		Short: "Print consumer-group lag per partition and the replicas KEDA would ask for",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if minR < 0 || maxR < 0 {
+				return fmt.Errorf("--min-replica-count %d, --max-replica-count %d: want 0 or more", minR, maxR)
+			}
 			if policy != string(lag.Earliest) && policy != string(lag.Latest) {
 				return fmt.Errorf("--offset-reset-policy %q: want earliest or latest", policy)
 			}
@@ -79,8 +84,15 @@ func newLag() *cobra.Command {
 					first = append(first, p)
 				}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "total lag %d; KEDA (topic %s, lagThreshold %d) would ask for %d replicas\n",
-				total, targets[0].Topic, threshold, lag.Replicas(first, threshold, withLag))
+			// KEDA keeps the replica count between the ScaledObject's
+			// minReplicaCount and maxReplicaCount whatever the metric says.
+			metric := lag.Replicas(first, threshold, withLag)
+			want := max(metric, minR)
+			if maxR > 0 {
+				want = min(want, max(maxR, minR))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "total lag %d; KEDA (topic %s, lagThreshold %d, minReplicaCount %d, maxReplicaCount %d) would ask for %d replicas (the lag alone: %d)\n",
+				total, targets[0].Topic, threshold, minR, maxR, want, metric)
 			return nil
 		},
 	}
@@ -90,6 +102,8 @@ func newLag() *cobra.Command {
 	fs.StringVar(&topic, "topic", "", "topic (default: every input topic of the group)")
 	fs.Int64Var(&threshold, "lag-threshold", 10, "KEDA lagThreshold: target lag per replica")
 	fs.StringVar(&policy, "offset-reset-policy", string(lag.Earliest), "how a partition without a commit counts: earliest (all of it) or latest (1)")
+	fs.Int64Var(&minR, "min-replica-count", 1, "KEDA minReplicaCount (deploy/kubernetes sets 1)")
+	fs.Int64Var(&maxR, "max-replica-count", 12, "KEDA maxReplicaCount (deploy/kubernetes sets 12; 0: no cap but the partitions)")
 	fs.BoolVar(&withLag, "limit-to-partitions-with-lag", false, "cap replicas at partitions with lag, as KEDA's option does")
 	layout.register(fs)
 	return cmd

@@ -18,6 +18,7 @@ import (
 
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/codec"
+	"github.com/lovoo/goka/storage"
 
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/processors/inputs"
@@ -148,13 +149,43 @@ func Bound(tick, ref time.Time, maxAhead time.Duration) time.Time {
 }
 
 // LastAnnounced returns the last time this instance's clock group announced
-// (zero if it has not, e.g. because another instance owns the clock).
+// since it was last assigned the clock partition (zero if it has not, e.g.
+// because another instance owns the clock; see StorageBuilder).
 func (c *Clock) LastAnnounced() time.Time {
 	n := c.last.Load()
 	if n == 0 {
 		return time.Time{}
 	}
 	return time.Unix(0, n).UTC()
+}
+
+// StorageBuilder wraps b, the builder of the clock table, so that closing
+// the table forgets the last announcement: goka closes a partition's table
+// when the partition moves to another instance (and at every rebalance and
+// stop), so LastAnnounced and chronos_clock_lag_seconds come only from the
+// instance that owns the clock partition now, never from one that owned it
+// before. Use it as the clock group's storage builder.
+func (c *Clock) StorageBuilder(b storage.Builder) storage.Builder {
+	return func(topic string, partition int32) (storage.Storage, error) {
+		st, err := b(topic, partition)
+		if err != nil {
+			return nil, err
+		}
+		return &ownedTable{Storage: st, c: c}, nil
+	}
+}
+
+// ownedTable is the clock table while this instance owns the partition.
+type ownedTable struct {
+	storage.Storage
+	c *Clock
+}
+
+// Close forgets the last announcement before closing the table: goka has
+// stopped the partition's callbacks by then, so none announces afterwards.
+func (t *ownedTable) Close() error {
+	t.c.last.Store(0)
+	return t.Storage.Close()
 }
 
 func encodeTime(t time.Time) []byte {

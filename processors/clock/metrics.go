@@ -8,14 +8,15 @@ import (
 )
 
 // LagGauge returns chronos_clock_lag_seconds: now minus the last time this
-// clock group announced, absent (NaN) while another instance owns the
-// clock. now nil means time.Now. Safe for concurrent use.
+// clock group announced, NaN while another instance owns the clock and on
+// the owner until its first announcement (with the clock table built by
+// StorageBuilder). now nil means time.Now. Safe for concurrent use.
 func (c *Clock) LagGauge(now func() time.Time) prometheus.Collector {
 	if now == nil {
 		now = time.Now
 	}
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_clock_lag_seconds",
-		Help: "Wall time minus the last time this instance's clock group announced (absent while another instance owns the clock)."},
+		Help: "Wall time minus the last time this instance's clock group announced (NaN on instances that do not own the clock partition)."},
 		func() float64 {
 			last := c.LastAnnounced()
 			if last.IsZero() {
