@@ -3,12 +3,14 @@
 package processors_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/testenv"
@@ -91,4 +93,64 @@ func TestAdv11OpenCommandTimestamps(t *testing.T) {
 		problems = append(problems, fmt.Sprintf("%d invalid_timestamp rejects, want 2", n))
 	}
 	require.Empty(t, problems)
+}
+
+// TestAdv11OpenMalformedTableRecord is an open finding of the issue 11
+// adversary (scheduler-core, not changed by that work); it fails today.
+// Run it with
+//
+//	go test -tags adv11open -run TestAdv11Open ./processors/
+//
+// docs/security.md (threat model) said malformed records on the internal
+// topics, the table topics included, are rejected. The table topic is not
+// an input: an instance restores it into its store. Undecodable job
+// records are logged and skipped ("undecodable job record; it will not
+// fire"), but one undecodable shard record under a shard key ("S\xff")
+// fails the partition's setup (the indexer returns the decode error): the
+// scheduler group restarts forever with backoff, /readyz answers 503 and
+// that partition's jobs never fire again, on every instance that restores
+// it. Anyone with Write on chronos-scheduler-table can do this (the ACLs of
+// docs/security.md give it only to Chronos). A fix belongs in
+// processors/scheduler (the indexer: log and ignore an undecodable shard
+// record, and treat the shard as starting from its next advance) or in the
+// store's restore.
+func TestAdv11OpenMalformedTableRecord(t *testing.T) {
+	t.Parallel()
+	const partitions = 2
+	env := testenv.New(t, partitions)
+	dispatch := env.Collect(string(env.Layout.Dispatch()))
+	a := env.Start(env.Config())
+	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	env.Tick(t0)
+	const job = "every-second"
+	p := topology.Partition(job, partitions)
+	env.Put(job, codecs.JobDef{Every: "1s"}, t0)
+	env.WaitApplied()
+	a.Stop()
+	shardKeys, err := topology.ShardKeys(partitions)
+	require.NoError(t, err)
+	cl := manualClient(t, env)
+	tbl := string(env.Layout.SchedulerTable())
+	for _, r := range []*kgo.Record{
+		{Topic: tbl, Partition: p, Key: []byte(keyOn("junk", p, partitions)), Value: []byte("junk")},
+		{Topic: tbl, Partition: p, Key: []byte(shardKeys[p]), Value: []byte("S\xff")},
+	} {
+		require.NoError(t, cl.ProduceSync(context.Background(), r).FirstErr())
+	}
+	inst := env.Start(env.Config()) // a new instance restores the table
+	ready := watchReady(t, inst.Ready)
+	for i := 1; i <= 3; i++ {
+		at := t0.Add(time.Duration(i) * time.Second)
+		env.Tick(at)
+		want := codecs.ScheduledFireID(job, at)
+		testenv.Eventually(t, 30*time.Second, func() error {
+			for _, d := range dispatch.Dispatches(t) {
+				if d.FireID == want {
+					return nil
+				}
+			}
+			return fmt.Errorf("no fire %s", want)
+		})
+	}
+	require.NoError(t, ready(), "the instance must stay ready")
 }
