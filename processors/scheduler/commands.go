@@ -323,7 +323,7 @@ func (s *Scheduler) shard(p int32) (codecs.ShardRecord, error) {
 	if err != nil {
 		return codecs.ShardRecord{}, err
 	}
-	return codecs.DecodeShardRecord(b)
+	return s.decodeShard(s.shardKeys[p], b), nil
 }
 
 func later(a, b time.Time) time.Time {

@@ -102,10 +102,7 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 	if st == nil {
 		return fmt.Errorf("scheduler: no open store for partition %d", p)
 	}
-	shard, err := codecs.DecodeShardRecord(valueBytes(ctx))
-	if err != nil {
-		return err
-	}
+	shard := s.decodeShard(ctx.Key(), valueBytes(ctx))
 	if err := s.ensureIndex(st, shard.Watermark); err != nil {
 		return err
 	}

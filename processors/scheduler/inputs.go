@@ -26,6 +26,13 @@ func (s *Scheduler) decodeCommand(ctx goka.Context, raw []byte) (codecs.Command,
 	if err != nil {
 		return codecs.Command{}, err
 	}
+	// A command's record time is its time (a put's creation, a manual
+	// fire's scheduled_at): without a usable one (-1, after 9999) a put
+	// would owe every fire since year 1 and a fire's event could not be
+	// written as RFC 3339.
+	if err := codecs.CheckRecordTime(ctx.Timestamp()); err != nil {
+		return codecs.Command{}, err
+	}
 	if want := topology.Partition(cmd.ID, s.cfg.Layout.Partitions); want != ctx.Partition() {
 		if v, _ := ctx.Value().([]byte); cmd.Op == codecs.OpDelete && len(v) > 0 && !codecs.IsShardRecord(v) {
 			return cmd, nil

@@ -255,11 +255,7 @@ func (s *Scheduler) indexer(shardKey string) store.Indexer {
 	return func(r store.Reader, key string, value []byte) (store.Entry, error) {
 		if codecs.IsShardRecord(value) {
 			if key == shardKey {
-				rec, err := codecs.DecodeShardRecord(value)
-				if err != nil {
-					return store.Entry{}, err
-				}
-				w, cached = rec.Watermark, true
+				w, cached = s.decodeShard(key, value).Watermark, true
 			}
 			return store.Entry{}, nil
 		}
@@ -307,9 +303,21 @@ func (s *Scheduler) watermark(r store.Reader, shardKey string) (time.Time, error
 	if err != nil {
 		return time.Time{}, err
 	}
+	return s.decodeShard(shardKey, b).Watermark, nil
+}
+
+// decodeShard decodes a shard record. The table topics are not inputs, but
+// a record nobody can read there (written by hand, by a tool, by a bug)
+// must not stop the partition at every restore: it is logged and read as
+// the zero record, so the shard re-derives its jobs from their own records
+// (handled through, or since their put) and the next advance writes a good
+// one. Fires since then within their grace go out again, with the same
+// fire_ids; later ones follow the misfire policy.
+func (s *Scheduler) decodeShard(key string, b []byte) codecs.ShardRecord {
 	rec, err := codecs.DecodeShardRecord(b)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("scheduler: shard %s: %w", shardKey, err)
+		s.cfg.Logger.Error("unreadable shard record in the table; reading it as none (fires since the last good one may repeat)", "key", key, "err", err)
+		return codecs.ShardRecord{}
 	}
-	return rec.Watermark, nil
+	return rec
 }

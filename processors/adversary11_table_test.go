@@ -1,5 +1,3 @@
-//go:build adv11open
-
 package processors_test
 
 import (
@@ -17,12 +15,8 @@ import (
 	"github.com/chronos-scheduler/chronos/topology"
 )
 
-// TestAdv11OpenCommandTimestamps is an open finding of the issue 11
-// adversary; it fails until processors/scheduler (scheduler-core, not
-// changed by that work) rejects commands whose record timestamp is not
-// usable. Run it with
-//
-//	go test -tags adv11open -run TestAdv11Open ./processors/
+// TestAdv11CommandTimestamps: a finding of the issue 11 adversary, fixed
+// in scheduler.decodeCommand (it failed before).
 //
 // Valid commands on chronos-jobs stamped without a timestamp (-1, read as
 // the zero time, which Chronos reserves for "not set") or after year 9999
@@ -31,13 +25,10 @@ import (
 // RFC 3339 parser reads, so the consumers' decoding fails on it, and a put
 // stores a job created at 0001-01-01 that owes every fire since year 1.
 // Promise (issue 11: any record ends applied or as a reject, and bad input
-// gets a clear error; docs/topics.md: scheduled_at is RFC 3339). The fix is
-// one check in scheduler.decodeCommand:
-//
-//	if err := codecs.CheckRecordTime(ctx.Timestamp()); err != nil { return codecs.Command{}, err }
-//
-// (code invalid_timestamp, as the router already does for bucket triggers).
-func TestAdv11OpenCommandTimestamps(t *testing.T) {
+// gets a clear error; docs/topics.md: scheduled_at is RFC 3339). Such a
+// command is now rejected with invalid_timestamp, as the router does for
+// bucket triggers.
+func TestAdv11CommandTimestamps(t *testing.T) {
 	t.Parallel()
 	const partitions = 2
 	env := testenv.New(t, partitions)
@@ -95,11 +86,8 @@ func TestAdv11OpenCommandTimestamps(t *testing.T) {
 	require.Empty(t, problems)
 }
 
-// TestAdv11OpenMalformedTableRecord is an open finding of the issue 11
-// adversary (scheduler-core, not changed by that work); it fails today.
-// Run it with
-//
-//	go test -tags adv11open -run TestAdv11Open ./processors/
+// TestAdv11MalformedTableRecord: a finding of the issue 11 adversary,
+// fixed in the scheduler (decodeShard; it failed before).
 //
 // docs/security.md (threat model) said malformed records on the internal
 // topics, the table topics included, are rejected. The table topic is not
@@ -114,7 +102,7 @@ func TestAdv11OpenCommandTimestamps(t *testing.T) {
 // processors/scheduler (the indexer: log and ignore an undecodable shard
 // record, and treat the shard as starting from its next advance) or in the
 // store's restore.
-func TestAdv11OpenMalformedTableRecord(t *testing.T) {
+func TestAdv11MalformedTableRecord(t *testing.T) {
 	t.Parallel()
 	const partitions = 2
 	env := testenv.New(t, partitions)
