@@ -5,8 +5,10 @@
 //
 // Defaults differ from goka's on purpose: acks=all with the idempotent
 // producer (goka defaults to acks=1), a 5 ms linger instead of a 100 ms flush
-// timer, lz4 compression, and new consumer groups start at the oldest offset
-// so commands produced before the first start are not skipped.
+// timer, and new consumer groups start at the oldest offset so commands
+// produced before the first start are not skipped. Batches are uncompressed
+// by default (goka's too): every Kafka client reads them without a codec
+// plugin (docs/topics.md, "Compression").
 package clients
 
 import (
@@ -46,7 +48,9 @@ type Config struct {
 	Linger time.Duration
 	// BatchBytes is the largest batch a producer sends (default 1 MiB).
 	BatchBytes int
-	// Compression is none, gzip, snappy, lz4 (default) or zstd.
+	// Compression is none (default), gzip, snappy, lz4 or zstd: the codec of
+	// every batch Chronos produces, on every topic. none and gzip are read
+	// by every common client as is; kafkajs needs a plugin for the others.
 	Compression string
 	// TLS encrypts (and with a client certificate, authenticates) every
 	// connection to the brokers (default off).
@@ -59,7 +63,7 @@ type Config struct {
 // Default returns the default configuration for brokers.
 func Default(brokers ...string) Config {
 	return Config{Brokers: brokers, ClientID: "chronos", Acks: AcksAll, Idempotent: true,
-		Linger: 5 * time.Millisecond, BatchBytes: 1 << 20, Compression: "lz4"}
+		Linger: 5 * time.Millisecond, BatchBytes: 1 << 20, Compression: "none"}
 }
 
 // Validate reports every problem with c.

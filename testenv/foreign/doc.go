@@ -7,6 +7,8 @@
 //
 // TestForeignPythonClient runs test_foreign.py, a confluent-kafka (librdkafka)
 // client written only from docs/topics.md, against a `chronos run` subprocess.
+// TestForeignNodeClient does the same with node/chronos.test.js, a kafkajs
+// client with no compression plugin (npm packages from nodeenv.sh).
 // TestRestartAfterKill9 kills `chronos run` with SIGKILL and checks that no
 // scheduled second is lost. See docs/real-kafka.md.
 package foreign
