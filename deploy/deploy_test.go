@@ -52,7 +52,14 @@ func readFile(t *testing.T, rel string) []byte {
 // yamlDocs decodes every document of a YAML file.
 func yamlDocs(t *testing.T, rel string) []map[string]any {
 	t.Helper()
-	dec := yaml.NewDecoder(bytes.NewReader(readFile(t, rel)))
+	return parseYAMLDocs(t, rel, readFile(t, rel))
+}
+
+// parseYAMLDocs decodes every document of a YAML stream; where names it in
+// failures.
+func parseYAMLDocs(t *testing.T, rel string, b []byte) []map[string]any {
+	t.Helper()
+	dec := yaml.NewDecoder(bytes.NewReader(b))
 	var docs []map[string]any
 	for {
 		var d map[string]any
@@ -659,8 +666,16 @@ func kind(t *testing.T, docs []map[string]any, k string) map[string]any {
 func TestKubernetes(t *testing.T) {
 	t.Parallel()
 	docs := yamlDocs(t, "deploy/kubernetes/chronos.yaml")
+	require.Equal(t, "chronos", str(get(kind(t, docs, "Deployment"), "metadata", "name")))
+	checkKubernetes(t, "deploy/kubernetes/chronos.yaml", docs)
+}
+
+// checkKubernetes checks the Deployment, Service and PodDisruptionBudget of
+// docs (the plain manifests, or the Helm chart rendered) against the image
+// and the chronos binary: command, environment, port, probes, data dir.
+func checkKubernetes(t *testing.T, where string, docs []map[string]any) {
+	t.Helper()
 	dep := kind(t, docs, "Deployment")
-	require.Equal(t, "chronos", str(get(dep, "metadata", "name")))
 	podLabels := dict(get(dep, "spec", "template", "metadata", "labels"))
 	require.Equal(t, dict(get(dep, "spec", "selector", "matchLabels")), podLabels)
 	containers := list(get(dep, "spec", "template", "spec", "containers"))
@@ -691,7 +706,7 @@ func TestKubernetes(t *testing.T) {
 		env[name] = str(get(e, "value"))
 	}
 	require.NotEmpty(t, env["CHRONOS_BROKERS"])
-	checkEnv(t, "deploy/kubernetes/chronos.yaml", args, env)
+	checkEnv(t, where, args, env)
 
 	port := httpPort(t, env)
 	ports := list(ctr["ports"])

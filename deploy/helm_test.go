@@ -1,0 +1,231 @@
+//go:build helm
+
+package deploy
+
+import (
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The Helm chart deploy/helm/chronos, rendered by a real helm binary
+// (CHRONOS_HELM, else helm on PATH; .ci/run installs v3.22.0 from its Go
+// module). Build tag "helm": `go test ./...` does not need helm. Without
+// helm these tests fail (a skip would hide a broken CI):
+//
+//	go install helm.sh/helm/v3/cmd/helm@v3.22.0
+//	go test -tags helm -count=1 -run Helm ./deploy/
+
+const chart = "deploy/helm/chronos"
+
+func helmBin(t *testing.T) string {
+	t.Helper()
+	if h := os.Getenv("CHRONOS_HELM"); h != "" {
+		return h
+	}
+	h, err := exec.LookPath("helm")
+	require.NoError(t, err, "no helm: set CHRONOS_HELM or put helm on PATH (go install helm.sh/helm/v3/cmd/helm@v3.22.0)")
+	return h
+}
+
+// helm runs helm in the repository root and returns its output.
+func helm(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(helmBin(t), args...)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// render is `helm template RELEASE chart --set ...`, decoded.
+func render(t *testing.T, release string, set ...string) []map[string]any {
+	t.Helper()
+	args := []string{"template", release, chart}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	out, err := helm(t, args...)
+	require.NoError(t, err, "helm %s:\n%s", strings.Join(args, " "), out)
+	return parseYAMLDocs(t, "helm "+strings.Join(args, " "), []byte(out))
+}
+
+func kinds(docs []map[string]any) []string {
+	var ks []string
+	for _, d := range docs {
+		ks = append(ks, str(d["kind"]))
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// withoutKeys returns a deep copy of a decoded value without the given map
+// keys at any depth.
+func withoutKeys(v any, keys ...string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := map[string]any{}
+		for k, e := range x {
+			if !slices.Contains(keys, k) {
+				m[k] = withoutKeys(e, keys...)
+			}
+		}
+		return m
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = withoutKeys(e, keys...)
+		}
+		return l
+	}
+	return v
+}
+
+func TestHelmLint(t *testing.T) {
+	for _, set := range [][]string{
+		nil,
+		{"keda.enabled=true", "serviceMonitor.enabled=true", "apiTokens.tokens=x", "topicPrefix=staging."},
+	} {
+		args := []string{"lint", "--strict", chart}
+		for _, s := range set {
+			args = append(args, "--set", s)
+		}
+		out, err := helm(t, args...)
+		require.NoError(t, err, "helm %s:\n%s", strings.Join(args, " "), out)
+		require.Contains(t, out, "1 chart(s) linted, 0 chart(s) failed")
+	}
+}
+
+// TestHelmMatchesManifests renders the chart with its defaults under the
+// release name chronos and checks it as deploy/kubernetes/chronos.yaml is
+// checked, and equal to it except for labels, the pull policy and the
+// Secret's item list.
+func TestHelmMatchesManifests(t *testing.T) {
+	docs := render(t, "chronos")
+	require.Equal(t, []string{"Deployment", "PodDisruptionBudget", "Service"}, kinds(docs))
+	checkKubernetes(t, "helm template chronos "+chart, docs)
+
+	plain := yamlDocs(t, "deploy/kubernetes/chronos.yaml")
+	for _, k := range []string{"Deployment", "Service", "PodDisruptionBudget"} {
+		require.Equal(t, "chronos", str(get(kind(t, docs, k), "metadata", "name")), k)
+	}
+	hd, pd := kind(t, docs, "Deployment"), kind(t, plain, "Deployment")
+	require.Equal(t, get(pd, "spec", "replicas"), get(hd, "spec", "replicas"))
+	require.Equal(t, get(pd, "spec", "strategy"), get(hd, "spec", "strategy"))
+	require.Equal(t, get(pd, "spec", "template", "metadata", "annotations"), get(hd, "spec", "template", "metadata", "annotations"))
+	// The pod spec, field for field: probes, resources, GOMEMLIMIT, security
+	// contexts, volumes, the grace period.
+	require.Equal(t,
+		withoutKeys(get(pd, "spec", "template", "spec"), "imagePullPolicy", "items"),
+		withoutKeys(get(hd, "spec", "template", "spec"), "imagePullPolicy", "items"))
+	// The chart picks the tokens file by key; the plain Secret has key "tokens".
+	require.Equal(t, []any{map[string]any{"key": "tokens", "path": "tokens"}},
+		get(hd, "spec", "template", "spec", "volumes", 2, "secret", "items"))
+
+	hs, ps := kind(t, docs, "Service"), kind(t, plain, "Service")
+	require.Equal(t, get(ps, "spec", "ports"), get(hs, "spec", "ports"))
+	hp, pp := kind(t, docs, "PodDisruptionBudget"), kind(t, plain, "PodDisruptionBudget")
+	require.Equal(t, get(pp, "spec", "maxUnavailable"), get(hp, "spec", "maxUnavailable"))
+	require.Equal(t, dict(get(hd, "spec", "selector", "matchLabels")), dict(get(hp, "spec", "selector", "matchLabels")))
+}
+
+// TestHelmOptions renders the chart with KEDA, the ServiceMonitor and a
+// tokens file from values, under another release name and a topic prefix.
+func TestHelmOptions(t *testing.T) {
+	tokens := "# made with chronos tokens new\nops admin * sha256:0123\n"
+	docs := render(t, "sched", "keda.enabled=true", "serviceMonitor.enabled=true",
+		"apiTokens.tokens="+tokens, "apiTokens.key=file")
+	require.Equal(t, []string{"Deployment", "PodDisruptionBudget", "ScaledObject", "Secret", "Service", "ServiceMonitor"}, kinds(docs))
+	checkKubernetes(t, "helm template sched (options)", docs)
+	dep := kind(t, docs, "Deployment")
+	name := str(get(dep, "metadata", "name"))
+	require.Equal(t, "sched-chronos", name)
+	require.Nil(t, get(dep, "spec", "replicas"), "with KEDA the Deployment sets no replica count (an upgrade would reset KEDA's)")
+
+	// The Secret from values is the one the pods mount, under the key asked.
+	sec := kind(t, docs, "Secret")
+	require.Equal(t, tokens, str(get(sec, "stringData", "file")))
+	vol := get(dep, "spec", "template", "spec", "volumes", 2, "secret")
+	require.Equal(t, str(get(sec, "metadata", "name")), str(get(vol, "secretName")))
+	require.Equal(t, []any{map[string]any{"key": "file", "path": "tokens"}}, get(vol, "items"))
+	require.NotEmpty(t, get(dep, "spec", "template", "metadata", "annotations", "checksum/api-tokens"))
+
+	// The ScaledObject is the plain one, aimed at this Deployment.
+	so := kind(t, docs, "ScaledObject")
+	var plainSO map[string]any
+	for _, d := range yamlDocs(t, "deploy/kubernetes/keda-scaledobject.yaml") {
+		if str(get(d, "spec", "scaleTargetRef", "name")) == "chronos" {
+			plainSO = d
+		}
+	}
+	require.NotNil(t, plainSO)
+	require.Equal(t, name, str(get(so, "spec", "scaleTargetRef", "name")))
+	require.Equal(t, withoutKeys(get(plainSO, "spec"), "scaleTargetRef"), withoutKeys(get(so, "spec"), "scaleTargetRef"))
+
+	// With a topic prefix the pods and the trigger agree on the names.
+	prefixed := render(t, "sched", "keda.enabled=true", "topicPrefix=staging.")
+	env := map[string]string{}
+	for _, e := range list(get(kind(t, prefixed, "Deployment"), "spec", "template", "spec", "containers", 0, "env")) {
+		env[str(get(e, "name"))] = str(get(e, "value"))
+	}
+	require.Equal(t, "staging.", env["CHRONOS_TOPIC_PREFIX"])
+	md := dict(get(kind(t, prefixed, "ScaledObject"), "spec", "triggers", 0, "metadata"))
+	require.Equal(t, "staging.chronos-scheduler", md["consumerGroup"])
+	require.Equal(t, "staging.chronos-jobs", md["topic"])
+
+	// The ServiceMonitor selects the Service and scrapes its named port.
+	sm, svc := kind(t, docs, "ServiceMonitor"), kind(t, docs, "Service")
+	sel := dict(get(sm, "spec", "selector", "matchLabels"))
+	require.NotEmpty(t, sel)
+	labels := dict(get(svc, "metadata", "labels"))
+	for k, v := range sel {
+		require.Equal(t, v, labels[k], "ServiceMonitor selector %s", k)
+	}
+	var portNames []string
+	for _, p := range list(get(svc, "spec", "ports")) {
+		portNames = append(portNames, str(get(p, "name")))
+	}
+	require.Contains(t, portNames, str(get(sm, "spec", "endpoints", 0, "port")))
+	require.Equal(t, "/metrics", str(get(sm, "spec", "endpoints", 0, "path")))
+	requireRoute(t, "/metrics")
+}
+
+// TestHelmRefuses checks that the chart refuses values that would give a
+// Chronos that cannot start or fire.
+func TestHelmRefuses(t *testing.T) {
+	for _, c := range []struct {
+		set  []string
+		want string
+	}{
+		{[]string{"apiTokens.existingSecret="}, "chronos run refuses to start without API credentials"},
+		{[]string{"keda.enabled=true", "keda.minReplicaCount=0"}, "with zero Chronos pods nothing fires"},
+		{[]string{"brokers="}, "the Kafka bootstrap brokers"},
+	} {
+		args := []string{"template", "r", chart}
+		for _, s := range c.set {
+			args = append(args, "--set", s)
+		}
+		out, err := helm(t, args...)
+		require.Error(t, err, "helm %s rendered:\n%s", strings.Join(args, " "), out)
+		require.Contains(t, out, c.want)
+	}
+}
+
+// TestHelmValuesDocumented checks that every top-level value has a comment
+// in values.yaml (the chart's documentation).
+func TestHelmValuesDocumented(t *testing.T) {
+	b := readFile(t, filepath.Join(chart, "values.yaml"))
+	values := yamlDoc(t, filepath.Join(chart, "values.yaml"))
+	lines := strings.Split(string(b), "\n")
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, k+":") })
+		require.GreaterOrEqual(t, i, 1, k)
+		require.True(t, strings.HasPrefix(lines[i-1], "#"), "value %s has no comment above it", k)
+	}
+}
