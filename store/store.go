@@ -344,7 +344,11 @@ func (s *Store) Close() (err error) {
 	for _, it := range iters {
 		it.forceRelease()
 	}
-	err = errors.Join(err, s.db.Flush(), s.db.Close())
+	// No Flush: Close syncs the WAL, which holds every write, and the next
+	// Open replays it. A Flush would create a new WAL file first, and on a
+	// full disk pebble fails that with a fatal error no recover catches
+	// ("sync: unlock of unlocked mutex"), which killed the process.
+	err = errors.Join(err, s.db.Close())
 	s.db = nil
 	return err
 }
