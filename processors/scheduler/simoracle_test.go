@@ -477,8 +477,14 @@ func (o *simOracle) pause(id string, p int32, ts time.Time) {
 	}
 	// A pause applies from its record time: times owed up to ts that are
 	// not dispatched yet may still go out (the rest of an advance under
-	// way keeps those of its own as it must, a resume the others).
-	for _, t := range simTimes(j.def.sched, j.F, ts) {
+	// way keeps those of its own as it must, a resume the others). A job
+	// that took over a paused interval and saw no advance since may still
+	// owe times from where that began.
+	low := j.F
+	if !j.resumedFrom.IsZero() {
+		low = simEarlier(low, j.resumedFrom)
+	}
+	for _, t := range simTimes(j.def.sched, low, ts) {
 		o.expect(&simExpect{fireID: codecs.ScheduledFireID(id, t), payload: j.def.payload, missed: -1, job: id, inc: j.inc, p: p,
 			why: "owed before a pause"})
 		j.owedAtPause = true
