@@ -664,7 +664,10 @@ func (o *simOracle) bucket(p int32, tr codecs.ShardTrigger) {
 		}
 		// A job whose schedule has nothing left may be completed already:
 		// completed jobs do not fire on bucket triggers.
-		must := !j.paused && !j.def.sched.Next(j.F).IsZero()
+		// So may one whose times up to the shard's time may all have gone
+		// out (a redelivered put first dispatches what it owes, then
+		// completes it): a must needs a time after the shard's time.
+		must := !j.paused && !j.finished && !j.def.sched.Next(simLater(j.F, o.wm[p])).IsZero()
 		if j.paused {
 			continue
 		}
