@@ -93,6 +93,16 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"bad misfire grace", "j", `{"v":1,"op":"put","job":{"every":"1m","misfire_grace":"soon"}}`, nil, codecs.CodeInvalidField, "misfire_grace"},
 		{"negative misfire grace", "j", `{"v":1,"op":"put","job":{"every":"1m","misfire_grace":"-1s"}}`, nil, codecs.CodeInvalidField, "misfire_grace"},
 		{"misfire grace over max", "j", `{"v":1,"op":"put","job":{"every":"1m","misfire_grace":"169h"}}`, nil, codecs.CodeInvalidField, "misfire_grace"},
+		{"dst on every", "j", `{"v":1,"op":"put","job":{"every":"1m","dst":{"gap":"skip"}}}`, nil, codecs.CodeInvalidSchedule, "dst"},
+		{"dst on at", "j", `{"v":1,"op":"put","job":{"at":"2026-01-02T15:04:05Z","dst":{"overlap":"both"}}}`, nil, codecs.CodeInvalidSchedule, "dst"},
+		{"dst unknown gap", "j", `{"v":1,"op":"put","job":{"cron":"@daily","dst":{"gap":"later"}}}`, nil, codecs.CodeInvalidSchedule, "dst"},
+		{"dst unknown overlap", "j", `{"v":1,"op":"put","job":{"cron":"@daily","dst":{"overlap":"twice"}}}`, nil, codecs.CodeInvalidSchedule, "dst"},
+		{"dst unknown key", "j", `{"v":1,"op":"put","job":{"cron":"@daily","dst":{"gap":"skip","fold":"x"}}}`, nil, codecs.CodeUnknownField, ""},
+		{"dst key case", "j", `{"v":1,"op":"put","job":{"cron":"@daily","dst":{"Gap":"skip"}}}`, nil, codecs.CodeUnknownField, "job.dst.Gap"},
+		{"dst key twice", "j", `{"v":1,"op":"put","job":{"cron":"@daily","dst":{"gap":"skip","gap":"shift"}}}`, nil, codecs.CodeMalformed, "job.dst.gap"},
+		{"dst not an object", "j", `{"v":1,"op":"put","job":{"cron":"@daily","dst":"skip"}}`, nil, codecs.CodeMalformed, "job.dst"},
+		{"cron L-n out of range", "j", `{"v":1,"op":"put","job":{"cron":"0 0 L-31 * *"}}`, nil, codecs.CodeInvalidSchedule, "cron"},
+		{"cron nth out of range", "j", `{"v":1,"op":"put","job":{"cron":"0 0 * * 1#6"}}`, nil, codecs.CodeInvalidSchedule, "cron"},
 		{"bucket with control char", "j", `{"v":1,"op":"put","job":{"every":"1m","bucket":"a\tb"}}`, nil, codecs.CodeInvalidField, "bucket"},
 		{"bucket too long", "j", `{"v":1,"op":"put","job":{"every":"1m","bucket":"` + long + `"}}`, nil, codecs.CodeInvalidField, "bucket"},
 		{"job on delete", "j", `{"v":1,"op":"delete","job":{"every":"1m"}}`, nil, codecs.CodeUnknownField, "job"},
@@ -156,6 +166,14 @@ func TestDecodeCommandValid(t *testing.T) {
 			codecs.Command{Op: codecs.OpPut, ID: "j", Job: def(codecs.Job{Spec: schedule.Spec{Every: time.Minute}})}},
 		{"put max id", strings.Repeat("x", codecs.MaxIDLen), `{"v":1,"op":"put","job":{"every":"1m"}}`,
 			codecs.Command{Op: codecs.OpPut, ID: strings.Repeat("x", codecs.MaxIDLen), Job: def(codecs.Job{Spec: schedule.Spec{Every: time.Minute}})}},
+		{"put calendar cron with dst", "j", `{"v":1,"op":"put","job":{"cron":"30 1 * 11 0#1","tz":"America/New_York","dst":{"gap":"skip","overlap":"both"}}}`,
+			codecs.Command{Op: codecs.OpPut, ID: "j", Job: def(codecs.Job{Spec: schedule.Spec{Cron: "30 1 * 11 0#1", TZ: "America/New_York",
+				DST: schedule.DST{Gap: schedule.GapSkip, Overlap: schedule.OverlapBoth}}})}},
+		// Spelled-out defaults are stored as the defaults (one stored form).
+		{"put dst defaults spelled out", "j", `{"v":1,"op":"put","job":{"cron":"0 0 L * *","dst":{"gap":"shift","overlap":"first"}}}`,
+			codecs.Command{Op: codecs.OpPut, ID: "j", Job: def(codecs.Job{Spec: schedule.Spec{Cron: "0 0 L * *"}})}},
+		{"put empty dst", "j", `{"v":1,"op":"put","job":{"cron":"0 0 LW * *","dst":{}}}`,
+			codecs.Command{Op: codecs.OpPut, ID: "j", Job: def(codecs.Job{Spec: schedule.Spec{Cron: "0 0 LW * *"}})}},
 		{"delete", "j", `{"v":1,"op":"delete"}`, codecs.Command{Op: codecs.OpDelete, ID: "j"}},
 		{"delete with whitespace", "j", " \n{\"v\":1,\"op\":\"delete\",\"id\":\"j\"}\n ", codecs.Command{Op: codecs.OpDelete, ID: "j"}},
 		{"pause", "j", `{"v":1,"op":"pause"}`, codecs.Command{Op: codecs.OpPause, ID: "j"}},
@@ -237,6 +255,13 @@ func TestJobDefValidate(t *testing.T) {
 	j, err := codecs.JobDef{Every: "1m"}.Validate(codecs.Limits{})
 	require.NoError(t, err)
 	require.Nil(t, j.Payload)
+	// A DST policy survives Def; defaults are not written back.
+	j, err = codecs.JobDef{Cron: "0 0 L-2 * *", DST: &codecs.DSTDef{Gap: "skip", Overlap: "first"}}.Validate(lim)
+	require.NoError(t, err)
+	require.Equal(t, &codecs.DSTDef{Gap: "skip"}, j.Def().DST)
+	j, err = codecs.JobDef{Cron: "0 0 L-2 * *", DST: &codecs.DSTDef{Gap: "shift"}}.Validate(lim)
+	require.NoError(t, err)
+	require.Nil(t, j.Def().DST)
 	// Def of a valid definition is valid, even at the ends of the year range.
 	for _, d := range []codecs.JobDef{
 		{At: "9999-12-31T23:59:59.999999999Z"},

@@ -49,6 +49,15 @@ type JobDef struct {
 	Bucket        string          `json:"bucket,omitempty"`
 	MisfirePolicy string          `json:"misfire_policy,omitempty"`
 	MisfireGrace  string          `json:"misfire_grace,omitempty"`
+	DST           *DSTDef         `json:"dst,omitempty"`
+}
+
+// DSTDef is a cron job's daylight-saving policy as written in JSON:
+// gap "shift" (default) or "skip"; overlap "first" (default), "last" or
+// "both". See schedule.DST.
+type DSTDef struct {
+	Gap     string `json:"gap,omitempty"`
+	Overlap string `json:"overlap,omitempty"`
 }
 
 // Job is a validated job definition.
@@ -99,6 +108,9 @@ func (d JobDef) Validate(lim Limits) (Job, error) {
 
 func (d JobDef) spec() (schedule.Spec, error) {
 	s := schedule.Spec{Cron: d.Cron, TZ: d.TZ}
+	if d.DST != nil {
+		s.DST = schedule.DST{Gap: d.DST.Gap, Overlap: d.DST.Overlap}.Normalize()
+	}
 	var err error
 	if d.Every != "" {
 		if s.Every, err = time.ParseDuration(d.Every); err != nil {
@@ -160,6 +172,9 @@ func (j Job) Def() JobDef {
 		d.Every = j.Spec.Every.String()
 	}
 	d.At, d.Start, d.End = formatTime(j.Spec.At), formatTime(j.Spec.Start), formatTime(j.Spec.End)
+	if !j.Spec.DST.IsZero() {
+		d.DST = &DSTDef{Gap: j.Spec.DST.Gap, Overlap: j.Spec.DST.Overlap}
+	}
 	return d
 }
 

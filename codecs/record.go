@@ -49,8 +49,11 @@ const (
 	tagShard = 'S'
 	// recordFormat is the binary layout version, the second byte: 2 adds
 	// Through to job records. Format 1 records (without it) are still read.
+	// Format 3 adds a cron job's DST policy after Through; it is written
+	// only for a non-default policy, so every other record stays format 2.
 	recordFormat  = 2
 	recordFormat1 = 1
+	recordFormat3 = 3
 )
 
 // JobRecord is the table value of one job.
@@ -109,7 +112,11 @@ func IsShardRecord(b []byte) bool { return len(b) > 0 && b[0] == tagShard }
 // EncodeJobRecord returns the binary encoding of r.
 func EncodeJobRecord(r *JobRecord) []byte {
 	w := make([]byte, 0, 64+len(r.Job.Payload)+len(r.Job.Spec.Cron)+len(r.Job.Bucket))
-	w = append(w, tagJob, recordFormat)
+	format := byte(recordFormat)
+	if !r.Job.Spec.DST.IsZero() {
+		format = recordFormat3
+	}
+	w = append(w, tagJob, format)
 	w = binary.AppendUvarint(w, r.Version)
 	w = append(w, byte(r.Status))
 	s := r.Job.Spec
@@ -127,6 +134,10 @@ func EncodeJobRecord(r *JobRecord) []byte {
 	w = appendTime(w, r.CreatedAt)
 	w = appendTime(w, r.UpdatedAt)
 	w = appendTime(w, r.Through)
+	if format == recordFormat3 {
+		w = appendBytes(w, []byte(s.DST.Gap))
+		w = appendBytes(w, []byte(s.DST.Overlap))
+	}
 	return w
 }
 
@@ -135,7 +146,7 @@ func DecodeJobRecord(b []byte) (*JobRecord, error) {
 	if len(b) < 2 || b[0] != tagJob {
 		return nil, ErrNotJob
 	}
-	if b[1] != recordFormat && b[1] != recordFormat1 {
+	if b[1] != recordFormat && b[1] != recordFormat1 && b[1] != recordFormat3 {
 		return nil, fmt.Errorf("codecs: job record format %d is not supported", b[1])
 	}
 	rd := reader{b: b[2:]}
@@ -149,6 +160,9 @@ func DecodeJobRecord(b []byte) (*JobRecord, error) {
 	r.NotBefore, r.CreatedAt, r.UpdatedAt = rd.time(), rd.time(), rd.time()
 	if b[1] >= recordFormat {
 		r.Through = rd.time()
+	}
+	if b[1] == recordFormat3 {
+		r.Job.Spec.DST = schedule.DST{Gap: string(rd.bytes()), Overlap: string(rd.bytes())}
 	}
 	if rd.err != nil {
 		return nil, fmt.Errorf("codecs: corrupt job record: %w", rd.err)
@@ -290,7 +304,7 @@ func (r *reader) time() time.Time {
 // JobStatus reads only the status of an encoded job record (for counting
 // without decoding); ok is false for anything else.
 func JobStatus(b []byte) (Status, bool) {
-	if len(b) < 2 || b[0] != tagJob || (b[1] != recordFormat && b[1] != recordFormat1) {
+	if len(b) < 2 || b[0] != tagJob || (b[1] != recordFormat && b[1] != recordFormat1 && b[1] != recordFormat3) {
 		return 0, false
 	}
 	_, n := binary.Uvarint(b[2:])

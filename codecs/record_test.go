@@ -43,6 +43,28 @@ func sampleRecords() []codecs.JobRecord {
 			Start: time.Date(1, 1, 1, 0, 0, 1, 0, time.UTC), End: time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC)}}},
 		{Version: 8, Status: codecs.StatusActive, Job: codecs.Job{Spec: schedule.Spec{At: time.Date(1600, 6, 1, 0, 0, 0, 1, time.UTC)}},
 			NotBefore: time.Date(1677, 9, 21, 0, 12, 43, 145224191, time.UTC), CreatedAt: time.Date(2262, 4, 11, 23, 47, 16, 854775808, time.UTC)},
+		// A DST policy (format 3).
+		{Version: 9, Status: codecs.StatusActive, Job: codecs.Job{Spec: schedule.Spec{Cron: "30 1 * 11 0#1", TZ: "America/New_York",
+			DST: schedule.DST{Gap: schedule.GapSkip, Overlap: schedule.OverlapBoth}}}, Through: t0},
+		{Version: 10, Status: codecs.StatusPaused, Job: codecs.Job{Spec: schedule.Spec{Cron: "0 0 L * *", DST: schedule.DST{Overlap: schedule.OverlapLast}}}},
+	}
+}
+
+// TestJobRecordDSTFormat: a record with the default DST policy is written in
+// format 2, byte for byte as before the policy existed (older instances
+// still read it); only a non-default policy needs format 3.
+func TestJobRecordDSTFormat(t *testing.T) {
+	t.Parallel()
+	for i, r := range sampleRecords() {
+		b := codecs.EncodeJobRecord(&r)
+		want := byte(2)
+		if !r.Job.Spec.DST.IsZero() {
+			want = 3
+		}
+		require.Equal(t, want, b[1], "record %d", i)
+		st, ok := codecs.JobStatus(b)
+		require.True(t, ok)
+		require.Equal(t, r.Status, st)
 	}
 }
 
@@ -98,7 +120,8 @@ func TestDecodeJobRecordErrors(t *testing.T) {
 		{"tag only", []byte{'J'}, true},
 		{"shard record", codecs.EncodeShardRecord(codecs.ShardRecord{Watermark: time.Unix(1, 0)}), true},
 		{"json", []byte(`{"v":1}`), true},
-		{"unknown format", append([]byte{'J', 3}, valid[2:]...), false},
+		{"unknown format", append([]byte{'J', 4}, valid[2:]...), false},
+		{"format 3 without the DST policy", append([]byte{'J', 3}, valid[2:]...), false},
 		{"format 1 with format 2's extra field", append([]byte{'J', 1}, valid[2:]...), false},
 		{"bad time flag", func() []byte {
 			b := append([]byte(nil), valid...)

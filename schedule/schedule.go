@@ -9,6 +9,11 @@
 //     the gap (several skipped wall times collapse into that one instant);
 //   - a wall time repeated by a fall-back transition fires once, at its first
 //     (earlier) occurrence.
+//
+// Both are defaults: a cron Spec's DST policy may skip wall times in a gap
+// instead, and fire repeated wall times at their last occurrence or at both.
+// Cron expressions also take Quartz-style calendar items: L, L-n, nW, LW in
+// day-of-month and d#n, dL in day-of-week.
 package schedule
 
 import (
@@ -31,6 +36,43 @@ type Spec struct {
 	TZ    string        // IANA zone name; "" means UTC. Applies to Cron (Every and At are absolute).
 	Start time.Time     // optional: no fire before Start (zero = unbounded)
 	End   time.Time     // optional: no fire after End (zero = unbounded)
+	DST   DST           // cron only: the daylight-saving policy (zero = shift, first)
+}
+
+// DST is a cron schedule's daylight-saving policy. The zero value is the
+// default: Gap "" means GapShift and Overlap "" means OverlapFirst.
+type DST struct {
+	// Gap says what a wall time that a spring-forward transition skips does:
+	// GapShift (fire when the gap ends) or GapSkip (do not fire).
+	Gap string
+	// Overlap says when a wall time that a fall-back transition repeats
+	// fires: OverlapFirst, OverlapLast, or OverlapBoth (two fires, at two
+	// distinct instants).
+	Overlap string
+}
+
+// DST policy values.
+const (
+	GapShift     = "shift"
+	GapSkip      = "skip"
+	OverlapFirst = "first"
+	OverlapLast  = "last"
+	OverlapBoth  = "both"
+)
+
+// IsZero reports whether d is the zero (default) policy.
+func (d DST) IsZero() bool { return d == DST{} }
+
+// Normalize returns d with its defaults made explicit as "" (so that "shift"
+// and "" are the same policy, one Cache entry and one stored form).
+func (d DST) Normalize() DST {
+	if d.Gap == GapShift {
+		d.Gap = ""
+	}
+	if d.Overlap == OverlapFirst {
+		d.Overlap = ""
+	}
+	return d
 }
 
 // Schedule is a parsed Spec. Safe for concurrent use.
@@ -41,7 +83,7 @@ type Schedule interface {
 
 // Error is the typed validation error returned by Parse. Field is the JSON
 // name of the offending field ("cron", "every", "at", "tz", "start", "end",
-// or "schedule" when the kind itself is wrong); Reason is a human sentence.
+// "dst", or "schedule" when the kind itself is wrong); Reason is a human sentence.
 type Error struct {
 	Field, Reason string
 }
@@ -100,9 +142,25 @@ func Parse(s Spec) (Schedule, error) {
 		return nil, errorf("end", "end %s is before start %s", s.End.Format(time.RFC3339Nano), s.Start.Format(time.RFC3339Nano))
 	}
 
+	if !s.DST.IsZero() {
+		if s.Cron == "" {
+			return nil, errorf("dst", "a DST policy applies to cron schedules only (every and at are absolute instants, which DST does not move)")
+		}
+		switch s.DST.Gap {
+		case "", GapShift, GapSkip:
+		default:
+			return nil, errorf("dst", "unknown gap policy %q; want shift or skip", s.DST.Gap)
+		}
+		switch s.DST.Overlap {
+		case "", OverlapFirst, OverlapLast, OverlapBoth:
+		default:
+			return nil, errorf("dst", "unknown overlap policy %q; want first, last or both", s.DST.Overlap)
+		}
+	}
+
 	switch {
 	case s.Cron != "":
-		return parseCron(s.Cron, loc, b)
+		return parseCron(s.Cron, loc, b, s.DST)
 	case s.Every != 0:
 		if s.Every < MinEvery {
 			return nil, errorf("every", "must be at least %s, got %s", MinEvery, s.Every)

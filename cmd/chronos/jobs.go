@@ -183,6 +183,7 @@ func (a *apiClient) mustExist(id string, legacy bool) error {
 func newJobsPut(api *apiClient) *cobra.Command {
 	var def codecs.JobDef
 	var payload string
+	var dst codecs.DSTDef
 	cmd := &cobra.Command{
 		Use:   "put ID (--cron EXPR | --every DUR | --at TIME)",
 		Short: "Create or replace a job",
@@ -193,6 +194,9 @@ func newJobsPut(api *apiClient) *cobra.Command {
 					return &exitError{code: 1, err: errors.New("--payload is not valid JSON")}
 				}
 				def.Payload = json.RawMessage(payload)
+			}
+			if dst != (codecs.DSTDef{}) {
+				def.DST = &dst
 			}
 			if err := checkIDArg(args[0], false); err != nil {
 				return err
@@ -215,6 +219,8 @@ func newJobsPut(api *apiClient) *cobra.Command {
 	fs.StringVar(&def.Bucket, "bucket", "", "named bucket the job belongs to")
 	fs.StringVar(&def.MisfirePolicy, "misfire", "", "policy for fires later than the grace: skip, fire_once (default) or fire_all")
 	fs.StringVar(&def.MisfireGrace, "misfire-grace", "", "fires later than this follow the misfire policy (default 60s)")
+	fs.StringVar(&dst.Gap, "dst-gap", "", "cron only: a wall time skipped by a DST gap fires when the gap ends (shift, default) or not at all (skip)")
+	fs.StringVar(&dst.Overlap, "dst-overlap", "", "cron only: a wall time repeated when clocks go back fires at its first (default), last or both occurrences")
 	return cmd
 }
 

@@ -13,6 +13,7 @@ import (
 
 	httpapi "github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/schedule"
 )
 
 // fakeProducer records what the API produces.
@@ -69,6 +70,12 @@ func TestJobsCommands(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, codecs.OpPut, c.Op)
 				require.Equal(t, want, c.Job)
+			}},
+		{"put calendar cron with a DST policy", []string{"put", "last-friday", "--cron", "30 1 * * 5L", "--tz", "America/New_York",
+			"--dst-gap", "skip", "--dst-overlap", "both"}, "last-friday",
+			func(t *testing.T, c codecs.Command, _ httpapi.Accepted) {
+				require.Equal(t, "30 1 * * 5L", c.Job.Spec.Cron)
+				require.Equal(t, schedule.DST{Gap: schedule.GapSkip, Overlap: schedule.OverlapBoth}, c.Job.Spec.DST)
 			}},
 		{"put every", []string{"put", "a/b", "--every", "30s", "--start", "2026-01-01T00:00:00Z", "--end", "2027-01-01T00:00:00Z"}, "a/b",
 			func(t *testing.T, c codecs.Command, _ httpapi.Accepted) {
@@ -136,6 +143,9 @@ func TestJobsErrors(t *testing.T) {
 		{"no schedule", "", []string{"put", "j"}, 1, []string{"invalid_schedule", "exactly one of cron, every, at"}},
 		{"two schedules", "", []string{"put", "j", "--cron", "* * * * *", "--every", "1m"}, 1, []string{"invalid_schedule"}},
 		{"bad tz", "", []string{"put", "j", "--cron", "* * * * *", "--tz", "Nowhere/Land"}, 1, []string{"tz:", "Nowhere/Land"}},
+		{"bad calendar item", "", []string{"put", "j", "--cron", "0 0 * * 1#6"}, 1, []string{"400", "invalid_schedule", "cron:", "d#n"}},
+		{"dst on every", "", []string{"put", "j", "--every", "1m", "--dst-gap", "skip"}, 1, []string{"400", "invalid_schedule", "dst:", "cron schedules only"}},
+		{"bad dst overlap", "", []string{"put", "j", "--cron", "@daily", "--dst-overlap", "twice"}, 1, []string{"dst:", "want first, last or both"}},
 		{"put invalid payload", "", []string{"put", "j", "--every", "1m", "--payload", "{nope"}, 1, []string{"--payload is not valid JSON"}},
 		{"fire invalid payload", "", []string{"fire", "j", "--payload", "{nope"}, 1, []string{"--payload is not valid JSON"}},
 		{"reserved id", "", []string{"delete", "__chronos/3"}, 1, []string{"reserved_id", "id:"}},

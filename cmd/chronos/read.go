@@ -60,6 +60,16 @@ func printJob(out io.Writer, j *views.Job) {
 	row("every", j.Job.Every)
 	row("at", j.Job.At)
 	row("tz", shown(j.Job.TZ))
+	if d := j.Job.DST; d != nil {
+		gap, overlap := d.Gap, d.Overlap
+		if gap == "" {
+			gap = "shift"
+		}
+		if overlap == "" {
+			overlap = "first"
+		}
+		row("dst", "gap "+gap+", overlap "+overlap)
+	}
 	row("start", j.Job.Start)
 	row("end", j.Job.End)
 	row("bucket", shown(j.Job.Bucket))

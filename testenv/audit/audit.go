@@ -255,7 +255,7 @@ func parseDef(d codecs.JobDef) (jobSpec, error) {
 		j.hasAt = true
 	default:
 		j.cron = true
-		if j.sched, err = schedule.Parse(schedule.Spec{Cron: d.Cron, TZ: d.TZ, Start: j.start, End: j.end}); err != nil {
+		if j.sched, err = schedule.Parse(schedule.Spec{Cron: d.Cron, TZ: d.TZ, Start: j.start, End: j.end, DST: dstOf(d)}); err != nil {
 			return j, err
 		}
 	}
@@ -493,4 +493,12 @@ func (p *Plan) Check(obs []Observed) Report {
 		r.Lateness = Lateness{N: len(late), Min: late[0], P50: q(0.5), P99: q(0.99), Max: late[len(late)-1]}
 	}
 	return r
+}
+
+// dstOf is the DST policy of a definition (zero: the default).
+func dstOf(d codecs.JobDef) schedule.DST {
+	if d.DST == nil {
+		return schedule.DST{}
+	}
+	return schedule.DST{Gap: d.DST.Gap, Overlap: d.DST.Overlap}
 }
