@@ -97,7 +97,7 @@ func TestDecodeCommandRejects(t *testing.T) {
 		{"dst on at", "j", `{"v":1,"op":"put","job":{"at":"2026-01-02T15:04:05Z","dst":{"overlap":"both"}}}`, nil, codecs.CodeInvalidSchedule, "dst"},
 		{"dst unknown gap", "j", `{"v":1,"op":"put","job":{"cron":"@daily","dst":{"gap":"later"}}}`, nil, codecs.CodeInvalidSchedule, "dst"},
 		{"dst unknown overlap", "j", `{"v":1,"op":"put","job":{"cron":"@daily","dst":{"overlap":"twice"}}}`, nil, codecs.CodeInvalidSchedule, "dst"},
-		{"dst unknown key", "j", `{"v":1,"op":"put","job":{"cron":"@daily","dst":{"gap":"skip","fold":"x"}}}`, nil, codecs.CodeUnknownField, ""},
+		{"dst unknown key", "j", `{"v":1,"op":"put","job":{"cron":"@daily","dst":{"gap":"skip","fold":"x"}}}`, nil, codecs.CodeUnknownField, "fold"},
 		{"dst key case", "j", `{"v":1,"op":"put","job":{"cron":"@daily","dst":{"Gap":"skip"}}}`, nil, codecs.CodeUnknownField, "job.dst.Gap"},
 		{"dst key twice", "j", `{"v":1,"op":"put","job":{"cron":"@daily","dst":{"gap":"skip","gap":"shift"}}}`, nil, codecs.CodeMalformed, "job.dst.gap"},
 		{"dst not an object", "j", `{"v":1,"op":"put","job":{"cron":"@daily","dst":"skip"}}`, nil, codecs.CodeMalformed, "job.dst"},

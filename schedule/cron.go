@@ -126,13 +126,13 @@ func parseCron(expr string, loc *time.Location, b bounds, dst DST) (Schedule, er
 }
 
 // periodEnd returns the end (Unix seconds, > a) of the zone period that
-// holds instant a, whose offset is off; ok is false when the offset never
+// holds instant a (zt is a in c.loc), whose offset is off; ok is false when the offset never
 // changes again. Go's ZoneBounds can report an end at or before a (seen for
 // the last days of a year computed from a zone's rule string, e.g. Berlin
 // after 2024-12-31T00:00Z); the end is then found by probing day by day
 // and bisecting.
-func (c *cronSchedule) periodEnd(a, off int64) (int64, bool) {
-	_, end := time.Unix(a, 0).In(c.loc).ZoneBounds()
+func (c *cronSchedule) periodEnd(zt time.Time, a, off int64) (int64, bool) {
+	_, end := zt.ZoneBounds()
 	if end.IsZero() {
 		return 0, false
 	}
@@ -229,7 +229,7 @@ func (c *cronSchedule) next(sec int64, last bool) int64 {
 	if last && !start.IsZero() {
 		// Before a fall-back transition, the wall times it repeats that
 		// were already read fire in their second pass.
-		if e, ok := c.periodEnd(sec, int64(off)); ok && e-sec < 2*86400 {
+		if e, ok := c.periodEnd(lt, sec, int64(off)); ok && e-sec < 2*86400 {
 			_, nextOff := time.Unix(e, 0).In(c.loc).Zone()
 			if rs := e + int64(nextOff); rs < thr {
 				thr = rs
@@ -281,7 +281,7 @@ func (c *cronSchedule) resolve(w int64) (first, last, gapEnd, gapWall int64) {
 		if i > 0 && w < a+off && !found {
 			return 0, 0, a, a + off // w was skipped by the transition at a
 		}
-		end, hasEnd := c.periodEnd(a, off)
+		end, hasEnd := c.periodEnd(zt, a, off)
 		if (i == 0 || a+off <= w) && (!hasEnd || w < end+off) {
 			// w is read in this zone period
 			if !found {
