@@ -47,6 +47,9 @@ var freezes = newWatchdog(freezeLimit, freezeTick)
 type watchdog struct {
 	limit time.Duration
 	start time.Time // monotonic reference
+	// since returns the time since start (nil: the monotonic clock; tests
+	// set a fake).
+	since func() time.Duration
 
 	mu    sync.Mutex
 	last  time.Duration // since start, at the last look
@@ -68,7 +71,12 @@ func newWatchdog(limit, tick time.Duration) *watchdog {
 // watchdog's or a callback's) is a freeze. Whichever goroutine runs first
 // after a stop sees the gap.
 func (w *watchdog) epoch1() uint64 {
-	now := time.Since(w.start)
+	var now time.Duration
+	if w.since != nil {
+		now = w.since()
+	} else {
+		now = time.Since(w.start)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if gap := now - w.last; gap > w.limit {

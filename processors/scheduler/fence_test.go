@@ -21,23 +21,27 @@ func (x sessionCtx) Context() context.Context { return x.c }
 
 // A session that began before a freeze writes nothing more; sessions that
 // begin after it, and every session when the process was never frozen, go
-// on. The freeze is simulated by not looking at the clock for longer than
-// the limit (the watchdog's goroutine is not started here).
+// on. The clock is fake: a freeze is a jump of the time since the last look
+// by more than the limit.
 func TestFenceStopsSessionsThatBeganBeforeAFreeze(t *testing.T) {
-	const limit = 30 * time.Millisecond
-	w := &watchdog{limit: limit, start: time.Now()}
+	const limit = 5 * time.Second
+	var now time.Duration
+	w := &watchdog{limit: limit, since: func() time.Duration { return now }}
 	f := &fence{w: w}
 	ca, cancelA := context.WithCancel(context.Background())
 	defer cancelA()
 	a := sessionCtx{c: ca}
 
 	// Looks closer together than the limit: no freeze, however long in all.
-	for i := 0; i < 10; i++ {
+	for i := 0; i < 100; i++ {
 		require.NoError(t, f.check(a))
-		time.Sleep(limit / 3)
+		now += limit / 2
 	}
+	require.NoError(t, f.check(a))
+	now += limit // exactly the limit since the last look: not a freeze
+	require.NoError(t, f.check(a))
 
-	time.Sleep(3 * limit) // the process is "stopped": nobody looks
+	now += limit + time.Millisecond // the process was stopped: nobody looked
 	require.ErrorIs(t, f.check(a), errFrozen, "a session that began before the freeze must not write")
 	require.ErrorIs(t, f.check(a), errFrozen, "and stays fenced")
 
