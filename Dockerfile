@@ -1,5 +1,3 @@
-# syntax=docker/dockerfile:1
-#
 # Chronos image: a static binary on distroless (no shell, no package
 # manager), running as the distroless "nonroot" user (65532).
 #
