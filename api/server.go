@@ -364,16 +364,9 @@ type TriggerAccepted struct {
 }
 
 func (s *Server) triggerBucket(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r, true)
+	fb, ok := s.readTrigger(w, r)
 	if !ok {
 		return
-	}
-	fb, ok := decodeTriggerBody(w, body)
-	if !ok {
-		return
-	}
-	if fb.TriggerID == "" {
-		fb.TriggerID = NewTriggerID()
 	}
 	bt := codecs.BucketTrigger{Bucket: r.PathValue("bucket"), TriggerID: fb.TriggerID, Payload: fb.Payload}
 	value, err := codecs.EncodeBucketTrigger(bt)
@@ -412,17 +405,27 @@ func decodeTriggerBody(w http.ResponseWriter, body []byte) (codecs.TriggerBody, 
 	return fb, true
 }
 
-func (s *Server) fire(w http.ResponseWriter, r *http.Request) {
+// readTrigger reads the body of a manual fire or a bucket trigger, with a
+// new trigger id if it names none; on a bad body it has answered.
+func (s *Server) readTrigger(w http.ResponseWriter, r *http.Request) (codecs.TriggerBody, bool) {
 	body, ok := s.readBody(w, r, true)
 	if !ok {
-		return
+		return codecs.TriggerBody{}, false
 	}
 	fb, ok := decodeTriggerBody(w, body)
 	if !ok {
-		return
+		return codecs.TriggerBody{}, false
 	}
 	if fb.TriggerID == "" {
 		fb.TriggerID = NewTriggerID()
+	}
+	return fb, true
+}
+
+func (s *Server) fire(w http.ResponseWriter, r *http.Request) {
+	fb, ok := s.readTrigger(w, r)
+	if !ok {
+		return
 	}
 	s.send(w, r, codecs.CommandMsg{Op: codecs.OpFire, ID: r.PathValue("id"), TriggerID: fb.TriggerID, Payload: fb.Payload})
 }

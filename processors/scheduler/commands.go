@@ -238,11 +238,7 @@ func (s *Scheduler) handled(ctx goka.Context, rec *codecs.JobRecord, upTo time.T
 	if rec.Status != codecs.StatusActive {
 		return base, nil
 	}
-	st := s.Store(ctx.Partition())
-	if err := s.ensureIndex(st, shard.Watermark); err != nil {
-		return time.Time{}, err
-	}
-	due, err := st.DueOf(ctx.Key())
+	due, err := s.localDue(ctx, shard)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -295,12 +291,18 @@ func (s *Scheduler) handled(ctx goka.Context, rec *codecs.JobRecord, upTo time.T
 // Fires it owed before its pause may have gone out since its record last
 // said how far it got (a settle in flight): its local due entry knows, and
 // every advance that completed since the pause sent them up to its T.
-func (s *Scheduler) pausedHandled(ctx goka.Context, shard codecs.ShardRecord, rec *codecs.JobRecord) (time.Time, error) {
+// localDue returns the due entry of ctx's key in its partition's index
+// (zero: none), after making sure the index is derived for shard.
+func (s *Scheduler) localDue(ctx goka.Context, shard codecs.ShardRecord) (time.Time, error) {
 	st := s.Store(ctx.Partition())
 	if err := s.ensureIndex(st, shard.Watermark); err != nil {
 		return time.Time{}, err
 	}
-	due, err := st.DueOf(ctx.Key())
+	return st.DueOf(ctx.Key())
+}
+
+func (s *Scheduler) pausedHandled(ctx goka.Context, shard codecs.ShardRecord, rec *codecs.JobRecord) (time.Time, error) {
+	due, err := s.localDue(ctx, shard)
 	if err != nil {
 		return time.Time{}, err
 	}
