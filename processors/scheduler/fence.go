@@ -38,9 +38,10 @@ const freezeTick = 250 * time.Millisecond
 // errFrozen fails a callback of a session that began before a freeze.
 var errFrozen = errors.New("scheduler: the process was stopped for longer than the group session allows; its partitions may have moved, so this session writes nothing more and the processor restarts")
 
-// freezes is the process-wide watchdog: freezes are the process's, not a
-// partition's.
-var freezes = newWatchdog(freezeLimit, freezeTick)
+// freezes returns the process-wide watchdog (freezes are the process's, not
+// a partition's), started by the first scheduler: the CLI's other commands
+// import this package and need no ticking goroutine.
+var freezes = sync.OnceValue(func() *watchdog { return newWatchdog(freezeLimit, freezeTick) })
 
 // watchdog counts the times the process was stopped for longer than limit.
 // Safe for concurrent use.

@@ -61,10 +61,10 @@ func TestFenceStopsSessionsThatBeganBeforeAFreeze(t *testing.T) {
 
 // The process-wide watchdog sees no freeze while the process runs.
 func TestWatchdogSeesNoFreezeWhileRunning(t *testing.T) {
-	e := freezes.epoch1()
+	e := freezes().epoch1()
 	deadline := time.Now().Add(4 * freezeTick)
 	for time.Now().Before(deadline) {
-		require.Equal(t, e, freezes.epoch1())
+		require.Equal(t, e, freezes().epoch1())
 		time.Sleep(freezeTick / 5)
 	}
 }

@@ -166,7 +166,7 @@ func New(cfg Config) (*Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Scheduler{cfg: cfg, shardKeys: keys, schedules: schedule.NewCache(100_000), fence: &fence{w: freezes}}
+	s := &Scheduler{cfg: cfg, shardKeys: keys, schedules: schedule.NewCache(100_000), fence: &fence{w: freezes()}}
 	return s, nil
 }
 
