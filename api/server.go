@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -229,6 +230,20 @@ func (s *Server) putJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m := codecs.CommandMsg{Op: codecs.OpPut, ID: id, Job: &def}
+	if im := r.Header.Get("If-Match"); im != "" {
+		want, ok := parseIfMatch(im)
+		if !ok {
+			writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, "If-Match", `If-Match must be a job version as its ETag, like "3"`)
+			return
+		}
+		m.IfVersion = &want
+	}
+	// Validate before the precondition: a request the scheduler would
+	// refuse is a 400 whatever the job's version.
+	value, ok := s.encode(w, m)
+	if !ok {
+		return
+	}
 	var before uint64
 	if s.Jobs != nil {
 		v, err := s.Jobs.Version(id)
@@ -238,20 +253,12 @@ func (s *Server) putJob(w http.ResponseWriter, r *http.Request) {
 		}
 		before = v
 	}
-	if im := r.Header.Get("If-Match"); im != "" {
-		want, err := strconv.ParseUint(strings.Trim(im, `"W/`), 10, 64)
-		if err != nil {
-			writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, "If-Match", "If-Match must be a job version, like \"3\"")
-			return
-		}
-		if s.Jobs != nil && want != before {
-			writeProblem(w, http.StatusPreconditionFailed, codecs.CodeVersionConflict, "If-Match",
-				fmt.Sprintf("job %q is at version %d", id, before))
-			return
-		}
-		m.IfVersion = &want
+	if m.IfVersion != nil && s.Jobs != nil && *m.IfVersion != before {
+		writeProblem(w, http.StatusPreconditionFailed, codecs.CodeVersionConflict, "If-Match",
+			fmt.Sprintf("job %q is at version %d", id, before))
+		return
 	}
-	a, ok := s.produce(w, r, m)
+	a, ok := s.produceEncoded(w, r, m, value)
 	if !ok {
 		return
 	}
@@ -344,7 +351,12 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	jobs, next, err := s.listFor(principal(r), q.Get("bucket"), q.Get("cursor"), limit)
+	bucket := q.Get("bucket")
+	if err := codecs.ValidateBucket(bucket); err != nil {
+		writeError(w, err)
+		return
+	}
+	jobs, next, err := s.listFor(principal(r), bucket, q.Get("cursor"), limit)
 	switch {
 	case errors.Is(err, views.ErrBadCursor):
 		writeProblem(w, http.StatusBadRequest, codecs.CodeInvalidField, "cursor", "invalid cursor; pass back next_cursor unchanged")
@@ -458,14 +470,29 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request, m codecs.CommandMs
 // produce validates a command exactly as the scheduler will, then produces
 // it; on failure it has answered with a problem.
 func (s *Server) produce(w http.ResponseWriter, r *http.Request, m codecs.CommandMsg) (Accepted, bool) {
+	value, ok := s.encode(w, m)
+	if !ok {
+		return Accepted{}, false
+	}
+	return s.produceEncoded(w, r, m, value)
+}
+
+// encode encodes a command and validates it exactly as the scheduler will;
+// on failure it has answered with a problem.
+func (s *Server) encode(w http.ResponseWriter, m codecs.CommandMsg) ([]byte, bool) {
 	value, err := codecs.EncodeCommand(m)
 	if err == nil {
 		_, err = codecs.DecodeCommand([]byte(m.ID), value, s.limits())
 	}
 	if err != nil {
 		writeError(w, err)
-		return Accepted{}, false
+		return nil, false
 	}
+	return value, true
+}
+
+// produceEncoded produces the command m encoded (and validated) as value.
+func (s *Server) produceEncoded(w http.ResponseWriter, r *http.Request, m codecs.CommandMsg, value []byte) (Accepted, bool) {
 	rec := &kgo.Record{Topic: string(s.Names.Jobs()), Key: []byte(m.ID), Value: value, Headers: actor(r)}
 	if !s.produceRecord(w, r, rec) {
 		return Accepted{}, false
@@ -475,6 +502,21 @@ func (s *Server) produce(w http.ResponseWriter, r *http.Request, m codecs.Comman
 		a.FireID = codecs.TriggeredFireID(m.ID, m.TriggerID)
 	}
 	return a, true
+}
+
+// ifMatch is the If-Match format: a job version as its ETag ("3"), weak
+// (W/"3") or unquoted (3) also taken; 19 digits at most, so it fits a
+// uint64.
+var ifMatch = regexp.MustCompile(`^(?:W/)?(?:"([0-9]{1,19})"|([0-9]{1,19}))$`)
+
+// parseIfMatch returns the version of an If-Match header (false: not one).
+func parseIfMatch(h string) (uint64, bool) {
+	m := ifMatch.FindStringSubmatch(h)
+	if m == nil {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(m[1]+m[2], 10, 64)
+	return v, err == nil
 }
 
 // actor is the ActorHeader of a record produced for r.

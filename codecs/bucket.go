@@ -21,10 +21,11 @@ type BucketTrigger struct {
 	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
-// EncodeBucketTrigger marshals a bucket trigger; it sets V.
+// EncodeBucketTrigger marshals a bucket trigger; it sets V. Like
+// EncodeCommand it writes the payload as given, without HTML escaping.
 func EncodeBucketTrigger(b BucketTrigger) ([]byte, error) {
 	b.V = BucketTriggerVersion
-	return json.Marshal(b)
+	return marshalUnescaped(b)
 }
 
 // DecodeBucketTrigger parses and validates a bucket trigger. partition and

@@ -1,6 +1,9 @@
 package codecs
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // Command operations on chronos-jobs.
 const (
@@ -42,10 +45,25 @@ type Command struct {
 	IfVersion *uint64
 }
 
-// EncodeCommand marshals a command message; it sets V.
+// EncodeCommand marshals a command message; it sets V. Payloads are
+// written byte for byte as given (compacted), without encoding/json's HTML
+// escaping of <, >, & and U+2028/U+2029: the payload stored and
+// dispatched is the one the client sent.
 func EncodeCommand(m CommandMsg) ([]byte, error) {
 	m.V = CommandVersion
-	return json.Marshal(m)
+	return marshalUnescaped(m)
+}
+
+// marshalUnescaped is json.Marshal without HTML escaping (which would
+// rewrite "<" in a json.RawMessage payload as "\u003c").
+func marshalUnescaped(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // DecodeCommand parses and validates a chronos-jobs record. key is the
