@@ -48,6 +48,12 @@ type Config struct {
 	Linger time.Duration
 	// BatchBytes is the largest batch a producer sends (default 1 MiB).
 	BatchBytes int
+	// FetchBuffer is how many fetched records each of goka's consumers
+	// (scheduler, router, clock, view) holds ahead of its callbacks per
+	// partition (default DefaultFetchBuffer, goka's): a count, so its bytes
+	// are this times the records' size. Instances derive it from a byte
+	// budget (instance.Config.FetchBufferBytes).
+	FetchBuffer int
 	// Compression is none (default), gzip, snappy, lz4 or zstd: the codec of
 	// every batch Chronos produces, on every topic. none and gzip are read
 	// by every common client as is; kafkajs needs a plugin for the others.
@@ -60,11 +66,30 @@ type Config struct {
 	SASL SASL
 }
 
+// MaxInflatedBatchBytes bounds what one compressed batch may inflate to in
+// goka's sarama consumers: the largest batch --batch-bytes allows (64 MiB)
+// plus framing. Brokers refuse bigger ones on the topics others write
+// (compression.type=uncompressed, topology.Layout.Topics); this is defense
+// in depth for a topic whose setting was changed behind Chronos' back. A
+// batch over it is not inflated: sarama logs "decompressed record batch is
+// larger than the configured limit" and retries the fetch, so the
+// partitions fetched with it stop until the record is removed, where
+// without a bound the process would run out of memory on every restart.
+const MaxInflatedBatchBytes = 65 << 20
+
+func init() {
+	// A process-wide sarama setting; Chronos sets nothing else there.
+	sarama.MaxDecompressedBatchSize = MaxInflatedBatchBytes
+}
+
 // Default returns the default configuration for brokers.
 func Default(brokers ...string) Config {
 	return Config{Brokers: brokers, ClientID: "chronos", Acks: AcksAll, Idempotent: true,
-		Linger: 5 * time.Millisecond, BatchBytes: 1 << 20, Compression: "none"}
+		Linger: 5 * time.Millisecond, BatchBytes: 1 << 20, Compression: "none", FetchBuffer: DefaultFetchBuffer}
 }
+
+// DefaultFetchBuffer is the default FetchBuffer, goka's.
+const DefaultFetchBuffer = 256
 
 // Validate reports every problem with c.
 func (c Config) Validate() error {
@@ -90,6 +115,9 @@ func (c Config) Validate() error {
 	}
 	if c.BatchBytes < 1<<10 || c.BatchBytes > 64<<20 {
 		errs = append(errs, fmt.Errorf("clients: batch bytes %d, want 1KiB..64MiB", c.BatchBytes))
+	}
+	if c.FetchBuffer < 0 || c.FetchBuffer > 4096 {
+		errs = append(errs, fmt.Errorf("clients: fetch buffer %d, want 1..4096 records (0: the default)", c.FetchBuffer))
 	}
 	if _, err := c.saramaCodec(); err != nil {
 		errs = append(errs, err)
@@ -136,6 +164,9 @@ func (c Config) Sarama() *sarama.Config {
 	s.Version = sarama.V3_6_0_0
 	s.ClientID = c.ClientID
 	s.Consumer.Offsets.Initial = sarama.OffsetOldest
+	if c.FetchBuffer > 0 {
+		s.ChannelBufferSize = c.FetchBuffer
+	}
 	s.Producer.Return.Successes = true
 	s.Producer.Flush.Frequency = c.Linger
 	if c.Linger == 0 {

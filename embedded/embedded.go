@@ -80,6 +80,7 @@ func Start(o Options) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded: starting broker: %w", err)
 	}
+	refuseCompressionBombs(c, DefaultMaxInflatedBatchBytes)
 	return &Broker{c: c}, nil
 }
 

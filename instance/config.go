@@ -34,6 +34,11 @@ type Config struct {
 	Limits codecs.Limits
 	// Fanout bounds the work of one fan-out callback.
 	Fanout Fanout
+	// FetchBufferBytes bounds the records each consumer of the instance
+	// holds ahead of its callbacks, per partition, counted at the largest
+	// record Limits allow (default DefaultFetchBufferBytes; see
+	// FetchBufferRecords).
+	FetchBufferBytes int
 	// Store configures the Pebble partition stores.
 	Store Store
 	// Clock configures the clock group and this instance's ticker.
@@ -138,13 +143,14 @@ type HTTP struct {
 // brokers: the defaults the flags show.
 func Default(brokers ...string) Config {
 	return Config{
-		Kafka:   clients.Default(brokers...),
-		Layout:  topology.Layout{Partitions: topology.DefaultPartitions, Replication: -1},
-		DataDir: "./.chronos",
-		Limits:  codecs.DefaultLimits(),
-		Fanout:  Fanout{ChunkSize: scheduler.DefaultChunkSize, ChunkBytes: scheduler.DefaultChunkBytes, Budget: scheduler.DefaultChunkBudget},
-		Store:   Store{CacheBytes: defaultCacheBytes, MemTableBytes: scheduler.DefaultMemTableSize},
-		Clock:   Clock{Resolution: clock.DefaultResolution, MaxAhead: clock.DefaultMaxAhead},
+		Kafka:            clients.Default(brokers...),
+		Layout:           topology.Layout{Partitions: topology.DefaultPartitions, Replication: -1},
+		DataDir:          "./.chronos",
+		Limits:           codecs.DefaultLimits(),
+		FetchBufferBytes: DefaultFetchBufferBytes,
+		Fanout:           Fanout{ChunkSize: scheduler.DefaultChunkSize, ChunkBytes: scheduler.DefaultChunkBytes, Budget: scheduler.DefaultChunkBudget},
+		Store:            Store{CacheBytes: defaultCacheBytes, MemTableBytes: scheduler.DefaultMemTableSize},
+		Clock:            Clock{Resolution: clock.DefaultResolution, MaxAhead: clock.DefaultMaxAhead},
 		HTTP: HTTP{Server: api.HTTPOptions{ReadTimeout: api.DefaultReadTimeout, WriteTimeout: api.DefaultWriteTimeout,
 			IdleTimeout: api.DefaultIdleTimeout, MaxConns: api.DefaultMaxConns}},
 		LogLevel: slog.LevelInfo,
@@ -152,6 +158,21 @@ func Default(brokers ...string) Config {
 }
 
 const defaultCacheBytes = 256 << 20
+
+// DefaultFetchBufferBytes is the default FetchBufferBytes: with the default
+// 64 KiB payload limit, 63 records (goka's default is 256 whatever their
+// size); with a payload limit of 15 KiB or less, 256.
+const DefaultFetchBufferBytes = 4 << 20
+
+// FetchBufferRecords is how many records a consumer may hold ahead of its
+// callbacks per partition so that they stay under bytes even if each is as
+// large as a command may be (payload plus 1 KiB of id, schedule and
+// framing): bytes / (maxPayload + 1 KiB), at least 16 (below that sarama's
+// fetches stall on a full buffer) and at most 256 (goka's default, the
+// most measured).
+func FetchBufferRecords(bytes, maxPayload int) int {
+	return min(max(bytes/(maxPayload+1<<10), 16), 256)
+}
 
 // ErrNoCredentials is why an instance with RequireAuth refuses to start.
 var ErrNoCredentials = errors.New("instance: the HTTP API has no credentials: give --tokens-file (make tokens with `chronos tokens new`) " +
@@ -169,6 +190,9 @@ func (c Config) Validate() error {
 	if c.Limits.MaxPayload+4<<10 > c.Kafka.BatchBytes {
 		errs = append(errs, fmt.Errorf("instance: max payload %d bytes does not fit a dispatch event into batch bytes %d; raise --batch-bytes (and the broker's message.max.bytes)",
 			c.Limits.MaxPayload, c.Kafka.BatchBytes))
+	}
+	if b := c.FetchBufferBytes; b != 0 && (b < 1<<20 || b > 1<<30) {
+		errs = append(errs, fmt.Errorf("instance: fetch buffer bytes %d, want 1 MiB..1 GiB", c.FetchBufferBytes))
 	}
 	if c.HTTP.Addr != "" && c.Registerer != nil {
 		if _, ok := c.Registerer.(prometheus.Gatherer); !ok {

@@ -63,6 +63,10 @@ func New(ctx context.Context, cfg Config) (*Instance, error) {
 	if cfg.Limits == (codecs.Limits{}) {
 		cfg.Limits = codecs.DefaultLimits()
 	}
+	if cfg.FetchBufferBytes == 0 {
+		cfg.FetchBufferBytes = DefaultFetchBufferBytes
+	}
+	cfg.Kafka.FetchBuffer = FetchBufferRecords(cfg.FetchBufferBytes, cfg.Limits.MaxPayload)
 	if cfg.HTTP.Addr != "" && cfg.Registerer == nil {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -57,14 +57,19 @@ func (l Layout) Topics() []Topic {
 	sharded := func(name string, cfg map[string]string) Topic {
 		return Topic{Name: name, Partitions: l.Partitions, Configs: cfg, Sharded: true}
 	}
+	// Topics others write get compression.type=uncompressed: Apache Kafka
+	// then recompresses each batch and refuses one that inflates past
+	// max.message.bytes, so a compression bomb never reaches a consumer
+	// (docs/security.md, "Size limits").
+	inbound := map[string]string{"compression.type": "uncompressed"}
 	return []Topic{
-		sharded(string(l.Jobs()), nil),
+		sharded(string(l.Jobs()), inbound),
 		sharded(string(l.ShardTriggers()), nil),
 		sharded(string(l.SchedulerTable()), compact),
 		sharded(string(l.SchedulerLoop()), nil),
 		sharded(string(l.Dispatch()), nil),
 		sharded(string(l.Rejects()), nil),
-		sharded(string(l.BucketTriggers()), nil),
+		sharded(string(l.BucketTriggers()), inbound),
 		// The broker stamps each tick when it appends it: the clock group
 		// bounds ticks by that time (processors/clock, MaxAhead).
 		{Name: string(l.Clock()), Partitions: 1, Configs: map[string]string{"message.timestamp.type": "LogAppendTime"}},
@@ -126,8 +131,9 @@ func (l Layout) create(ctx context.Context, adm *kadm.Client, t Topic) error {
 
 // repaired are the topic settings Chronos depends on for correctness, which
 // Ensure sets on topics that exist without them (created by an earlier
-// release or by hand): the clock's trust in the broker's append time.
-var repaired = []string{"message.timestamp.type"}
+// release or by hand): the clock's trust in the broker's append time, and
+// the broker's refusal of compression bombs on the topics others write.
+var repaired = []string{"message.timestamp.type", "compression.type"}
 
 // repair sets, on an existing topic, each repaired setting t's definition has
 // and the topic lacks.

@@ -51,14 +51,15 @@ func TestLayoutTopics(t *testing.T) {
 		got[tp.Name] = tp
 	}
 	compact := map[string]string{"cleanup.policy": "compact"}
+	inbound := map[string]string{"compression.type": "uncompressed"}
 	want := map[string]topology.Topic{
-		"x.chronos-jobs":            {Partitions: 7, Sharded: true},
+		"x.chronos-jobs":            {Partitions: 7, Sharded: true, Configs: inbound},
 		"x.chronos-shard-triggers":  {Partitions: 7, Sharded: true},
 		"x.chronos-scheduler-table": {Partitions: 7, Sharded: true, Configs: compact},
 		"x.chronos-scheduler-loop":  {Partitions: 7, Sharded: true},
 		"x.chronos-dispatch":        {Partitions: 7, Sharded: true},
 		"x.chronos-rejects":         {Partitions: 7, Sharded: true},
-		"x.chronos-bucket-triggers": {Partitions: 7, Sharded: true},
+		"x.chronos-bucket-triggers": {Partitions: 7, Sharded: true, Configs: inbound},
 		"x.chronos-clock":           {Partitions: 1, Configs: map[string]string{"message.timestamp.type": "LogAppendTime"}},
 		"x.chronos-clock-table":     {Partitions: 1, Configs: compact},
 	}
@@ -70,7 +71,7 @@ func TestLayoutTopics(t *testing.T) {
 	s := l.String()
 	require.Equal(t, len(want), strings.Count(s, "\n"))
 	require.Contains(t, s, "x.chronos-clock-table\tpartitions=1 cleanup.policy=compact\n")
-	require.Contains(t, s, "x.chronos-jobs\tpartitions=7\n")
+	require.Contains(t, s, "x.chronos-jobs\tpartitions=7 compression.type=uncompressed\n")
 	require.True(t, strings.HasPrefix(s, "x.chronos-bucket-triggers\t"), "sorted: %s", s)
 }
 
@@ -177,35 +178,54 @@ func TestLayoutEnsurePartitionMismatch(t *testing.T) {
 	require.Contains(t, err.Error(), "m.chronos-jobs has 6 partitions, want 4")
 }
 
-// The clock topic trusts the broker's append time; Ensure creates it so and
-// repairs one created without it (by an earlier release, or by hand).
-func TestLayoutEnsureClockTimestampType(t *testing.T) {
+// The clock topic trusts the broker's append time, and the topics others
+// write have the broker refuse compression bombs; Ensure creates them so and
+// repairs ones created without it (by an earlier release, or by hand).
+func TestLayoutEnsureRepairsSettings(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	newAdm := newAdmin(t)
 	adm := newAdm()
-	timestampType := func(l topology.Layout) string {
-		rcs, err := newAdm().DescribeTopicConfigs(ctx, string(l.Clock()))
+	config := func(topic, key string) string {
+		rcs, err := newAdm().DescribeTopicConfigs(ctx, topic)
 		require.NoError(t, err)
-		rc, err := rcs.On(string(l.Clock()), nil)
+		rc, err := rcs.On(topic, nil)
 		require.NoError(t, err)
 		require.NoError(t, rc.Err)
 		for _, c := range rc.Configs {
-			if c.Key == "message.timestamp.type" && c.Value != nil {
+			if c.Key == key && c.Value != nil {
 				return *c.Value
 			}
 		}
 		return ""
 	}
+	type setting struct{ topic, key, want, old string }
+	settings := func(l topology.Layout) []setting {
+		return []setting{
+			{string(l.Clock()), "message.timestamp.type", "LogAppendTime", "CreateTime"},
+			{string(l.Jobs()), "compression.type", "uncompressed", "producer"},
+			{string(l.BucketTriggers()), "compression.type", "uncompressed", "zstd"},
+		}
+	}
 	fresh := topology.Layout{Names: topology.Names{Prefix: "ct."}, Partitions: 2, Replication: 1}
 	require.NoError(t, fresh.Ensure(ctx, adm))
-	require.Equal(t, "LogAppendTime", timestampType(fresh))
+	for _, s := range settings(fresh) {
+		require.Equal(t, s.want, config(s.topic, s.key), "%s %s", s.topic, s.key)
+	}
 
 	old := topology.Layout{Names: topology.Names{Prefix: "cu."}, Partitions: 2, Replication: 1}
-	_, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"message.timestamp.type": kadm.StringPtr("CreateTime")}, string(old.Clock()))
-	require.NoError(t, err)
-	require.Equal(t, "CreateTime", timestampType(old))
+	for _, s := range settings(old) {
+		parts := int32(2)
+		if s.key == "message.timestamp.type" {
+			parts = 1
+		}
+		_, err := adm.CreateTopic(ctx, parts, 1, map[string]*string{s.key: kadm.StringPtr(s.old)}, s.topic)
+		require.NoError(t, err)
+		require.Equal(t, s.old, config(s.topic, s.key))
+	}
 	require.NoError(t, old.Ensure(ctx, newAdm()))
-	require.Equal(t, "LogAppendTime", timestampType(old))
+	for _, s := range settings(old) {
+		require.Equal(t, s.want, config(s.topic, s.key), "%s %s repaired", s.topic, s.key)
+	}
 }

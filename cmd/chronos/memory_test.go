@@ -207,3 +207,40 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+// TestPayloadHeavyRegistrationStaysUnderBudget registers 9,600 valid jobs,
+// each with an incompressible payload just under the 64 KiB limit, produced
+// at once to chronos-jobs (600 MB), as a bulk import does, against an
+// instance configured as docs/configuration.md sizes a 512 MiB pod: 6
+// partitions, --store-cache-bytes 64 MiB, --store-memtable-bytes 2 MiB,
+// --fanout-chunk-bytes 4 MiB, --fetch-buffer-bytes 4 MiB,
+// GOMEMLIMIT=460MiB. The promise: "Bounded by bytes: every stage that holds
+// records works under a byte budget, not only a count" (DESIGN.md). Peak RSS
+// must stay under 512 MiB.
+//
+// Before --fetch-buffer-bytes: 570 and 579 MiB, because goka's sarama
+// consumers held up to 256 fetched records per partition whatever their
+// size (issue 18).
+func TestPayloadHeavyRegistrationStaysUnderBudget(t *testing.T) {
+	const jobs = 9600
+	tenv := testenv.New(t, 6)
+	pid, done, exitErr := startRunProcess(t, tenv, nil, "GOMEMLIMIT=460MiB",
+		"CHRONOS_STORE_CACHE_BYTES=67108864", "CHRONOS_STORE_MEMTABLE_BYTES=2097152", "CHRONOS_FANOUT_CHUNK_BYTES=4194304", "CHRONOS_FETCH_BUFFER_BYTES=4194304")
+	ids := make([]string, 0, jobs)
+	puts := make([][]byte, 0, jobs)
+	for i := range jobs {
+		id := fmt.Sprintf("import-%05d", i)
+		ids = append(ids, id)
+		puts = append(puts, testenv.PutCommand(id, codecs.JobDef{Cron: "0 0 1 1 *", Payload: randomPayload(t, 65_000)}))
+	}
+	tenv.ProduceMany(string(tenv.Layout.Jobs()), ids, puts, time.Now())
+	tenv.WaitConsumed(string(tenv.Layout.SchedulerGroup()), string(tenv.Layout.Jobs()), 5*time.Minute)
+	select {
+	case <-done:
+		t.Fatalf("chronos run exited: %v", *exitErr)
+	default:
+	}
+	hwm := vmHWM(t, pid)
+	t.Logf("peak RSS of chronos run registering %d jobs of 65 kB: %.1f MiB (budget %d MiB)", jobs, float64(hwm)/(1<<20), memoryBudget>>20)
+	require.Less(t, hwm, int64(memoryBudget), "peak RSS over the budget")
+}
