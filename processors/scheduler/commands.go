@@ -3,7 +3,6 @@ package scheduler
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -16,196 +15,73 @@ import (
 func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 	s.guard(ctx)
 	raw, _ := msg.([]byte)
+	op, err := s.command(ctx, raw)
+	s.resolve(ctx, raw, op, err)
+}
+
+// command applies the command raw and returns its op ("invalid" when it
+// cannot be decoded) and what went wrong, for resolve: it reads the job's
+// record and the shard's, has the job settle what it owes first when the
+// command needs it (owedUpTo), decides (applyCommand), and writes the new
+// record or dispatches the manual fire.
+func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 	cmd, err := s.decodeCommand(ctx, raw)
 	if err != nil {
-		s.reject(ctx, raw, err)
-		s.cfg.Metrics.command("invalid", "rejected")
-		return
+		return "invalid", invalid(err)
 	}
-	old, err := s.current(ctx)
+	cur, err := s.current(ctx)
 	if err != nil {
-		s.reject(ctx, raw, err)
-		s.cfg.Metrics.command(cmd.Op, "rejected")
-		return
+		return cmd.Op, invalid(err)
 	}
-	var tomb *codecs.JobRecord // a deleted job of this id, still remembered
-	if old != nil && old.Status == codecs.StatusDeleted {
-		tomb, old = old, nil
+	in := commandInput{Cmd: cmd, TS: ctx.Timestamp().UTC(), Partition: ctx.Partition(), Offset: ctx.Offset()}
+	in.Old, in.Tomb = liveRecord(cur)
+	if err := checkCommand(cmd, in.Old); err != nil {
+		return cmd.Op, err
 	}
-	if cmd.IfVersion != nil {
-		var have uint64
-		if old != nil {
-			have = old.Version
-		}
-		if have != *cmd.IfVersion {
-			s.reject(ctx, raw, &codecs.Error{Code: codecs.CodeVersionConflict, Field: "if_version",
-				Reason: fmt.Sprintf("job %q is at version %d, not %d", cmd.ID, have, *cmd.IfVersion)})
-			s.cfg.Metrics.command(cmd.Op, "rejected")
-			return
+	if in.Shard, err = s.shard(ctx.Partition()); err != nil {
+		return cmd.Op, err
+	}
+	if upTo, owed := owedUpTo(cmd, in.Old, in.TS); owed {
+		if in.Handled, err = s.handled(ctx, in.Shard, in.Old, upTo); err != nil {
+			return cmd.Op, err
 		}
 	}
-	ts := ctx.Timestamp().UTC()
-	switch cmd.Op {
-	case codecs.OpPut:
-		rec := &codecs.JobRecord{Job: cmd.Job, CreatedAt: ts, UpdatedAt: ts, Version: uint64(max(ctx.Offset(), 0)) + 1}
-		from := ts
-		if tomb != nil {
-			// A new job under a deleted one's id: it starts after what the
-			// deleted job handled (none of its fire_ids is reused with
-			// another payload), at a greater version.
-			from = later(ts, tomb.Through)
-			rec.Version = max(rec.Version, tomb.Version+1)
-		}
-		if old != nil {
-			rec.Version, rec.CreatedAt = old.Version+1, old.CreatedAt
-			h, err := s.handled(ctx, old, farFuture)
-			if err != nil {
-				failed(ctx, err)
-				return
-			}
-			// An update continues exactly where the old definition
-			// stopped: a late one re-sends nothing, one ahead of the
-			// shard's time drops none of the times in between (they go
-			// out under the new definition). A paused job stays clear of
-			// its pause; a completed one is put again like a new job, from
-			// its ts (but never before what it handled).
-			from = h
-			if old.Status != codecs.StatusActive && !s.owesBeforePause(old, h) {
-				from = later(ts, h)
-			}
-		}
-		if err := s.activate(ctx, rec, from); err != nil {
-			failed(ctx, err)
-			return
-		}
-		s.setValue(ctx, codecs.EncodeJobRecord(rec))
-	case codecs.OpDelete:
-		if old != nil {
-			if err := s.delete(ctx, old, ts); err != nil {
-				failed(ctx, err)
-				return
-			}
-		}
-	case codecs.OpPause, codecs.OpResume, codecs.OpFire:
-		if old == nil {
-			s.reject(ctx, raw, &codecs.Error{Code: codecs.CodeUnknownJob, Field: "id", Reason: "no job " + strconv.Quote(cmd.ID)})
-			s.cfg.Metrics.command(cmd.Op, "rejected")
-			return
-		}
-		if err := s.apply(ctx, cmd, old, ts); err != nil {
-			failed(ctx, err)
-			return
-		}
-	}
-	s.cfg.Metrics.command(cmd.Op, "applied")
-}
-
-func (s *Scheduler) apply(ctx goka.Context, cmd codecs.Command, rec *codecs.JobRecord, ts time.Time) error {
-	switch {
-	case cmd.Op == codecs.OpPause && rec.Status == codecs.StatusActive:
-		h, err := s.handled(ctx, rec, ts)
-		if err != nil {
-			return err
-		}
-		// The pause applies from its record time: fires the job owed up to
-		// ts and has not dispatched yet (an advance under way, a catch-up)
-		// still go out; NotBefore keeps ts for that.
-		rec.Status, rec.Version, rec.UpdatedAt, rec.Through, rec.NotBefore = codecs.StatusPaused, rec.Version+1, ts, h, ts
-		s.setValue(ctx, codecs.EncodeJobRecord(rec))
-	case cmd.Op == codecs.OpResume && rec.Status == codecs.StatusPaused:
-		h, err := s.handled(ctx, rec, farFuture)
-		if err != nil {
-			return err
-		}
-		from := later(ts, h)
-		if s.owesBeforePause(rec, h) {
-			// It still owes fires from before its pause: they are not
-			// dropped (the times of the pause go out with them).
-			from = h
-		}
-		rec.Version, rec.UpdatedAt = rec.Version+1, ts
-		if err := s.activate(ctx, rec, from); err != nil {
-			return err
-		}
-		s.setValue(ctx, codecs.EncodeJobRecord(rec))
-	case cmd.Op == codecs.OpFire:
-		return s.fireManual(ctx, cmd, rec, ts)
-	}
-	return nil
-}
-
-// delete replaces a job by its tombstone: the time it was handled through,
-// its version, and (in NotBefore) the shard's time of the delete, after which
-// it is kept for codecs.DeletedRetention and then purged.
-func (s *Scheduler) delete(ctx goka.Context, old *codecs.JobRecord, ts time.Time) error {
-	shard, err := s.shard(ctx.Partition())
+	eff, err := applyCommand(in, s.schedules)
 	if err != nil {
-		return err
+		return cmd.Op, err
 	}
-	// Whatever an active deleted job had or had not dispatched up to the
-	// shard's time, a new job under its id starts after it. A paused one
-	// dispatched nothing after its pause: a late re-put owes those times.
-	h := later(old.HandledThrough(shard.Watermark), later(shard.Watermark, shard.Advancing))
-	if old.Status == codecs.StatusPaused && !old.Through.IsZero() {
-		if h, err = s.pausedHandled(ctx, shard, old); err != nil {
-			return err
+	if eff.Fire != nil {
+		if err := s.fireManual(ctx, cmd.ID, in.Old, eff.Fire); err != nil {
+			return cmd.Op, err
 		}
 	}
-	s.setValue(ctx, codecs.EncodeJobRecord(&codecs.JobRecord{Status: codecs.StatusDeleted, Version: old.Version + 1,
-		Job: codecs.Job{Spec: old.Job.Spec}, Through: h, NotBefore: later(shard.Watermark, shard.Advancing),
-		CreatedAt: old.CreatedAt, UpdatedAt: ts}))
-	return nil
+	if eff.Record != nil {
+		s.setValue(ctx, codecs.EncodeJobRecord(eff.Record))
+	}
+	return cmd.Op, nil
 }
 
 // purge removes a deleted job's tombstone once its retention has passed, if
-// the id has not been put again since.
-func (s *Scheduler) purge(ctx goka.Context, version uint64) {
+// the id has not been put again since (else errStale).
+func (s *Scheduler) purge(ctx goka.Context, version uint64) error {
 	rec, err := s.current(ctx)
-	if err == nil && rec != nil && rec.Status == codecs.StatusDeleted && rec.Version == version {
-		s.deleteValue(ctx)
+	if err != nil || rec == nil || rec.Status != codecs.StatusDeleted || rec.Version != version {
+		return staleLoop("purge", version, rec, err)
 	}
-}
-
-// activate makes rec active and owe the fires of its schedule after from
-// (its handled-through time). When the first of them is at or before the
-// shard's time (the command was consumed late, or an advance is under way),
-// the record says so in Through, so that any instance rebuilding the due
-// index from the table owes the same fires; those are then dispatched by
-// the next advance as late fires under the misfire policy. A schedule with
-// no fire after from completes the job.
-func (s *Scheduler) activate(ctx goka.Context, rec *codecs.JobRecord, from time.Time) error {
-	rec.Status, rec.NotBefore, rec.Through = codecs.StatusActive, from, time.Time{}
-	sched, err := s.schedules.Get(rec.Job.Spec)
-	if err != nil {
-		return nil // the indexer logs it; the job never fires
-	}
-	first := sched.Next(from)
-	if first.IsZero() {
-		rec.Status = codecs.StatusCompleted
-		return nil
-	}
-	shard, err := s.shard(ctx.Partition())
-	if err != nil {
-		return err
-	}
-	if !first.After(later(shard.Watermark, shard.Advancing)) {
-		rec.Through = from
-	}
+	s.deleteValue(ctx)
 	return nil
 }
 
-// owesBeforePause reports whether rec, a paused job handled through h, still
-// owes fires from before its pause (NotBefore is the pause's time).
-func (s *Scheduler) owesBeforePause(rec *codecs.JobRecord, h time.Time) bool {
-	if rec.Status != codecs.StatusPaused {
-		return false
-	}
-	sched, err := s.schedules.Get(rec.Job.Spec)
+// staleLoop is the errStale of a loopback of kind for version that finds
+// rec (nil: none, or unreadable with err).
+func staleLoop(kind string, version uint64, rec *codecs.JobRecord, err error) error {
 	if err != nil {
-		return false
+		return fmt.Errorf("%w: %s of version %d: the record is unreadable: %w", errStale, kind, version, err)
 	}
-	first := sched.Next(h)
-	return !first.IsZero() && !first.After(rec.NotBefore)
+	if rec == nil {
+		return fmt.Errorf("%w: %s of version %d: no record", errStale, kind, version)
+	}
+	return fmt.Errorf("%w: %s of version %d: the record is %s at version %d", errStale, kind, version, rec.Status, rec.Version)
 }
 
 // farFuture is the upTo of handled for commands that dispatch everything
@@ -225,11 +101,7 @@ var farFuture = time.Unix(1<<40, 0)
 // fire another owner dispatched in an advance it did not finish may go out
 // again, with the same payload. A paused job is handled through its
 // Through; any other job through its shard's time.
-func (s *Scheduler) handled(ctx goka.Context, rec *codecs.JobRecord, upTo time.Time) (time.Time, error) {
-	shard, err := s.shard(ctx.Partition())
-	if err != nil {
-		return time.Time{}, err
-	}
+func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *codecs.JobRecord, upTo time.Time) (time.Time, error) {
 	if rec.Status == codecs.StatusPaused && !rec.Through.IsZero() {
 		return s.pausedHandled(ctx, shard, rec)
 	}
@@ -342,20 +214,11 @@ func earlier(a, b time.Time) time.Time {
 	return a
 }
 
-// fireManual dispatches one fire now, through the same producer as every
-// other fire, acknowledged before the command is committed. Its fire_id is
-// stable across redelivery: the command's trigger id, or one derived from
-// the record's partition and offset.
-func (s *Scheduler) fireManual(ctx goka.Context, cmd codecs.Command, rec *codecs.JobRecord, ts time.Time) error {
-	trigger := cmd.TriggerID
-	if trigger == "" {
-		trigger = "m-" + strconv.Itoa(int(ctx.Partition())) + "-" + strconv.FormatInt(ctx.Offset(), 10)
-	}
-	payload := rec.Job.Payload
-	if cmd.Payload != nil {
-		payload = cmd.Payload
-	}
-	msg := triggeredEvent(cmd.ID, rec, codecs.TriggerManual, trigger, ts, s.cfg.Now(), payload)
+// fireManual dispatches f, a manual fire of job id (record rec), through the same
+// producer as every other fire, acknowledged before the command is
+// committed.
+func (s *Scheduler) fireManual(ctx goka.Context, id string, rec *codecs.JobRecord, f *manualFire) error {
+	msg := triggeredEvent(id, rec, codecs.TriggerManual, f.TriggerID, f.At, s.cfg.Now(), f.Payload)
 	if err := s.dispatch(ctx, []Msg{msg}); err != nil {
 		return fmt.Errorf("scheduler: producing a manual fire: %w", err)
 	}

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -15,16 +14,18 @@ import (
 func (s *Scheduler) onTrigger(ctx goka.Context, msg any) {
 	s.guard(ctx)
 	raw, _ := msg.([]byte)
+	s.resolve(ctx, raw, "", s.shardTrigger(ctx, raw))
+}
+
+func (s *Scheduler) shardTrigger(ctx goka.Context, raw []byte) error {
 	if want := s.shardKeys[ctx.Partition()]; ctx.Key() != want {
-		s.reject(ctx, raw, &codecs.Error{Code: codecs.CodeInvalidID, Reason: fmt.Sprintf("shard trigger key %q is not partition %d's key %q", ctx.Key(), ctx.Partition(), want)})
-		return
+		return &codecs.Error{Code: codecs.CodeInvalidID, Reason: fmt.Sprintf("shard trigger key %q is not partition %d's key %q", ctx.Key(), ctx.Partition(), want)}
 	}
 	tr, err := s.decodeTrigger(raw)
 	if err != nil {
-		s.reject(ctx, raw, err)
-		return
+		return invalid(err)
 	}
-	s.trigger(ctx, tr)
+	return s.trigger(ctx, tr)
 }
 
 // onLoop handles loopback messages: fan-out continuations (shard key) and
@@ -32,64 +33,41 @@ func (s *Scheduler) onTrigger(ctx goka.Context, msg any) {
 func (s *Scheduler) onLoop(ctx goka.Context, msg any) {
 	s.guard(ctx)
 	raw, _ := msg.([]byte)
+	s.resolve(ctx, raw, "", s.loop(ctx, raw))
+}
+
+func (s *Scheduler) loop(ctx goka.Context, raw []byte) error {
 	tr, err := s.decodeTrigger(raw)
 	if err != nil {
-		s.reject(ctx, raw, err)
-		return
+		return invalid(err)
 	}
 	switch tr.Kind {
 	case codecs.KindComplete:
-		s.complete(ctx, tr.Version)
-		return
+		return s.complete(ctx, tr.Version)
 	case codecs.KindPurge:
-		s.purge(ctx, tr.Version)
-		return
+		return s.purge(ctx, tr.Version)
 	case codecs.KindSettle:
-		if err := s.settle(ctx, tr); err != nil {
-			failed(ctx, err)
-		}
-		return
+		return s.settle(ctx, tr)
 	}
-	s.trigger(ctx, tr)
+	return s.trigger(ctx, tr)
 }
 
-func (s *Scheduler) trigger(ctx goka.Context, tr codecs.ShardTrigger) {
+// trigger runs an advance or a bucket trigger. Any other kind is invalid
+// here (complete, settle and purge are loopbacks only).
+func (s *Scheduler) trigger(ctx goka.Context, tr codecs.ShardTrigger) error {
 	if ctx.Context().Err() != nil {
 		// The partition is being revoked or the instance stops: goka may
 		// still hand over buffered messages, and would commit them after
 		// the callback returns. Leave them to the next owner.
-		uncommitted(ctx, errRevoked)
-		return
+		return errRevoked
 	}
-	var err error
 	switch tr.Kind {
 	case codecs.KindAdvance:
-		err = s.advance(ctx, tr)
+		return s.advance(ctx, tr)
 	case codecs.KindBucket:
-		err = s.fireBucket(ctx, tr)
-	default:
-		s.reject(ctx, nil, &codecs.Error{Code: codecs.CodeUnknownOp, Field: "kind", Reason: "unsupported shard trigger " + tr.Kind})
+		return s.fireBucket(ctx, tr)
 	}
-	if err != nil {
-		failed(ctx, err)
-	}
-}
-
-// errRevoked marks inputs left uncommitted because their partition is going away.
-var errRevoked = errors.New("scheduler: partition revoked; input left to the next owner")
-
-// uncommitted makes goka never commit the current input: a deferred commit
-// completed with an error fails the message instead of acknowledging it.
-func uncommitted(ctx goka.Context, err error) { ctx.DeferCommit()(err) }
-
-// failed handles a fan-out that could not finish. Its input must not be
-// committed, or its fires are lost. ctx.Fail stops the partition (goka
-// panics out of the callback) while the processor runs; once goka's context
-// is cancelled (a rebalance, a shutdown) it only records the error and goka
-// would commit the input, so the commit is withheld explicitly as well.
-func failed(ctx goka.Context, err error) {
-	uncommitted(ctx, err)
-	ctx.Fail(err)
+	return &codecs.Error{Code: codecs.CodeUnknownOp, Field: "kind", Reason: "unsupported shard trigger " + tr.Kind}
 }
 
 // advance fires every job of the partition due up to tr.T, one chunk per
@@ -392,14 +370,15 @@ func (s *Scheduler) dispatch(ctx goka.Context, msgs []Msg) error {
 }
 
 // complete marks a job completed after its last fire, if it is still the
-// version that fired.
-func (s *Scheduler) complete(ctx goka.Context, version uint64) {
+// version that fired (else errStale).
+func (s *Scheduler) complete(ctx goka.Context, version uint64) error {
 	rec, err := s.current(ctx)
 	if err != nil || rec == nil || rec.Version != version || rec.Status != codecs.StatusActive {
-		return
+		return staleLoop("complete", version, rec, err)
 	}
 	rec.Status, rec.Through = codecs.StatusCompleted, time.Time{}
 	s.setValue(ctx, codecs.EncodeJobRecord(rec))
+	return nil
 }
 
 // settle records in a job's record how far it has been handled, as its
@@ -410,11 +389,11 @@ func (s *Scheduler) complete(ctx goka.Context, version uint64) {
 // an ordinary job again. A settle applies only to the version that fired
 // (every command that changes a job changes its version) and only forward:
 // one consumed after later advances fired the job again records their
-// progress, not its own.
+// progress, not its own. One for another version is stale (errStale).
 func (s *Scheduler) settle(ctx goka.Context, tr codecs.ShardTrigger) error {
 	rec, err := s.current(ctx)
 	if err != nil || rec == nil || rec.Version != tr.Version {
-		return nil
+		return staleLoop("settle", tr.Version, rec, err)
 	}
 	shard, err := s.shard(ctx.Partition())
 	if err != nil {
