@@ -789,33 +789,38 @@ func TestKEDA(t *testing.T) {
 	so := byTarget[str(get(dep, "metadata", "name"))]
 	require.NotNil(t, so, "a ScaledObject targets the chronos Deployment")
 	replicas(so)
-	triggers := list(get(so, "spec", "triggers"))
-	require.Len(t, triggers, 1)
-	md := dict(get(triggers[0], "metadata"))
-	require.Equal(t, "kafka", str(get(triggers[0], "type")))
-	require.Equal(t, string(n.SchedulerGroup()), str(md["consumerGroup"]))
-	require.Equal(t, string(n.Jobs()), str(md["topic"]), "topic pinned to chronos-jobs (not the loopback %s)", n.SchedulerLoop())
-	require.Equal(t, string(lag.Earliest), str(md["offsetResetPolicy"]), "as the lag collector counts")
-	require.Equal(t, "100", md["lagThreshold"])
-	require.Equal(t, "10", md["activationLagThreshold"])
-	require.Equal(t, brokers, str(md["bootstrapServers"]), "KEDA asks the brokers Chronos uses")
+	shipped, others := scaledObject(t, so)
+	require.Empty(t, others, "the plain ScaledObject needs no Prometheus")
+	require.Equal(t, lag.ScaledObjectFor(topology.Layout{Names: n}), shipped, "chronos lag evaluates what deploy/kubernetes ships")
+	for _, tr := range list(get(so, "spec", "triggers")) {
+		md := dict(get(tr, "metadata"))
+		require.Equal(t, brokers, str(md["bootstrapServers"]), "KEDA asks the brokers Chronos uses")
+		require.NotEmpty(t, md["topic"], "topic pinned: without it KEDA sums every topic of the group under one threshold")
+	}
+	requireKEDAVersion(t, so)
 
 	ex := byTarget["my-executor"]
 	require.NotNil(t, ex, "the executor example")
 	replicas(ex)
-	md = dict(get(ex, "spec", "triggers", 0, "metadata"))
+	md := dict(get(ex, "spec", "triggers", 0, "metadata"))
 	require.Equal(t, "kafka", str(get(ex, "spec", "triggers", 0, "type")))
 	require.Equal(t, string(n.Dispatch()), str(md["topic"]))
 	require.Equal(t, "my-executor", str(md["consumerGroup"]))
 	require.False(t, groups[str(md["consumerGroup"])], "an executor must not use a Chronos group")
 
+	// The Prometheus variant: the same Kafka triggers and the delay, on
+	// one ScaledObject (the HPA takes the largest, no fight).
 	prom := yamlDoc(t, "deploy/kubernetes/keda-prometheus-scaledobject.yaml")
 	require.Equal(t, str(get(dep, "metadata", "name")), str(get(prom, "spec", "scaleTargetRef", "name")))
 	replicas(prom)
-	require.Equal(t, "prometheus", str(get(prom, "spec", "triggers", 0, "type")))
-	q := str(get(prom, "spec", "triggers", 0, "metadata", "query"))
+	requireKEDAVersion(t, prom)
+	withDelay, others := scaledObject(t, prom)
+	require.Equal(t, shipped, withDelay)
+	require.Len(t, others, 1)
+	require.Equal(t, "prometheus", str(get(others[0], "type")))
+	q := str(get(others[0], "metadata", "query"))
 	require.Contains(t, q, "histogram_quantile(0.99, sum(rate(chronos_fire_delay_seconds_bucket[2m])) by (le))")
-	require.Equal(t, "0.25", get(prom, "spec", "triggers", 0, "metadata", "threshold"))
+	require.Equal(t, "0.25", get(others[0], "metadata", "threshold"))
 }
 
 // ---------------------------------------------------------------------------
@@ -930,8 +935,10 @@ func expressions(t *testing.T) map[string]string {
 			out["alerts.yml "+str(get(r, "alert"))] = str(get(r, "expr"))
 		}
 	}
-	out["keda-prometheus-scaledobject.yaml"] = str(get(yamlDoc(t, "deploy/kubernetes/keda-prometheus-scaledobject.yaml"),
-		"spec", "triggers", 0, "metadata", "query"))
+	_, others := scaledObject(t, yamlDoc(t, "deploy/kubernetes/keda-prometheus-scaledobject.yaml"))
+	for i, tr := range others {
+		out[fmt.Sprintf("keda-prometheus-scaledobject.yaml #%d", i)] = str(get(tr, "metadata", "query"))
+	}
 	var dash map[string]any
 	require.NoError(t, json.Unmarshal(readFile(t, "deploy/grafana/dashboards/chronos.json"), &dash))
 	for _, p := range list(dash["panels"]) {

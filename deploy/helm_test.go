@@ -167,6 +167,7 @@ func TestHelmOptions(t *testing.T) {
 	require.NotNil(t, plainSO)
 	require.Equal(t, name, str(get(so, "spec", "scaleTargetRef", "name")))
 	require.Equal(t, withoutKeys(get(plainSO, "spec"), "scaleTargetRef"), withoutKeys(get(so, "spec"), "scaleTargetRef"))
+	requireKEDAVersion(t, so)
 
 	// With a topic prefix the pods and the trigger agree on the names.
 	prefixed := render(t, "sched", "keda.enabled=true", "topicPrefix=staging.")
@@ -175,9 +176,13 @@ func TestHelmOptions(t *testing.T) {
 		env[str(get(e, "name"))] = str(get(e, "value"))
 	}
 	require.Equal(t, "staging.", env["CHRONOS_TOPIC_PREFIX"])
-	md := dict(get(kind(t, prefixed, "ScaledObject"), "spec", "triggers", 0, "metadata"))
-	require.Equal(t, "staging.chronos-scheduler", md["consumerGroup"])
-	require.Equal(t, "staging.chronos-jobs", md["topic"])
+	var topics []string
+	for _, tr := range list(get(kind(t, prefixed, "ScaledObject"), "spec", "triggers")) {
+		md := dict(get(tr, "metadata"))
+		require.Equal(t, "staging.chronos-scheduler", md["consumerGroup"])
+		topics = append(topics, str(md["topic"]))
+	}
+	require.Equal(t, []string{"staging.chronos-jobs", "staging.chronos-shard-triggers", "staging.chronos-scheduler-loop"}, topics)
 
 	// The ServiceMonitor selects the Service and scrapes its named port.
 	sm, svc := kind(t, docs, "ServiceMonitor"), kind(t, docs, "Service")

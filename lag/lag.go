@@ -1,9 +1,13 @@
 // Package lag computes consumer-group lag exactly the way KEDA's Kafka
-// scaler does (latest offset minus committed offset, per partition; a
-// partition without a commit counts by the offset reset policy), exports it
+// scaler (KEDA 2.21, the version the manifests pin) does: latest offset
+// minus committed offset, per partition, negative when a commit is past the
+// end; a partition without a commit counts 1 under the latest offset reset
+// policy and the records still in the log under earliest. It exports the lag
 // as chronos_consumergroup_lag{consumergroup,topic,partition} and
 // chronos_consumergroup_lag_sum{consumergroup,topic}, and computes the
-// replica count KEDA would ask for.
+// metric and replica count KEDA and the HPA derive from it for the
+// ScaledObject's triggers (keda.go). The parity test in testenv/keda runs
+// KEDA's own scaler against the same broker.
 package lag
 
 import (
@@ -24,8 +28,9 @@ type Policy string
 
 // Policies.
 const (
-	// Earliest: the whole partition is lag (Chronos groups start at the
-	// oldest offset, so this is their truth). KEDA's default is latest.
+	// Earliest: the records still in the partition (end minus log start)
+	// are lag. Chronos groups start at the oldest offset, so this is their
+	// truth. KEDA's default is latest.
 	Earliest Policy = "earliest"
 	// Latest: a partition without a commit counts 1.
 	Latest Policy = "latest"
@@ -35,6 +40,8 @@ const (
 type Target struct {
 	Group string
 	Topic string
+	// Policy overrides Measure's policy for this target (empty: Measure's).
+	Policy Policy
 }
 
 // Partition is the lag of one partition.
@@ -42,27 +49,37 @@ type Partition struct {
 	Group     string
 	Topic     string
 	Partition int32
+	Start     int64 // log start offset (after retention or deleted records)
 	End       int64 // latest offset
 	Committed int64 // -1: no commit
-	Lag       int64
+	// Lag is KEDA's lag of the partition: End - Committed, negative when
+	// the commit is past the end (a recreated or truncated topic: KEDA adds
+	// it to its total as it is); without a commit, by the policy.
+	Lag int64
 }
 
-// Measure returns the lag of every partition of every target, sorted.
+// Measure returns the lag of every partition of every target, sorted. A
+// target's own Policy, if set, overrides policy. A group that never
+// committed counts as no commit on every partition (Apache Kafka answers "no
+// offset" for it; the embedded broker answers "group id does not exist",
+// where KEDA's scaler reports an error and no metric).
 func Measure(ctx context.Context, adm *kadm.Client, policy Policy, targets ...Target) ([]Partition, error) {
 	var out []Partition
 	ends := map[string]kadm.ListedOffsets{}
+	starts := map[string]kadm.ListedOffsets{}
 	for _, t := range targets {
 		if _, ok := ends[t.Topic]; ok {
 			continue
 		}
-		lo, err := adm.ListEndOffsets(ctx, t.Topic)
+		lo, err := listed(adm.ListEndOffsets(ctx, t.Topic))
 		if err != nil {
 			return nil, fmt.Errorf("lag: end offsets of %s: %w", t.Topic, err)
 		}
-		if err := lo.Error(); err != nil {
-			return nil, fmt.Errorf("lag: end offsets of %s: %w", t.Topic, err)
+		so, err := listed(adm.ListStartOffsets(ctx, t.Topic))
+		if err != nil {
+			return nil, fmt.Errorf("lag: start offsets of %s: %w", t.Topic, err)
 		}
-		ends[t.Topic] = lo
+		ends[t.Topic], starts[t.Topic] = lo, so
 	}
 	for _, t := range targets {
 		committed, err := adm.FetchOffsets(ctx, t.Group)
@@ -73,12 +90,19 @@ func Measure(ctx context.Context, adm *kadm.Client, policy Policy, targets ...Ta
 		if err != nil {
 			return nil, fmt.Errorf("lag: committed offsets of %s: %w", t.Group, err)
 		}
+		pol := policy
+		if t.Policy != "" {
+			pol = t.Policy
+		}
 		ends[t.Topic].Each(func(o kadm.ListedOffset) {
 			p := Partition{Group: t.Group, Topic: t.Topic, Partition: o.Partition, End: o.Offset, Committed: -1}
+			if s, ok := starts[t.Topic].Lookup(t.Topic, o.Partition); ok {
+				p.Start = s.Offset
+			}
 			if c, ok := committed.Lookup(t.Topic, o.Partition); ok && c.Err == nil && c.At >= 0 {
 				p.Committed = c.At
 			}
-			p.Lag = partitionLag(p.End, p.Committed, policy)
+			p.Lag = partitionLag(p.Start, p.End, p.Committed, pol)
 			out = append(out, p)
 		})
 	}
@@ -95,7 +119,16 @@ func Measure(ctx context.Context, adm *kadm.Client, policy Policy, targets ...Ta
 	return out, nil
 }
 
-// Sum is the total lag of parts.
+// listed is lo, or the first error of its request or its partitions.
+func listed(lo kadm.ListedOffsets, err error) (kadm.ListedOffsets, error) {
+	if err != nil {
+		return nil, err
+	}
+	return lo, lo.Error()
+}
+
+// Sum is the total lag of parts (KEDA's totalLag before its partition cap;
+// negative lags count as they are).
 func Sum(parts []Partition) int64 {
 	var total int64
 	for _, p := range parts {
@@ -104,37 +137,17 @@ func Sum(parts []Partition) int64 {
 	return total
 }
 
-// partitionLag is KEDA's per-partition lag.
-func partitionLag(end, committed int64, policy Policy) int64 {
+// partitionLag is KEDA 2.21's per-partition lag (getLagForPartition):
+// without a commit, 1 under latest and the retained records (never
+// negative) under earliest; with one, end minus the commit, as it is.
+func partitionLag(start, end, committed int64, policy Policy) int64 {
 	if committed < 0 {
 		if policy == Latest {
 			return 1
 		}
-		return end
+		return max(end-start, 0)
 	}
-	return max(end-committed, 0)
-}
-
-// Replicas is the replica count KEDA's Kafka scaler asks for: the total lag
-// divided by lagThreshold, rounded up, capped at the number of partitions
-// (with lag, when limitToPartitionsWithLag) and at least 0.
-func Replicas(parts []Partition, lagThreshold int64, limitToPartitionsWithLag bool) int64 {
-	if lagThreshold < 1 {
-		lagThreshold = 1
-	}
-	var total, withLag int64
-	for _, p := range parts {
-		total += p.Lag
-		if p.Lag > 0 {
-			withLag++
-		}
-	}
-	want := (total + lagThreshold - 1) / lagThreshold
-	limit := int64(len(parts))
-	if limitToPartitionsWithLag {
-		limit = withLag
-	}
-	return min(want, limit)
+	return end - committed
 }
 
 // Collector exports the lag of its targets on every scrape. Safe for
@@ -152,7 +165,7 @@ var (
 		"Consumer group lag per partition: latest offset minus committed offset (as KEDA's Kafka scaler computes it).",
 		[]string{"consumergroup", "topic", "partition"}, nil)
 	sumDesc = prometheus.NewDesc("chronos_consumergroup_lag_sum",
-		"Consumer group lag summed over the partitions of a topic.", []string{"consumergroup", "topic"}, nil)
+		"Consumer group lag summed over the partitions of a topic, uncapped (KEDA's metric caps it at lagThreshold times the partition count; chronos lag prints both).", []string{"consumergroup", "topic"}, nil)
 	upDesc = prometheus.NewDesc("chronos_consumergroup_lag_up",
 		"1 if the last lag scrape reached Kafka, 0 if it failed.", nil, nil)
 )
@@ -181,7 +194,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	sums := map[Target]int64{}
 	for _, p := range parts {
 		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(p.Lag), p.Group, p.Topic, fmt.Sprint(p.Partition))
-		sums[Target{p.Group, p.Topic}] += p.Lag
+		sums[Target{Group: p.Group, Topic: p.Topic}] += p.Lag
 	}
 	for t, s := range sums {
 		ch <- prometheus.MustNewConstMetric(sumDesc, prometheus.GaugeValue, float64(s), t.Group, t.Topic)

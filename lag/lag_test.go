@@ -44,22 +44,53 @@ func TestLagReportsTheBacklogThenZero(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(3), sum(latest))
 
-	// The group commits 4 records of partition 0 and all of partition 1.
-	_, err = adm.CommitOffsets(ctx, "workers", offsets(map[int32]int64{0: 4, 1: 10, 2: 0}))
+	// The group commits 4 records of partition 0 and all of partition 1;
+	// partition 2 has no commit.
+	_, err = adm.CommitOffsets(ctx, "workers", offsets(map[int32]int64{0: 4, 1: 10}))
 	require.NoError(t, err)
 	require.NoError(t, testutil.CollectAndCompare(col, strings.NewReader(expected(6, 0, 10)), "chronos_consumergroup_lag", "chronos_consumergroup_lag_sum"))
 	parts, err := lag.Measure(ctx, adm, lag.Earliest, target)
 	require.NoError(t, err)
-	require.Equal(t, int64(2), lag.Replicas(parts, 10, false), "16 lag / threshold 10")
-	require.Equal(t, int64(3), lag.Replicas(parts, 1, false), "capped at the partition count")
-	require.Equal(t, int64(2), lag.Replicas(parts, 1, true), "capped at partitions with lag")
+	require.Equal(t, int64(2), alone(parts, lag.KafkaTrigger{LagThreshold: 10}), "16 lag / threshold 10")
+	require.Equal(t, int64(3), alone(parts, lag.KafkaTrigger{LagThreshold: 1}), "capped at the partition count")
+	require.Equal(t, int64(2), alone(parts, lag.KafkaTrigger{LagThreshold: 1, LimitToPartitionsWithLag: true}), "capped at partitions with lag")
+	require.Equal(t, int64(16), alone(parts, lag.KafkaTrigger{LagThreshold: 1, AllowIdleConsumers: true}), "no cap")
+
+	// Retention (here DeleteRecords) removes the first 7 records of
+	// partition 2, which has no commit: earliest counts the 3 left, as KEDA
+	// 2.21 does. A commit past the end counts negative, as KEDA adds it.
+	_, err = adm.DeleteRecords(ctx, offsets(map[int32]int64{2: 7}))
+	require.NoError(t, err)
+	_, err = adm.CommitOffsets(ctx, "workers", offsets(map[int32]int64{1: 15}))
+	require.NoError(t, err)
+	parts, err = lag.Measure(ctx, adm, lag.Earliest, target)
+	require.NoError(t, err)
+	require.Equal(t, []int64{6, -5, 3}, lags(parts))
+	require.Equal(t, int64(7), parts[2].Start)
+	require.NoError(t, testutil.CollectAndCompare(col, strings.NewReader(expected(6, -5, 3)), "chronos_consumergroup_lag", "chronos_consumergroup_lag_sum"))
 
 	_, err = adm.CommitOffsets(ctx, "workers", offsets(map[int32]int64{0: 10, 1: 10, 2: 10}))
 	require.NoError(t, err)
 	require.NoError(t, testutil.CollectAndCompare(col, strings.NewReader(expected(0, 0, 0)), "chronos_consumergroup_lag", "chronos_consumergroup_lag_sum"))
 	parts, err = lag.Measure(ctx, adm, lag.Earliest, target)
 	require.NoError(t, err)
-	require.Zero(t, lag.Replicas(parts, 10, false))
+	require.Zero(t, alone(parts, lag.KafkaTrigger{LagThreshold: 10}))
+}
+
+// alone is the replica count tr's metric alone asks for (the HPA's
+// proposal with no current count).
+func alone(parts []lag.Partition, tr lag.KafkaTrigger) int64 {
+	tr.Group, tr.Topic = "workers", "work"
+	m, _ := tr.Metric(parts)
+	return lag.Proposal(float64(m), float64(tr.LagThreshold), 0)
+}
+
+func lags(parts []lag.Partition) []int64 {
+	out := make([]int64, len(parts))
+	for i, p := range parts {
+		out[i] = p.Lag
+	}
+	return out
 }
 
 func offsets(at map[int32]int64) kadm.Offsets {
@@ -84,7 +115,7 @@ func expected(l0, l1, l2 int64) string {
 chronos_consumergroup_lag{consumergroup="workers",partition="0",topic="work"} %d
 chronos_consumergroup_lag{consumergroup="workers",partition="1",topic="work"} %d
 chronos_consumergroup_lag{consumergroup="workers",partition="2",topic="work"} %d
-# HELP chronos_consumergroup_lag_sum Consumer group lag summed over the partitions of a topic.
+# HELP chronos_consumergroup_lag_sum Consumer group lag summed over the partitions of a topic, uncapped (KEDA's metric caps it at lagThreshold times the partition count; chronos lag prints both).
 # TYPE chronos_consumergroup_lag_sum gauge
 chronos_consumergroup_lag_sum{consumergroup="workers",topic="work"} %d
 `, l0, l1, l2, l0+l1+l2)

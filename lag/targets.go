@@ -24,3 +24,22 @@ func ExecutorTargets(l topology.Layout, groups []string) []Target {
 	}
 	return out
 }
+
+// ScaledObjectFor is the ScaledObject deploy/kubernetes/keda-scaledobject.yaml
+// ships for the chronos Deployment on layout l (a test keeps the two
+// equal): 1 to 12 replicas, the largest of three Kafka triggers on the
+// scheduler group, all earliest (the group starts at the oldest offset):
+//   - chronos-jobs, lagThreshold 100, activation 10: commands waiting;
+//   - chronos-shard-triggers, lagThreshold 20: "advance to T" messages
+//     waiting, about one per partition per clock resolution (1 s) the
+//     fan-out is behind, so a backlog here is fires getting late;
+//   - the loopback, lagThreshold 100: fan-out continuations and one-shot
+//     completions waiting behind a busy partition.
+func ScaledObjectFor(l topology.Layout) ScaledObject {
+	s := string(l.SchedulerGroup())
+	return ScaledObject{MinReplicas: 1, MaxReplicas: 12, Triggers: []KafkaTrigger{
+		{Group: s, Topic: string(l.Jobs()), LagThreshold: 100, ActivationLagThreshold: 10, Policy: Earliest},
+		{Group: s, Topic: string(l.ShardTriggers()), LagThreshold: 20, Policy: Earliest},
+		{Group: s, Topic: string(l.SchedulerLoop()), LagThreshold: 100, Policy: Earliest},
+	}}
+}

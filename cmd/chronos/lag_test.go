@@ -36,29 +36,57 @@ func TestLagCommandReportsTheBacklogThenZero(t *testing.T) {
 			require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: "lt.chronos-jobs", Partition: p, Value: []byte("{}")}).FirstErr())
 		}
 	}
-	run := func(extra ...string) string {
+	run := func(args ...string) string {
 		root := newRoot()
 		var out bytes.Buffer
 		root.SetOut(&out)
-		root.SetArgs(append([]string{"lag", "--brokers", b.Addrs()[0], "--topic-prefix", "lt.", "--topic", "lt.chronos-jobs", "--lag-threshold", "10"}, extra...))
+		root.SetArgs(append([]string{"lag", "--brokers", b.Addrs()[0], "--topic-prefix", "lt."}, args...))
 		require.NoError(t, root.Execute())
 		return out.String()
 	}
-	out := run()
-	require.Contains(t, out, "total lag 30;")
-	require.Contains(t, out, "would ask for 2 replicas", "30 lag / 10, capped at 2 partitions")
+	one := func(extra ...string) string {
+		return run(append([]string{"--topic", "lt.chronos-jobs", "--lag-threshold", "10"}, extra...)...)
+	}
+	out := one()
+	require.Contains(t, out, "topic lt.chronos-jobs: lag 30, KEDA metric 20 (lagThreshold 10), active true", "30 lag, capped at 2 partitions x 10")
+	require.Contains(t, out, "would ask for 2 replicas (the largest trigger alone: 2)")
 	require.Equal(t, 2, strings.Count(out, "lt.chronos-scheduler  lt.chronos-jobs"), out)
-	require.Contains(t, run("--max-replica-count", "1"), "would ask for 1 replicas (the lag alone: 2)", "maxReplicaCount caps")
+	require.Contains(t, one("--max-replica-count", "1"), "would ask for 1 replicas (the largest trigger alone: 2)", "maxReplicaCount caps")
+	require.Contains(t, one("--lag-threshold", "11"), "KEDA metric 30 (lagThreshold 11), active true (activationLagThreshold 0): 3 replicas",
+		"KEDA's cap uses integer division: 30/11 = 2 is not above 2 partitions, so 30 stays and asks for 3")
+	require.Contains(t, one("--lag-threshold", "14", "--current-replicas", "2"), "KEDA metric 30 (lagThreshold 14), active true (activationLagThreshold 0): 2 replicas",
+		"30/(14*2) = 1.07, within the HPA's 10% tolerance of the 2 running")
+
+	// Without --topic: the shipped ScaledObject's three triggers.
+	for _, topic := range []string{"lt.chronos-shard-triggers", "lt.chronos-scheduler-loop"} {
+		_, err = adm.CreateTopic(ctx, 2, 1, nil, topic)
+		require.NoError(t, err)
+	}
+	for i := 0; i < 60; i++ {
+		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: "lt.chronos-shard-triggers", Partition: int32(i % 2), Value: []byte("{}")}).FirstErr())
+	}
+	out = run()
+	require.Contains(t, out, "trigger 0, topic lt.chronos-jobs: lag 30, KEDA metric 30 (lagThreshold 100), active true (activationLagThreshold 10): 1 replicas")
+	require.Contains(t, out, "trigger 1, topic lt.chronos-shard-triggers: lag 60, KEDA metric 40 (lagThreshold 20), active true (activationLagThreshold 0): 2 replicas")
+	require.Contains(t, out, "trigger 2, topic lt.chronos-scheduler-loop: lag 0, KEDA metric 0 (lagThreshold 100), active false (activationLagThreshold 0): 0 replicas")
+	require.Contains(t, out, "would ask for 2 replicas (the largest trigger alone: 2)")
+	root := newRoot()
+	root.SetArgs([]string{"lag", "--brokers", b.Addrs()[0], "--lag-threshold", "5"})
+	require.ErrorContains(t, root.Execute(), "--lag-threshold needs --topic")
 
 	offs := kadm.Offsets{}
-	offs.Add(kadm.Offset{Topic: "lt.chronos-jobs", Partition: 0, At: 15})
-	offs.Add(kadm.Offset{Topic: "lt.chronos-jobs", Partition: 1, At: 15})
+	for _, topic := range []string{"lt.chronos-jobs", "lt.chronos-shard-triggers"} {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		require.NoError(t, err)
+		ends.Each(func(o kadm.ListedOffset) { offs.Add(kadm.Offset{Topic: topic, Partition: o.Partition, At: o.Offset}) })
+	}
 	_, err = adm.CommitOffsets(ctx, "lt.chronos-scheduler", offs)
 	require.NoError(t, err)
-	out = run()
-	require.Contains(t, out, "total lag 0;")
-	require.Contains(t, out, "would ask for 1 replicas (the lag alone: 0)", "KEDA keeps minReplicaCount 1")
-	require.Contains(t, run("--min-replica-count", "0"), "would ask for 0 replicas (the lag alone: 0)")
+	out = one()
+	require.Contains(t, out, "lag 0, KEDA metric 0")
+	require.Contains(t, out, "would ask for 1 replicas (the largest trigger alone: 0)", "KEDA keeps minReplicaCount 1")
+	require.Contains(t, one("--min-replica-count", "0"), "would ask for 0 replicas (the largest trigger alone: 0)")
+	require.Contains(t, run(), "would ask for 1 replicas (the largest trigger alone: 0)")
 }
 
 // TestLagReplicaBoundsMatchTheManifests: the defaults of `chronos lag

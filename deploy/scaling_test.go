@@ -1,0 +1,192 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/lag"
+	"github.com/chronos-scheduler/chronos/processors/scheduler"
+	"github.com/chronos-scheduler/chronos/testenv"
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// scaledObject reads a ScaledObject manifest as KEDA does: its bounds and
+// its Kafka triggers, and the other triggers as they are.
+func scaledObject(t *testing.T, so map[string]any) (lag.ScaledObject, []map[string]any) {
+	t.Helper()
+	out := lag.ScaledObject{MinReplicas: int64(get(so, "spec", "minReplicaCount").(int)), MaxReplicas: int64(get(so, "spec", "maxReplicaCount").(int))}
+	var others []map[string]any
+	for _, tr := range list(get(so, "spec", "triggers")) {
+		if str(get(tr, "type")) != "kafka" {
+			others = append(others, dict(tr))
+			continue
+		}
+		md := map[string]string{}
+		for k, v := range dict(get(tr, "metadata")) {
+			require.IsType(t, "", v, "trigger metadata %s: KEDA takes strings", k)
+			md[k] = v.(string)
+		}
+		kt, err := lag.ParseKafkaTrigger(md)
+		require.NoError(t, err)
+		out.Triggers = append(out.Triggers, kt)
+	}
+	return out, others
+}
+
+// requireKEDAVersion: the version a manifest names is the one the parity
+// test (testenv/keda) runs.
+func requireKEDAVersion(t *testing.T, so map[string]any) {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^\s*github.com/kedacore/keda/v2 (v\S+)$`).FindSubmatch(readFile(t, "testenv/keda/go.mod"))
+	require.NotNil(t, m, "testenv/keda/go.mod requires no KEDA")
+	require.Equal(t, string(m[1]), str(get(so, "metadata", "annotations", "chronos-scheduler.io/keda-version")))
+}
+
+// gate is a dispatch producer that blocks every fire until opened: a
+// fan-out that cannot dispatch (a slow or stuck broker), with the inputs'
+// consumption otherwise intact.
+type gate struct {
+	scheduler.Producer
+	once   sync.Once
+	open   chan struct{}
+	called chan struct{}
+}
+
+func (g *gate) ProduceSync(ctx context.Context, topic string, msgs []scheduler.Msg) error {
+	g.once.Do(func() { close(g.called) })
+	<-g.open
+	return g.Producer.ProduceSync(ctx, topic, msgs)
+}
+
+// TestShippedScaledObjectSeesTheFanOut drives the two backlogs the shipped
+// ScaledObject (deploy/kubernetes/keda-scaledobject.yaml, read from the
+// file) must answer, on a real broker and real processors, and checks the
+// replica count its triggers ask for together (the largest, as the HPA
+// takes it) rises with each:
+//  1. a burst of commands with no instance running: the chronos-jobs
+//     trigger;
+//  2. with every command applied (no command backlog), a fan-out that
+//     cannot dispatch while the clock keeps advancing: "advance to T"
+//     messages pile up on chronos-shard-triggers, one per partition per
+//     tick, and that trigger asks for more replicas as they do; once the
+//     dispatch flows again the backlog drains and the count falls back to
+//     the minimum.
+func TestShippedScaledObjectSeesTheFanOut(t *testing.T) {
+	t.Parallel()
+	const partitions = 4
+	env := testenv.New(t, partitions)
+	var shipped map[string]any
+	for _, d := range yamlDocs(t, "deploy/kubernetes/keda-scaledobject.yaml") {
+		if str(get(d, "spec", "scaleTargetRef", "name")) == "chronos" {
+			shipped = d
+		}
+	}
+	so, _ := scaledObject(t, shipped)
+	names := topology.Names{}
+	for i, tr := range so.Triggers { // the manifest's names, on this test's prefix
+		require.True(t, strings.HasPrefix(tr.Topic, "chronos-"), tr.Topic)
+		so.Triggers[i].Group = strings.Replace(tr.Group, string(names.SchedulerGroup()), string(env.Layout.SchedulerGroup()), 1)
+		so.Triggers[i].Topic = env.Layout.Prefix + tr.Topic
+	}
+	cl, err := env.Kafka.NewKgo() // its own metadata cache: env.Client's saw the topics missing
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	adm := kadm.NewClient(cl)
+	asks := func() (int64, map[string]int64) {
+		t.Helper()
+		parts, err := lag.Measure(context.Background(), adm, lag.Earliest, so.Targets()...)
+		require.NoError(t, err)
+		n, verdicts := so.Replicas(parts, 0)
+		byTopic := map[string]int64{}
+		for _, v := range verdicts {
+			byTopic[strings.TrimPrefix(v.Trigger.Topic, env.Layout.Prefix)] = v.Lag
+		}
+		return n, byTopic
+	}
+	jobs, shard := string(names.Jobs()), string(names.ShardTriggers())
+
+	// 1. A burst of commands, nobody consuming: 101-200 per replica.
+	t0 := time.Now().UTC().Truncate(time.Second).Add(time.Minute)
+	n, byTopic := asks()
+	require.Equal(t, int64(1), n, "idle: the minimum")
+	var burst []int64
+	for round := range 3 {
+		for i := range 150 {
+			env.Put(fmt.Sprintf("job-%d-%03d", round, i), codecs.JobDef{Every: "1s"}, t0)
+		}
+		n, byTopic = asks()
+		require.Equal(t, int64(150*(round+1)), byTopic[jobs])
+		require.Zero(t, byTopic[shard])
+		burst = append(burst, n)
+	}
+	require.Equal(t, []int64{2, 3, 5}, burst, "ceil(150, 300, 450 / 100); KEDA caps at %d partitions only when 450/100 in integer division exceeds 4", partitions)
+
+	// 2. An instance applies the commands; its dispatch is stuck.
+	g := &gate{Producer: scheduler.KgoProducer{Client: env.Client}, open: make(chan struct{}), called: make(chan struct{})}
+	cfg := env.Config()
+	cfg.Producer = g
+	env.Start(cfg)
+	var opened sync.Once
+	release := func() { opened.Do(func() { close(g.open) }) }
+	t.Cleanup(release) // before the instance stops (cleanups run last in, first out)
+	env.WaitApplied()
+	n, byTopic = asks()
+	require.Zero(t, byTopic[jobs], "every command applied")
+	require.Equal(t, int64(1), n)
+
+	// The clock advances a second at a time; the fan-out is stuck on the
+	// first due fire, so each tick leaves one advance per partition (most
+	// of them: every partition with a due job) waiting.
+	at := t0
+	tick := func() {
+		at = at.Add(time.Second)
+		env.Tick(at)
+	}
+	tick()
+	select {
+	case <-g.called:
+	case <-time.After(60 * time.Second):
+		t.Fatal("no fire reached the dispatch producer")
+	}
+	rising := []int64{}
+	for _, ticks := range []int{5, 10, 20} {
+		for range ticks {
+			tick()
+		}
+		// The clock group turns each tick into advances asynchronously:
+		// wait for its output to stop growing before reading the count.
+		var last int64 = -1
+		testenv.Eventually(t, 60*time.Second, func() error {
+			_, b := asks()
+			if b[shard] != last || b[shard] < int64(ticks) {
+				last = b[shard]
+				return fmt.Errorf("shard-trigger backlog %d still moving", b[shard])
+			}
+			return nil
+		})
+		n, byTopic = asks()
+		require.Zero(t, byTopic[jobs], "no command backlog")
+		rising = append(rising, n)
+		t.Logf("fan-out backlog %d advances: %d replicas", byTopic[shard], n)
+	}
+	require.Greater(t, rising[0], int64(1), "the fan-out backlog alone asks for more than the minimum: %v", rising)
+	require.Less(t, rising[0], rising[2], "and more as it grows: %v", rising)
+
+	// The dispatch flows again: the backlog drains, back to the minimum.
+	release()
+	testenv.Eventually(t, 120*time.Second, func() error {
+		if n, b := asks(); n != 1 || b[shard] > partitions {
+			return fmt.Errorf("still %d replicas, %d advances waiting", n, b[shard])
+		}
+		return nil
+	})
+}
