@@ -101,7 +101,8 @@ func (tr KafkaTrigger) Target() Target {
 // total lag, then (unless AllowIdleConsumers) capped at the partition count
 // times LagThreshold where the total divided by LagThreshold in integer
 // division exceeds that count (so a total of 1,201-1,299 on 12 partitions
-// and a threshold of 100 stays uncapped and asks for 13).
+// and a threshold of 100 stays uncapped and asks for 13); a negative total
+// is reported as 0 (KEDA's metric quantity is never negative).
 func (tr KafkaTrigger) Metric(parts []Partition) (value int64, active bool) {
 	var total, n, withLag int64
 	for _, p := range parts {
@@ -115,17 +116,16 @@ func (tr KafkaTrigger) Metric(parts []Partition) (value int64, active bool) {
 		}
 	}
 	active = total > tr.ActivationLagThreshold
-	if tr.AllowIdleConsumers && !tr.LimitToPartitionsWithLag {
-		return total, active
+	if !tr.AllowIdleConsumers || tr.LimitToPartitionsWithLag {
+		bound := n
+		if tr.LimitToPartitionsWithLag {
+			bound = withLag
+		}
+		if threshold := max(tr.LagThreshold, 1); total/threshold > bound {
+			total = bound * threshold
+		}
 	}
-	bound := n
-	if tr.LimitToPartitionsWithLag {
-		bound = withLag
-	}
-	if threshold := max(tr.LagThreshold, 1); total/threshold > bound {
-		total = bound * threshold
-	}
-	return total, active
+	return max(total, 0), active
 }
 
 // Proposal is the HPA's replica count for an AverageValue external metric
