@@ -115,10 +115,22 @@ func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
 	require.False(t, routed(t, h, "PATCH", "/v1/jobs/{id}"))
 	require.False(t, routed(t, h, "POST", "/v1/jobs/{id}/explode"))
 
-	// Documented → served.
+	// Documented → served. HEAD is served by the GET route of its path
+	// (net/http's mux), and every GET route documents its HEAD.
 	for _, r := range sortedKeys(documented) {
 		method, path, _ := strings.Cut(r, " ")
+		if method == http.MethodHead {
+			require.Contains(t, documented, "GET "+path, "%s without its GET", r)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(method, wildcard.ReplaceAllString(path, "sample"), nil))
+			require.NotEqual(t, http.StatusMethodNotAllowed, rec.Code, "documented %s is not served", r)
+			delete(documented, r)
+			continue
+		}
 		require.True(t, routed(t, h, method, path), "documented %s is not served", r)
+		if method == http.MethodGet {
+			require.Contains(t, documentedRoutes(t, doc), "HEAD "+path, "%s without its HEAD", r)
+		}
 	}
 	// Served → documented, and exactly the same set.
 	routes := api.Routes()
@@ -253,8 +265,13 @@ func TestOpenAPIOperations(t *testing.T) {
 		}
 		require.Empty(t, declared, "%s declares path parameters it does not have", r)
 
-		// Errors are problem documents, successes JSON (or text for /metrics).
+		// Errors are problem documents, successes JSON (or text for
+		// /metrics); HEAD answers have no body.
 		for status, resp := range obj(t, op, "responses") {
+			if strings.HasPrefix(r, "HEAD ") {
+				require.NotContains(t, deref(t, doc, resp), "content", "%s %s", r, status)
+				continue
+			}
 			content, ok := deref(t, doc, resp)["content"].(map[string]any)
 			require.True(t, ok, "%s %s has no content", r, status)
 			switch {

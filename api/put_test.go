@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -132,6 +133,20 @@ func TestIfMatchFormat(t *testing.T) {
 			continue
 		}
 		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "If-Match %s: %s", im, b)
+		require.Equal(t, "If-Match", decodeProblem(t, resp, b).Field)
+	}
+	// Present but empty, or given twice: not a version either.
+	for _, ims := range [][]string{{""}, {`"3"`, `"3"`}} {
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, f.ts.URL+"/v1/jobs/j", strings.NewReader(`{"every":"1m"}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header["If-Match"] = ims
+		resp, err := f.ts.Client().Do(req)
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "If-Match %q: %s", ims, b)
 		require.Equal(t, "If-Match", decodeProblem(t, resp, b).Field)
 	}
 }

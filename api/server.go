@@ -103,7 +103,7 @@ var routeTable = []route{
 	{"GET /v1/jobs/{id}", v1(RoleRead, func(s *Server) http.HandlerFunc { return s.getJob })},
 	{"PUT /v1/jobs/{id}", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.putJob })},
 	{"POST /v1/buckets/{bucket}/trigger", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.triggerBucket })},
-	{"DELETE /v1/jobs/{id}", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.op(codecs.OpDelete) })},
+	{"DELETE /v1/jobs/{id}", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.deleteJob })},
 	{"POST /v1/jobs/{id}/pause", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.op(codecs.OpPause) })},
 	{"POST /v1/jobs/{id}/resume", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.op(codecs.OpResume) })},
 	{"POST /v1/jobs/{id}/fire", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.fire })},
@@ -230,8 +230,9 @@ func (s *Server) putJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m := codecs.CommandMsg{Op: codecs.OpPut, ID: id, Job: &def}
-	if im := r.Header.Get("If-Match"); im != "" {
-		want, ok := parseIfMatch(im)
+	if ims := r.Header.Values("If-Match"); len(ims) > 0 {
+		// Present but empty, or given twice, is not a version either.
+		want, ok := parseIfMatch(strings.Join(ims, ", "))
 		if !ok {
 			writeProblem(w, http.StatusBadRequest, codecs.CodeMalformed, "If-Match", `If-Match must be a job version as its ETag, like "3"`)
 			return
@@ -281,11 +282,7 @@ func (s *Server) awaitVersion(ctx context.Context, id string, before uint64, wan
 	if s.Jobs == nil {
 		return nil
 	}
-	wait := s.ReadYourWrites
-	if wait == 0 {
-		wait = 3 * time.Second
-	}
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(s.readYourWrites())
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if job, err := s.Jobs.Get(id); err == nil && job.Version > before && sameDef(job.Job, want) {
 			return job
@@ -394,6 +391,50 @@ func (s *Server) triggerBucket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, TriggerAccepted{Bucket: bt.Bucket, TriggerID: bt.TriggerID, Partition: rec.Partition, Offset: rec.Offset})
+}
+
+// deleteJob writes a delete command and, when the view showed the job,
+// waits (bounded, like a put's read-your-writes) until it no longer does,
+// so that a GET on this instance after the 202 answers 404.
+func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	m := codecs.CommandMsg{Op: codecs.OpDelete, ID: id}
+	value, ok := s.encode(w, m)
+	if !ok {
+		return
+	}
+	var before uint64
+	if s.Jobs != nil {
+		// A view error only skips the wait: the delete does not need it.
+		before, _ = s.Jobs.Version(id)
+	}
+	a, ok := s.produceEncoded(w, r, m, value)
+	if !ok {
+		return
+	}
+	if before > 0 {
+		s.awaitGone(r.Context(), id, before)
+	}
+	writeJSON(w, http.StatusAccepted, a)
+}
+
+// awaitGone waits (bounded by ReadYourWrites) until the view no longer
+// shows version before of id: deleted, or replaced by a newer write.
+func (s *Server) awaitGone(ctx context.Context, id string, before uint64) {
+	deadline := time.Now().Add(s.readYourWrites())
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if v, err := s.Jobs.Version(id); err == nil && v != before {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (s *Server) readYourWrites() time.Duration {
+	if s.ReadYourWrites == 0 {
+		return 3 * time.Second
+	}
+	return s.ReadYourWrites
 }
 
 func (s *Server) op(op string) http.HandlerFunc {

@@ -1,0 +1,115 @@
+"""Schemathesis hooks for Chronos (run.sh loads them as SCHEMATHESIS_HOOKS).
+
+docs/openapi.json states every rule the server enforces, but some rules are
+beyond what a generator can derive from JSON Schema: the formats `cron`,
+`go-duration` and `iana-time-zone` (a grammar, a range, a database), and
+two rules across fields or state (start/end/at order; a cursor must be one
+the server issued). The formats get strategies that draw only valid values;
+before_call makes a positive (schema-valid) case follow the cross-field
+rules. Negative cases are left alone: the server must refuse them.
+"""
+
+import base64
+import datetime
+import re
+
+import schemathesis
+from hypothesis import strategies as st
+
+# Cron: 5 fields, or 6 with seconds first, or a descriptor; days of month
+# 1-28 so that every expression matches some time.
+_minute = st.sampled_from(["*", "0", "5", "*/15", "0-30/10", "1,31,59"])
+_hour = st.sampled_from(["*", "0", "9", "9-17", "*/6", "0,12"])
+_dom = st.sampled_from(["*", "1", "15", "1-7", "L", "L-2", "15W", "LW", "?"])
+_month = st.sampled_from(["*", "1", "6-8", "*/3", "jan,jul"])
+_dow = st.sampled_from(["*", "1-5", "0", "mon", "5L", "1#2", "?"])
+_five = st.tuples(_minute, _hour, _dom, _month, _dow)
+_cron = st.one_of(
+    _five.map(" ".join),
+    st.tuples(st.sampled_from(["0", "30", "*/10"]), _five).map(lambda t: t[0] + " " + " ".join(t[1])),
+    st.sampled_from(["@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"]),
+)
+schemathesis.openapi.format("cron", _cron)
+
+# Go durations from 1s to 168h: valid as `every` (at least 1s) and as
+# `misfire_grace` (0s to 168h).
+_duration = st.one_of(
+    st.integers(1, 3600).map(lambda s: f"{s}s"),
+    st.integers(1, 600).map(lambda m: f"{m}m"),
+    st.tuples(st.integers(1, 167), st.integers(0, 59)).map(lambda t: f"{t[0]}h{t[1]}m"),
+    st.sampled_from(["1.5s", "2m30s", "168h", "1h0m0s", "1000ms"]),
+)
+schemathesis.openapi.format("go-duration", _duration)
+
+schemathesis.openapi.format("iana-time-zone", st.sampled_from([
+    "UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata", "Australia/Lord_Howe",
+    "Pacific/Chatham", "America/Sao_Paulo", "Africa/Casablanca", "Etc/GMT+12",
+]))
+
+# Times within years 1970-2199: JSON Schema's date-time allows any year,
+# while a schedule's times must have a UTC year from 1 to 9999 and not be
+# the zero time (the document says so).
+schemathesis.openapi.format("date-time", st.datetimes(
+    min_value=datetime.datetime(1970, 1, 1),
+    max_value=datetime.datetime(2199, 12, 31),
+    timezones=st.sampled_from([datetime.timezone.utc, datetime.timezone(datetime.timedelta(hours=5, minutes=30))]),
+).map(lambda d: d.isoformat()))
+
+
+def _time(s):
+    """s as an aware datetime, None when it is not one."""
+    try:
+        t = datetime.datetime.fromisoformat(s)
+    except (TypeError, ValueError):
+        return None
+    return t if t.tzinfo else None
+
+_CURSOR = re.compile(r"^[0-9]+/")
+
+
+def _issued_cursor(c):
+    """Whether c looks like a cursor the server issued (one from next_cursor)."""
+    try:
+        return bool(_CURSOR.match(base64.urlsafe_b64decode(c + "=" * (-len(c) % 4)).decode()))
+    except Exception:
+        return False
+
+
+@schemathesis.hook
+def before_call(ctx, case, kwargs):
+    meta = case.meta
+    if meta is None or not meta.generation.mode.is_positive:
+        return
+    if isinstance(case.query, dict) and "cursor" in case.query and not _issued_cursor(str(case.query["cursor"])):
+        # A generator cannot make a cursor the server issued; the stateful
+        # phase passes real ones (next_cursor).
+        del case.query["cursor"]
+    body = case.body
+    if isinstance(body, dict):
+        start, end, at = (_time(body.get(f)) for f in ("start", "end", "at"))
+        if start and end and end < start:
+            body["start"], body["end"] = body["end"], body["start"]
+            start, end = end, start
+        if at and ((start and at < start) or (end and at > end)):
+            body["at"] = body["start"] if start else body["end"]
+
+
+@schemathesis.check
+def put_read_your_writes(ctx, response, case):
+    """A PUT the server took (2xx) answers 200 with the job and its ETag.
+
+    PUT /v1/jobs/{id} waits up to 3 s for this instance's job view to show
+    the definition it wrote; 202 means it did not see it. On this run's
+    idle, single-instance, single-writer loopback setup the view follows in
+    milliseconds, so a 202 means the server failed to recognize its own
+    write (issue 20: a payload with <, >, & or U+2028 was stored
+    HTML-escaped and every such PUT answered 202 after 3 s).
+    """
+    if case.method.upper() != "PUT" or not 200 <= response.status_code < 300:
+        return None
+    if response.status_code != 200 or not response.headers.get("etag"):
+        raise AssertionError(
+            f"PUT answered {response.status_code} without the job: the instance did not see its own write "
+            f"within the read-your-writes wait (body {response.text[:200]})"
+        )
+    return None
