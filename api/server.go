@@ -61,6 +61,8 @@ type Server struct {
 	Timeout time.Duration
 	// Jobs serves the read API and read-your-writes (nil: reads answer 503).
 	Jobs JobReader
+	// History serves each job's fires and changes (nil: those routes answer 503).
+	History HistoryReader
 	// ReadYourWrites bounds how long PUT waits for the view to show the new
 	// version before answering 202 (default 3s).
 	ReadYourWrites time.Duration
@@ -101,6 +103,8 @@ func v1(role Role, h func(s *Server) http.HandlerFunc) func(s *Server) http.Hand
 var routeTable = []route{
 	{"GET /v1/jobs", v1(RoleRead, func(s *Server) http.HandlerFunc { return s.listJobs })},
 	{"GET /v1/jobs/{id}", v1(RoleRead, func(s *Server) http.HandlerFunc { return s.getJob })},
+	{"GET /v1/jobs/{id}/fires", v1(RoleRead, func(s *Server) http.HandlerFunc { return s.jobFires })},
+	{"GET /v1/jobs/{id}/history", v1(RoleRead, func(s *Server) http.HandlerFunc { return s.jobChanges })},
 	{"PUT /v1/jobs/{id}", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.putJob })},
 	{"POST /v1/buckets/{bucket}/trigger", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.triggerBucket })},
 	{"DELETE /v1/jobs/{id}", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.deleteJob })},
@@ -309,6 +313,10 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
+	nq, ok := getJobNext(w, r)
+	if !ok {
+		return
+	}
 	job, err := s.Jobs.Get(id)
 	switch {
 	case errors.Is(err, views.ErrNotFound):
@@ -316,6 +324,7 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	case err != nil:
 		writeProblem(w, http.StatusServiceUnavailable, "view_unavailable", "", err.Error())
 	default:
+		s.nextFires(job, nq)
 		w.Header().Set("ETag", etag(job.Version))
 		writeJSON(w, http.StatusOK, job)
 	}

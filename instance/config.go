@@ -14,6 +14,7 @@ import (
 	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/processors/clock"
+	"github.com/chronos-scheduler/chronos/processors/history"
 	"github.com/chronos-scheduler/chronos/processors/scheduler"
 	"github.com/chronos-scheduler/chronos/topology"
 )
@@ -46,6 +47,8 @@ type Config struct {
 	// HTTP configures the HTTP API, its job view and the probes (Addr
 	// empty: none of them).
 	HTTP HTTP
+	// History configures the history group and its read API.
+	History History
 	// LagExecutorGroups are consumer groups on the dispatch topic whose lag
 	// /metrics also exports (default none).
 	LagExecutorGroups []string
@@ -79,6 +82,20 @@ type Fanout struct {
 	// Budget is how long one callback keeps firing chunks before it
 	// continues through the loopback (default scheduler.DefaultChunkBudget).
 	Budget time.Duration
+}
+
+// History configures the history group (chronos-history): each job's last
+// fires with their outcomes and its last commands, served by GET
+// /v1/jobs/{id}/fires and /history.
+type History struct {
+	// Off runs no history group on this instance and serves no history
+	// (default false: on).
+	Off bool
+	// Fires is how many fires are kept per job (default
+	// history.DefaultFires, 50); Changes how many commands (default
+	// history.DefaultChanges, 20).
+	Fires   int
+	Changes int
 }
 
 // Store configures the Pebble stores of the partitions.
@@ -151,6 +168,7 @@ func Default(brokers ...string) Config {
 		Fanout:           Fanout{ChunkSize: scheduler.DefaultChunkSize, ChunkBytes: scheduler.DefaultChunkBytes, Budget: scheduler.DefaultChunkBudget},
 		Store:            Store{CacheBytes: defaultCacheBytes, MemTableBytes: scheduler.DefaultMemTableSize},
 		Clock:            Clock{Resolution: clock.DefaultResolution, MaxAhead: clock.DefaultMaxAhead},
+		History:          History{Fires: history.DefaultFires, Changes: history.DefaultChanges},
 		HTTP: HTTP{Server: api.HTTPOptions{ReadTimeout: api.DefaultReadTimeout, WriteTimeout: api.DefaultWriteTimeout,
 			IdleTimeout: api.DefaultIdleTimeout, MaxConns: api.DefaultMaxConns}},
 		LogLevel: slog.LevelInfo,
@@ -198,6 +216,10 @@ func (c Config) Validate() error {
 		if _, ok := c.Registerer.(prometheus.Gatherer); !ok {
 			errs = append(errs, errors.New("instance: with the HTTP server on, Registerer must be a prometheus.Gatherer (it serves /metrics)"))
 		}
+	}
+	if h := c.History; !h.Off && (h.Fires < 0 || h.Fires > history.MaxFires || h.Changes < 0 || h.Changes > history.MaxChanges) {
+		errs = append(errs, fmt.Errorf("instance: history keeps %d fires and %d changes per job, want 1..%d and 1..%d",
+			h.Fires, h.Changes, history.MaxFires, history.MaxChanges))
 	}
 	errs = append(errs, c.HTTP.validate())
 	return errors.Join(errs...)

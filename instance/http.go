@@ -25,6 +25,7 @@ import (
 type httpParts struct {
 	cfg  HTTP
 	jobs *views.Jobs
+	hist *views.History // nil with History.Off
 	srv  *api.Server
 	ln   net.Listener // set by listen
 	reg  prometheus.Registerer
@@ -42,12 +43,21 @@ func newHTTP(s *Instance) (*httpParts, error) {
 	if err != nil {
 		return nil, err
 	}
+	var hist *views.History
+	if !cfg.History.Off {
+		if hist, err = views.NewHistory(cfg.Kafka, cfg.Layout, filepath.Join(cfg.DataDir, "history-view"), s.log.With("component", "history-view")); err != nil {
+			return nil, err
+		}
+	}
 	gatherer, _ := cfg.Registerer.(prometheus.Gatherer) // Validate checked it
 	targets := append(lag.Targets(cfg.Layout), lag.ExecutorTargets(cfg.Layout, cfg.LagExecutorGroups)...)
 	cfg.Registerer.MustRegister(&lag.Collector{Admin: kadm.NewClient(s.kgo), Policy: lag.Earliest, Targets: targets})
 	srv := &api.Server{Names: cfg.Layout.Names, Limits: cfg.Limits, Producer: s.kgo, Ready: s.Ready,
 		Gatherer: gatherer, Token: cfg.HTTP.Token, Tokens: tokens, Jobs: jobs, AllowedOrigins: cfg.HTTP.AllowedOrigins}
-	return &httpParts{cfg: cfg.HTTP, jobs: jobs, srv: srv, reg: cfg.Registerer}, nil
+	if hist != nil {
+		srv.History = hist
+	}
+	return &httpParts{cfg: cfg.HTTP, jobs: jobs, hist: hist, srv: srv, reg: cfg.Registerer}, nil
 }
 
 // listen opens the API's listener and sets the Host values it answers.
@@ -83,6 +93,14 @@ func (h *httpParts) run(ctx context.Context, log *slog.Logger) error {
 	defer stopProbes()
 	viewDone := make(chan error, 1)
 	go func() { viewDone <- h.jobs.Run(ctx) }()
+	histDone := make(chan error, 1)
+	go func() {
+		if h.hist == nil {
+			histDone <- nil
+			return
+		}
+		histDone <- h.hist.Run(ctx)
+	}()
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -91,6 +109,9 @@ func (h *httpParts) run(ctx context.Context, log *slog.Logger) error {
 	}
 	if err := <-viewDone; err != nil && ctx.Err() == nil {
 		log.Error("job view stopped", "err", err)
+	}
+	if err := <-histDone; err != nil && ctx.Err() == nil {
+		log.Error("history view stopped", "err", err)
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

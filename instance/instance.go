@@ -1,7 +1,7 @@
 // Package instance is one Chronos instance: its configuration (Config, with
 // the defaults, the validation and the one mapping from flags), and New,
 // Run and WaitReady, which build and run the scheduler group, the clock
-// group, the router group, the clock ticker and, with an HTTP address, the
+// group, the router group, the history group (unless History.Off), the clock ticker and, with an HTTP address, the
 // job view, the HTTP API, /metrics and the probes. Each group is restarted
 // with backoff when it fails (goka processors stop on broker errors by
 // design). `chronos dev`, `chronos run`, `chronos bench` and the tests'
@@ -25,6 +25,7 @@ import (
 
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/processors/clock"
+	"github.com/chronos-scheduler/chronos/processors/history"
 	"github.com/chronos-scheduler/chronos/processors/inputs"
 	"github.com/chronos-scheduler/chronos/processors/router"
 	"github.com/chronos-scheduler/chronos/processors/scheduler"
@@ -38,6 +39,7 @@ type Instance struct {
 	sched  *scheduler.Scheduler
 	clock  *clock.Clock
 	route  *router.Router
+	hist   *history.History // nil with History.Off
 	kgo    *kgo.Client
 	ticker *clock.Ticker // nil with NoTicker
 	http   *httpParts    // nil without an HTTP address
@@ -123,6 +125,14 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 		return nil, err
 	}
 	s := &Instance{cfg: cfg, sched: sched, clock: clk, route: route, kgo: cl, log: cfg.Logger, fatal: fatal, stopped: make(chan struct{})}
+	if !cfg.History.Off {
+		s.hist, err = history.New(history.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Fires: cfg.History.Fires, Changes: cfg.History.Changes,
+			Store: store.Options{Sync: cfg.Store.Sync, OnFatal: fatal.report, FS: cfg.Store.FS}, Limits: cfg.Limits,
+			Logger: cfg.Logger.With("group", "history"), Inputs: in})
+		if err != nil {
+			return nil, err
+		}
+	}
 	s.mu.procs = make(map[goka.Group]*goka.Processor)
 	if !cfg.Clock.NoTicker {
 		host, _ := os.Hostname()
@@ -209,6 +219,9 @@ func (s *Instance) runGroups(ctx context.Context) {
 	run(s.cfg.Layout.ClockGroup(), s.clock.Graph(), goka.WithStorageBuilder(s.clock.StorageBuilder(store.Builder(s.cfg.DataDir, s.clockStoreOptions()))),
 		goka.WithNilHandling(goka.NilProcess))
 	run(s.cfg.Layout.RouterGroup(), s.route.Graph(), goka.WithNilHandling(goka.NilProcess))
+	if s.hist != nil {
+		run(s.hist.Group(), s.hist.Graph(), s.hist.Options()...)
+	}
 	if t := s.ticker; t != nil {
 		wg.Add(1)
 		go func() {
@@ -358,7 +371,11 @@ func (s *Instance) Ready() error {
 func (s *Instance) groupsReady() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, g := range []goka.Group{s.sched.Group(), s.cfg.Layout.ClockGroup(), s.cfg.Layout.RouterGroup()} {
+	groups := []goka.Group{s.sched.Group(), s.cfg.Layout.ClockGroup(), s.cfg.Layout.RouterGroup()}
+	if s.hist != nil {
+		groups = append(groups, s.hist.Group())
+	}
+	for _, g := range groups {
 		p := s.mu.procs[g]
 		if p == nil {
 			return fmt.Errorf("group %s is not running", g)

@@ -70,6 +70,8 @@ func (l Layout) Topics() []Topic {
 		sharded(string(l.Dispatch()), nil),
 		sharded(string(l.Rejects()), nil),
 		sharded(string(l.BucketTriggers()), inbound),
+		sharded(string(l.Results()), inbound),
+		sharded(string(l.HistoryTable()), compact),
 		// The broker stamps each tick when it appends it: the clock group
 		// bounds ticks by that time (processors/clock, MaxAhead).
 		{Name: string(l.Clock()), Partitions: 1, Configs: map[string]string{"message.timestamp.type": "LogAppendTime"}},

@@ -60,6 +60,8 @@ func TestLayoutTopics(t *testing.T) {
 		"x.chronos-dispatch":        {Partitions: 7, Sharded: true},
 		"x.chronos-rejects":         {Partitions: 7, Sharded: true},
 		"x.chronos-bucket-triggers": {Partitions: 7, Sharded: true, Configs: inbound},
+		"x.chronos-results":         {Partitions: 7, Sharded: true, Configs: inbound},
+		"x.chronos-history-table":   {Partitions: 7, Sharded: true, Configs: compact},
 		"x.chronos-clock":           {Partitions: 1, Configs: map[string]string{"message.timestamp.type": "LogAppendTime"}},
 		"x.chronos-clock-table":     {Partitions: 1, Configs: compact},
 	}

@@ -18,6 +18,8 @@ const (
 	baseScheduler      = "chronos-scheduler"
 	baseClockGroup     = "chronos-clock"
 	baseRouter         = "chronos-router"
+	baseResults        = "chronos-results"
+	baseHistory        = "chronos-history"
 )
 
 // Names derives every topic and group name from one prefix. The zero value
@@ -77,3 +79,12 @@ func (n Names) SchedulerLoop() goka.Stream { return goka.Stream(string(n.Schedul
 
 // ClockTable is the clock group's changelog (compacted, one partition).
 func (n Names) ClockTable() goka.Table { return goka.GroupTable(n.ClockGroup()) }
+
+// Results is the topic executors report fire outcomes to (key = job id).
+func (n Names) Results() goka.Stream { return goka.Stream(n.Prefix + baseResults) }
+
+// HistoryGroup keeps each job's recent fires and changes.
+func (n Names) HistoryGroup() goka.Group { return goka.Group(n.Prefix + baseHistory) }
+
+// HistoryTable is the history group's changelog (compacted).
+func (n Names) HistoryTable() goka.Table { return goka.GroupTable(n.HistoryGroup()) }

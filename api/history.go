@@ -1,0 +1,69 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/views"
+)
+
+// HistoryReader is the read side of job histories (implemented by
+// *views.History): a job's fires and changes, newest first.
+type HistoryReader interface {
+	Get(id string) ([]views.Fire, []views.Change, error)
+}
+
+// FireList is the answer of GET /v1/jobs/{id}/fires.
+type FireList struct {
+	JobID string       `json:"job_id"`
+	Fires []views.Fire `json:"fires"`
+}
+
+// ChangeList is the answer of GET /v1/jobs/{id}/history.
+type ChangeList struct {
+	JobID   string         `json:"job_id"`
+	Changes []views.Change `json:"changes"`
+}
+
+// readHistory answers the shared failures of the history routes and
+// returns the job's history; ok is false when it answered.
+func (s *Server) readHistory(w http.ResponseWriter, r *http.Request) (string, []views.Fire, []views.Change, bool) {
+	id := r.PathValue("id")
+	for k := range r.URL.Query() {
+		if k != "limit" {
+			writeProblem(w, http.StatusBadRequest, codecs.CodeUnknownField, k, "unknown query parameter "+strconv.Quote(k)+"; use limit")
+			return "", nil, nil, false
+		}
+	}
+	if s.History == nil {
+		writeProblem(w, http.StatusServiceUnavailable, "history_unavailable", "", "this instance keeps no history (it runs with --no-history)")
+		return "", nil, nil, false
+	}
+	fires, changes, err := s.History.Get(id)
+	if err != nil {
+		writeProblem(w, http.StatusServiceUnavailable, "view_unavailable", "", err.Error())
+		return "", nil, nil, false
+	}
+	if l := r.URL.Query().Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > 1000 {
+			writeProblem(w, http.StatusBadRequest, codecs.CodeInvalidField, "limit", "limit must be 1..1000")
+			return "", nil, nil, false
+		}
+		fires, changes = fires[:min(n, len(fires))], changes[:min(n, len(changes))]
+	}
+	return id, fires, changes, true
+}
+
+func (s *Server) jobFires(w http.ResponseWriter, r *http.Request) {
+	if id, fires, _, ok := s.readHistory(w, r); ok {
+		writeJSON(w, http.StatusOK, FireList{JobID: id, Fires: fires})
+	}
+}
+
+func (s *Server) jobChanges(w http.ResponseWriter, r *http.Request) {
+	if id, _, changes, ok := s.readHistory(w, r); ok {
+		writeJSON(w, http.StatusOK, ChangeList{JobID: id, Changes: changes})
+	}
+}

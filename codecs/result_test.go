@@ -1,0 +1,108 @@
+package codecs_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+)
+
+func TestDecodeResult(t *testing.T) {
+	t.Parallel()
+	const sched = `"scheduled_at":"2026-03-01T09:00:00Z"`
+	at := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name, key, value string
+		code, field      string // "" when valid
+		want             codecs.Result
+	}{
+		{name: "succeeded", key: "j", value: `{"v":1,"fire_id":"j@2026-03-01T09:00:00Z",` + sched + `,"status":"succeeded","started_at":"2026-03-01T09:00:01Z","finished_at":"2026-03-01T09:00:03Z"}`,
+			want: codecs.Result{JobID: "j", Suffix: "2026-03-01T09:00:00Z", ScheduledAt: at, Status: "succeeded", Attempt: 1,
+				StartedAt: at.Add(time.Second), FinishedAt: at.Add(3 * time.Second)}},
+		{name: "failed with error and attempt", key: "j", value: `{"v":1,"fire_id":"j@t1","job_id":"j",` + sched + `,"status":"failed","attempt":3,"finished_at":"2026-03-01T09:00:03+01:00","error":"boom"}`,
+			want: codecs.Result{JobID: "j", Suffix: "t1", ScheduledAt: at, Status: "failed", Attempt: 3, FinishedAt: at.Add(3*time.Second - time.Hour), Error: "boom"}},
+		{name: "derived trigger id", key: "j", value: `{"v":1,"fire_id":"j@m-3-17",` + sched + `,"status":"started","started_at":"2026-03-01T09:00:01Z"}`,
+			want: codecs.Result{JobID: "j", Suffix: "m-3-17", ScheduledAt: at, Status: "started", Attempt: 1, StartedAt: at.Add(time.Second)}},
+		{name: "job id with @", key: "a@b", value: `{"v":1,"fire_id":"a@b@t",` + sched + `,"status":"skipped","finished_at":"2026-03-01T09:00:01Z"}`,
+			want: codecs.Result{JobID: "a@b", Suffix: "t", ScheduledAt: at, Status: "skipped", Attempt: 1, FinishedAt: at.Add(time.Second)}},
+		{name: "not json", key: "j", value: `{`, code: codecs.CodeMalformed},
+		{name: "trailing", key: "j", value: `{"v":1} {}`, code: codecs.CodeMalformed},
+		{name: "unknown field", key: "j", value: `{"v":1,"x":1}`, code: codecs.CodeUnknownField, field: "x"},
+		{name: "case", key: "j", value: `{"v":1,"Status":"failed"}`, code: codecs.CodeUnknownField, field: "Status"},
+		{name: "twice", key: "j", value: `{"v":1,"fire_id":"j@t","fire_id":"j@u",` + sched + `,"status":"skipped","finished_at":"2026-03-01T09:00:01Z"}`, code: codecs.CodeMalformed, field: "fire_id"},
+		{name: "version", key: "j", value: `{"v":2}`, code: codecs.CodeUnknownVersion, field: "v"},
+		{name: "bad key", key: "", value: `{"v":1,"fire_id":"@t",` + sched + `,"status":"skipped","finished_at":"2026-03-01T09:00:01Z"}`, code: codecs.CodeInvalidID},
+		{name: "job_id differs", key: "j", value: `{"v":1,"job_id":"k","fire_id":"j@t",` + sched + `,"status":"skipped","finished_at":"2026-03-01T09:00:01Z"}`, code: codecs.CodeInvalidID, field: "job_id"},
+		{name: "fire_id of another job", key: "j", value: `{"v":1,"fire_id":"k@t",` + sched + `,"status":"skipped","finished_at":"2026-03-01T09:00:01Z"}`, code: codecs.CodeInvalidField, field: "fire_id"},
+		{name: "fire_id without @", key: "j", value: `{"v":1,"fire_id":"j",` + sched + `,"status":"skipped","finished_at":"2026-03-01T09:00:01Z"}`, code: codecs.CodeInvalidField, field: "fire_id"},
+		{name: "bad trigger id", key: "j", value: `{"v":1,"fire_id":"j@a\u0001",` + sched + `,"status":"skipped","finished_at":"2026-03-01T09:00:01Z"}`, code: codecs.CodeInvalidField, field: "fire_id"},
+		{name: "scheduled_at differs", key: "j", value: `{"v":1,"fire_id":"j@2026-03-01T09:00:01Z",` + sched + `,"status":"skipped","finished_at":"2026-03-01T09:00:01Z"}`, code: codecs.CodeInvalidField, field: "scheduled_at"},
+		{name: "no scheduled_at", key: "j", value: `{"v":1,"fire_id":"j@t","status":"skipped","finished_at":"2026-03-01T09:00:01Z"}`, code: codecs.CodeInvalidField, field: "scheduled_at"},
+		{name: "unknown status", key: "j", value: `{"v":1,"fire_id":"j@t",` + sched + `,"status":"done","finished_at":"2026-03-01T09:00:01Z"}`, code: codecs.CodeInvalidField, field: "status"},
+		{name: "started without start", key: "j", value: `{"v":1,"fire_id":"j@t",` + sched + `,"status":"started"}`, code: codecs.CodeInvalidField, field: "started_at"},
+		{name: "started with finish", key: "j", value: `{"v":1,"fire_id":"j@t",` + sched + `,"status":"started","started_at":"2026-03-01T09:00:01Z","finished_at":"2026-03-01T09:00:01Z"}`, code: codecs.CodeInvalidField, field: "started_at"},
+		{name: "terminal without finish", key: "j", value: `{"v":1,"fire_id":"j@t",` + sched + `,"status":"succeeded"}`, code: codecs.CodeInvalidField, field: "finished_at"},
+		{name: "finish before start", key: "j", value: `{"v":1,"fire_id":"j@t",` + sched + `,"status":"succeeded","started_at":"2026-03-01T09:00:02Z","finished_at":"2026-03-01T09:00:01Z"}`, code: codecs.CodeInvalidField, field: "finished_at"},
+		{name: "negative attempt", key: "j", value: `{"v":1,"fire_id":"j@t",` + sched + `,"status":"skipped","attempt":-1,"finished_at":"2026-03-01T09:00:01Z"}`, code: codecs.CodeInvalidField, field: "attempt"},
+		{name: "huge attempt", key: "j", value: `{"v":1,"fire_id":"j@t",` + sched + `,"status":"skipped","attempt":1000001,"finished_at":"2026-03-01T09:00:01Z"}`, code: codecs.CodeInvalidField, field: "attempt"},
+		{name: "error on success", key: "j", value: `{"v":1,"fire_id":"j@t",` + sched + `,"status":"succeeded","finished_at":"2026-03-01T09:00:01Z","error":"x"}`, code: codecs.CodeInvalidField, field: "error"},
+		{name: "error too long", key: "j", value: `{"v":1,"fire_id":"j@t",` + sched + `,"status":"failed","finished_at":"2026-03-01T09:00:01Z","error":"` + strings.Repeat("x", 4097) + `"}`, code: codecs.CodeInvalidField, field: "error"},
+		{name: "record too large", key: "j", value: `{"v":1,"error":"` + strings.Repeat("x", 17<<10) + `"}`, code: codecs.CodePayloadTooLarge},
+		{name: "time before 1970", key: "j", value: `{"v":1,"fire_id":"j@t",` + sched + `,"status":"skipped","finished_at":"1969-12-31T23:59:59Z"}`, code: codecs.CodeInvalidField, field: "finished_at"},
+		{name: "wrong type", key: "j", value: `{"v":1,"fire_id":"j@t",` + sched + `,"status":"skipped","attempt":"1","finished_at":"2026-03-01T09:00:01Z"}`, code: codecs.CodeMalformed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := codecs.DecodeResult([]byte(tc.key), []byte(tc.value))
+			if tc.code == "" {
+				require.NoError(t, err)
+				require.Equal(t, tc.want, r)
+				return
+			}
+			var ce *codecs.Error
+			require.True(t, errors.As(err, &ce), "%v", err)
+			require.Equal(t, tc.code, ce.Code, "%v", err)
+			if tc.field != "" {
+				require.Equal(t, tc.field, ce.Field, "%v", err)
+			}
+		})
+	}
+}
+
+// FuzzDecodeResult decodes arbitrary records: it never panics, errors are
+// *codecs.Error, and a decoded result re-encoded decodes to the same.
+func FuzzDecodeResult(f *testing.F) {
+	for _, s := range [][2]string{
+		{"j", `{"v":1,"fire_id":"j@2026-03-01T09:00:00Z","scheduled_at":"2026-03-01T09:00:00Z","status":"succeeded","started_at":"2026-03-01T09:00:01Z","finished_at":"2026-03-01T09:00:03Z"}`},
+		{"j", `{"v":1,"fire_id":"j@t1","job_id":"j","scheduled_at":"2026-03-01T09:00:00Z","status":"failed","attempt":3,"finished_at":"2026-03-01T09:00:03+01:00","error":"boom"}`},
+		{"a@b", `{"v":1,"fire_id":"a@b@m-1-2","scheduled_at":"2026-03-01T09:00:00Z","status":"started","started_at":"2026-03-01T09:00:01Z"}`},
+		{"j", `{"v":1,"fire_id":"j@t","fire_id":"j@t"}`},
+		{"j", `{"v":1,"Fire_id":"j@t"}`},
+	} {
+		f.Add([]byte(s[0]), []byte(s[1]))
+	}
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		r, err := codecs.DecodeResult(key, value)
+		if err != nil {
+			var e *codecs.Error
+			require.True(t, errors.As(err, &e), "%T %v", err, err)
+			require.NotEmpty(t, e.Code)
+			return
+		}
+		m := codecs.ResultMsg{FireID: r.FireID(), ScheduledAt: r.ScheduledAt, Status: r.Status, Attempt: r.Attempt, Error: r.Error}
+		if !r.StartedAt.IsZero() {
+			m.StartedAt = &r.StartedAt
+		}
+		if !r.FinishedAt.IsZero() {
+			m.FinishedAt = &r.FinishedAt
+		}
+		b, err := codecs.EncodeResult(m)
+		require.NoError(t, err)
+		r2, err := codecs.DecodeResult(key, b)
+		require.NoError(t, err, "re-encoded %s", b)
+		require.Equal(t, r, r2)
+	})
+}

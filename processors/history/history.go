@@ -1,0 +1,276 @@
+// Package history is the history group (chronos-history): it consumes
+// chronos-dispatch, chronos-results and chronos-jobs and keeps, per job, the
+// last fires (scheduled and dispatch time, delay, the executors' outcome)
+// and the last commands (who changed the job, when, how) in its group
+// table, for the read API and the CLI.
+//
+// It is off the fire path: the scheduler never waits for it, and it only
+// reads what the scheduler and the executors have already written. A job's
+// record is bounded: Fires fires and Changes commands, each entry cut to a
+// fixed size (no payload is stored), see codecs.History.
+//
+// Input policy: a result or dispatch record that cannot be decoded, or
+// whose key does not hash to the partition it arrived on, goes to
+// chronos-rejects like every other input (processors/inputs). A command on
+// chronos-jobs that does not decode is skipped silently: the scheduler
+// group rejects it already, and one reject per bad record is enough.
+package history
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/codec"
+	"github.com/lovoo/goka/storage"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/processors/inputs"
+	"github.com/chronos-scheduler/chronos/store"
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// Defaults of Config.
+const (
+	DefaultFires   = 50
+	DefaultChanges = 20
+	// MaxFires and MaxChanges bound the settings, so a record stays under
+	// MaxFires*codecs.HistoryFireBytes + MaxChanges*codecs.HistoryChangeBytes
+	// (about 1 MiB).
+	MaxFires   = 1000
+	MaxChanges = 200
+)
+
+// ActorHeader is the record header naming who sent a command (the API sets
+// it to the token's name; the same as api.ActorHeader).
+const ActorHeader = "chronos-actor"
+
+// Config configures the history group.
+type Config struct {
+	Layout topology.Layout
+	// DataDir is where each partition's Pebble store lives
+	// (<DataDir>/<table topic>/<partition>).
+	DataDir string
+	// Store options for every partition store.
+	Store store.Options
+	// Fires is how many fires are kept per job (default 50), the latest by
+	// scheduled time; Changes how many commands (default 20).
+	Fires   int
+	Changes int
+	// Limits on commands (default codecs.DefaultLimits()).
+	Limits codecs.Limits
+	// Logger (default slog.Default()).
+	Logger *slog.Logger
+	// Inputs is the policy for records that cannot be applied (default:
+	// rejects emitted through goka, see inputs.Policy).
+	Inputs *inputs.Policy
+}
+
+func (c *Config) setDefaults() {
+	if c.Fires == 0 {
+		c.Fires = DefaultFires
+	}
+	if c.Changes == 0 {
+		c.Changes = DefaultChanges
+	}
+	if c.Limits == (codecs.Limits{}) {
+		c.Limits = codecs.DefaultLimits()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Inputs == nil {
+		c.Inputs = &inputs.Policy{Rejects: c.Layout.Rejects(), Logger: c.Logger}
+	}
+}
+
+// Validate reports every problem with the configuration.
+func (c Config) Validate() error {
+	if err := c.Layout.Validate(); err != nil {
+		return err
+	}
+	if c.Fires < 1 || c.Fires > MaxFires {
+		return fmt.Errorf("history: fires %d, want 1..%d", c.Fires, MaxFires)
+	}
+	if c.Changes < 1 || c.Changes > MaxChanges {
+		return fmt.Errorf("history: changes %d, want 1..%d", c.Changes, MaxChanges)
+	}
+	if c.DataDir == "" && c.Store.FS == nil {
+		return fmt.Errorf("history: no data dir")
+	}
+	return nil
+}
+
+// History is the history group. Its callbacks run on goka's partition
+// goroutines, each touching only its message's key; safe for concurrent use.
+type History struct {
+	cfg    Config
+	stores store.Registry
+}
+
+// New returns the history group for cfg.
+func New(cfg Config) (*History, error) {
+	cfg.setDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &History{cfg: cfg}, nil
+}
+
+// Group returns the group name.
+func (h *History) Group() goka.Group { return h.cfg.Layout.HistoryGroup() }
+
+// Graph returns the group graph: dispatch events, results and commands in,
+// the per-job history persisted, rejects out.
+func (h *History) Graph() *goka.GroupGraph {
+	n := h.cfg.Layout.Names
+	return goka.DefineGroup(n.HistoryGroup(),
+		goka.Input(n.Dispatch(), new(codec.Bytes), h.onDispatch),
+		goka.Input(n.Results(), new(codec.Bytes), h.onResult),
+		goka.Input(n.Jobs(), new(codec.Bytes), h.onCommand),
+		goka.Persist(new(codec.Bytes)),
+		goka.Output(n.Rejects(), new(codec.Bytes)),
+	)
+}
+
+// Options returns the processor options the group needs: its Pebble
+// storage, and null values delivered to the callbacks (to reject them).
+func (h *History) Options() []goka.ProcessorOption {
+	return []goka.ProcessorOption{goka.WithStorageBuilder(h.StorageBuilder()), goka.WithNilHandling(goka.NilProcess)}
+}
+
+// StorageBuilder returns one Pebble store per partition (no index).
+func (h *History) StorageBuilder() storage.Builder {
+	return h.stores.Builder(h.cfg.DataDir, func(partition int32) store.Options {
+		opts := h.cfg.Store
+		if opts.Logger == nil {
+			log := h.cfg.Logger.With("partition", partition)
+			opts.Logger = func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }
+		}
+		return opts
+	})
+}
+
+// current decodes the message key's history; an unreadable record (written
+// by hand or by a bug) is logged and read as empty, so it cannot stop the
+// partition.
+func (h *History) current(ctx goka.Context) codecs.History {
+	v, _ := ctx.Value().([]byte)
+	rec, err := codecs.DecodeHistory(v)
+	if err != nil {
+		h.cfg.Logger.Error("unreadable history record; starting the job's history afresh", "job", ctx.Key(), "err", err)
+	}
+	return rec
+}
+
+func (h *History) store(ctx goka.Context, rec *codecs.History) {
+	ctx.SetValue(codecs.AppendHistory(nil, rec))
+}
+
+// partitionErr is the reject reason of a record keyed for another partition.
+func (h *History) partitionErr(ctx goka.Context) error {
+	if want := topology.Partition(ctx.Key(), h.cfg.Layout.Partitions); want != ctx.Partition() {
+		return &codecs.Error{Code: codecs.CodeWrongPartition, Field: "key", Reason: fmt.Sprintf(
+			"job %q belongs on partition %d (FNV-1a partitioner, see docs/topics.md), the record arrived on partition %d",
+			ctx.Key(), want, ctx.Partition())}
+	}
+	return nil
+}
+
+func (h *History) onResult(ctx goka.Context, msg any) {
+	raw, _ := msg.([]byte)
+	if raw == nil {
+		h.cfg.Inputs.Reject(ctx, nil, &codecs.Error{Code: codecs.CodeTombstone, Reason: "a null value (tombstone) is not a result"})
+		return
+	}
+	r, err := codecs.DecodeResult([]byte(ctx.Key()), raw)
+	if err == nil {
+		err = h.partitionErr(ctx)
+	}
+	if err != nil {
+		h.cfg.Inputs.Reject(ctx, raw, err)
+		return
+	}
+	rec := h.current(ctx)
+	mergeResult(&rec, r, h.cfg.Fires)
+	h.store(ctx, &rec)
+}
+
+func (h *History) onDispatch(ctx goka.Context, msg any) {
+	raw, _ := msg.([]byte)
+	d, suffix, err := decodeDispatch(ctx.Key(), raw)
+	if err == nil {
+		err = h.partitionErr(ctx)
+	}
+	if err != nil {
+		h.cfg.Inputs.Reject(ctx, raw, err)
+		return
+	}
+	rec := h.current(ctx)
+	mergeDispatch(&rec, suffix, d, h.cfg.Fires)
+	h.store(ctx, &rec)
+}
+
+// decodeDispatch decodes a dispatch event keyed key and returns its fire_id
+// suffix.
+func decodeDispatch(key string, raw []byte) (codecs.Dispatch, string, error) {
+	if raw == nil {
+		return codecs.Dispatch{}, "", &codecs.Error{Code: codecs.CodeTombstone, Reason: "a null value (tombstone) is not a dispatch event"}
+	}
+	d, err := codecs.DecodeDispatch(raw)
+	if err != nil {
+		return d, "", err
+	}
+	job, _, _, ok := codecs.ParseFireID(d.FireID)
+	if !ok || job != key || d.JobID != key {
+		return d, "", &codecs.Error{Code: codecs.CodeInvalidField, Field: "fire_id", Reason: "a dispatch event's fire_id and job_id must name its key"}
+	}
+	if codecs.CheckRecordTime(d.ScheduledAt) != nil || codecs.CheckRecordTime(d.FiredAt) != nil {
+		return d, "", &codecs.Error{Code: codecs.CodeInvalidField, Field: "scheduled_at", Reason: "a dispatch event needs scheduled_at and fired_at from 1970 to 9999"}
+	}
+	return d, d.FireID[len(key)+1:], nil
+}
+
+func (h *History) onCommand(ctx goka.Context, msg any) {
+	raw, _ := msg.([]byte)
+	if raw == nil {
+		return
+	}
+	cmd, err := codecs.DecodeCommand([]byte(ctx.Key()), raw, h.cfg.Limits)
+	if err != nil || h.partitionErr(ctx) != nil || codecs.CheckRecordTime(ctx.Timestamp()) != nil {
+		return // the scheduler group rejects it
+	}
+	rec := h.current(ctx)
+	c := codecs.Change{Offset: ctx.Offset(), At: ctx.Timestamp().UTC(), Op: cmd.Op, Actor: string(ctx.Headers()[ActorHeader]), Detail: detail(cmd)}
+	mergeChange(&rec, c, h.cfg.Changes)
+	h.store(ctx, &rec)
+}
+
+// detail summarizes a command for the history: a put's schedule and
+// bucket, a fire's trigger id.
+func detail(c codecs.Command) string {
+	switch c.Op {
+	case codecs.OpPut:
+		s := c.Job.Spec
+		var out string
+		switch {
+		case s.Cron != "":
+			out = "cron " + s.Cron
+		case s.Every != 0:
+			out = "every " + s.Every.String()
+		default:
+			out = "at " + s.At.UTC().Format(time.RFC3339)
+		}
+		if s.TZ != "" {
+			out += " tz " + s.TZ
+		}
+		if c.Job.Bucket != "" {
+			out += " bucket " + c.Job.Bucket
+		}
+		return out
+	case codecs.OpFire:
+		return c.TriggerID
+	}
+	return ""
+}

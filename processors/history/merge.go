@@ -1,0 +1,137 @@
+package history
+
+import (
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+)
+
+// The merge functions fold one input into a job's history. Each is
+// idempotent, and fires merge commutatively: whatever the order and the
+// repetitions in which a job's dispatch events and results arrive, the
+// history ends the same: the keep fires with the greatest (scheduled_at,
+// fire_id suffix) among all seen, each with the earliest fired_at, and the
+// outcome of its highest attempt (see mergeResult).
+
+// fireKey orders fires: by scheduled time, then fire_id suffix.
+type fireKey struct {
+	at     time.Time
+	suffix string
+}
+
+func (a fireKey) less(b fireKey) bool {
+	if !a.at.Equal(b.at) {
+		return a.at.Before(b.at)
+	}
+	return a.suffix < b.suffix
+}
+
+// slot returns the fire for k in h, inserting it, or nil when h already
+// keeps keep fires that all come after k (k is too old to be kept).
+func slot(h *codecs.History, k fireKey, keep int) *codecs.FireEntry {
+	i := sort.Search(len(h.Fires), func(i int) bool {
+		return !(fireKey{h.Fires[i].ScheduledAt, h.Fires[i].Suffix}).less(k)
+	})
+	if i < len(h.Fires) && h.Fires[i].ScheduledAt.Equal(k.at) && h.Fires[i].Suffix == k.suffix {
+		return &h.Fires[i]
+	}
+	if len(h.Fires) >= keep && i == 0 {
+		return nil
+	}
+	h.Fires = append(h.Fires, codecs.FireEntry{})
+	copy(h.Fires[i+1:], h.Fires[i:])
+	h.Fires[i] = codecs.FireEntry{Suffix: k.suffix, ScheduledAt: k.at}
+	if over := len(h.Fires) - keep; over > 0 {
+		h.Fires = append(h.Fires[:0], h.Fires[over:]...)
+		i -= over
+	}
+	return &h.Fires[i]
+}
+
+// mergeDispatch folds a dispatch event of the job into h.
+func mergeDispatch(h *codecs.History, suffix string, d codecs.Dispatch, keep int) {
+	f := slot(h, fireKey{d.ScheduledAt.UTC(), suffix}, keep)
+	if f == nil {
+		return
+	}
+	fired := d.FiredAt.UTC()
+	if !f.Dispatched || fired.Before(f.FiredAt) {
+		f.FiredAt = fired
+	}
+	f.Dispatched = true
+	f.Missed = max(f.Missed, d.Missed)
+	f.Trigger = max(f.Trigger, d.Trigger)
+	f.Bucket = max(f.Bucket, truncate(d.Bucket, 256))
+}
+
+// mergeResult folds a result into h. A higher attempt replaces the
+// outcome; within the kept attempt, the start is the earliest reported and
+// status, finish and error are those of the greatest result by (terminal
+// before started, finished_at, status, error), so that the order of
+// arrival does not matter.
+func mergeResult(h *codecs.History, r codecs.Result, keep int) {
+	f := slot(h, fireKey{r.ScheduledAt, r.Suffix}, keep)
+	if f == nil {
+		return
+	}
+	errText := truncate(r.Error, codecs.HistoryErrorBytes)
+	switch {
+	case r.Attempt < f.Attempt:
+		return
+	case r.Attempt > f.Attempt:
+		f.Attempt, f.Status, f.StartedAt, f.FinishedAt, f.Error = r.Attempt, r.Status, r.StartedAt, r.FinishedAt, errText
+		return
+	}
+	if !r.StartedAt.IsZero() && (f.StartedAt.IsZero() || r.StartedAt.Before(f.StartedAt)) {
+		f.StartedAt = r.StartedAt
+	}
+	if outcomeLess(f.Status, f.FinishedAt, f.Error, r.Status, r.FinishedAt, errText) {
+		f.Status, f.FinishedAt, f.Error = r.Status, r.FinishedAt, errText
+	}
+}
+
+// outcomeLess orders the outcomes of one attempt.
+func outcomeLess(s1 string, t1 time.Time, e1 string, s2 string, t2 time.Time, e2 string) bool {
+	r1, r2 := s1 != codecs.StatusStarted, s2 != codecs.StatusStarted
+	switch {
+	case r1 != r2:
+		return r2
+	case !t1.Equal(t2):
+		return t1.Before(t2)
+	case s1 != s2:
+		return s1 < s2
+	}
+	return e1 < e2
+}
+
+// mergeChange appends a command to h unless it was already applied (its
+// offset is not after the last one), keeping the last keep.
+func mergeChange(h *codecs.History, c codecs.Change, keep int) {
+	if c.Offset <= h.CommandOffset {
+		return
+	}
+	h.CommandOffset = c.Offset
+	c.Actor = truncate(c.Actor, codecs.HistoryActorBytes)
+	c.Detail = truncate(c.Detail, codecs.HistoryDetailBytes)
+	h.Changes = append(h.Changes, c)
+	if over := len(h.Changes) - keep; over > 0 {
+		h.Changes = append(h.Changes[:0], h.Changes[over:]...)
+	}
+}
+
+// truncate cuts s to at most n bytes of valid UTF-8, marking a cut with "…".
+func truncate(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	const mark = "…"
+	i := n - len(mark)
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + mark
+}

@@ -1,0 +1,203 @@
+package history
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+)
+
+// input is one dispatch event or one result of a job.
+type input struct {
+	suffix string
+	d      *codecs.Dispatch
+	r      *codecs.Result
+}
+
+// genInputs makes the dispatch events and results of a job's fires: some
+// fires only dispatched, some only reported on (a result before its
+// dispatch, or its dispatch long gone), several attempts, statuses that
+// disagree, and a few fires sharing a scheduled time.
+func genInputs(rng *rand.Rand, job string) []input {
+	base := time.Date(2026, 3, 29, 0, 0, 0, 0, time.UTC)
+	var out []input
+	for i := range 5 + rng.IntN(80) {
+		at := base.Add(time.Duration(rng.IntN(40)) * time.Minute)
+		suffix := at.Format(time.RFC3339Nano)
+		trigger := codecs.TriggerSchedule
+		if rng.IntN(4) == 0 {
+			suffix, trigger = fmt.Sprintf("t%d", i), codecs.TriggerManual
+		}
+		for range rng.IntN(3) {
+			fired := at.Add(time.Duration(rng.IntN(5000)) * time.Millisecond)
+			out = append(out, input{suffix: suffix, d: &codecs.Dispatch{V: 1, FireID: job + "@" + suffix, JobID: job, Trigger: trigger,
+				ScheduledAt: at, FiredAt: fired, Missed: int64(rng.IntN(3))}})
+		}
+		for range rng.IntN(5) {
+			r := codecs.Result{JobID: job, Suffix: suffix, ScheduledAt: at, Attempt: 1 + rng.IntN(3),
+				Status: []string{codecs.StatusStarted, codecs.StatusSucceeded, codecs.StatusFailed, codecs.StatusSkipped}[rng.IntN(4)]}
+			start := at.Add(time.Duration(rng.IntN(3)) * time.Second)
+			if r.Status == codecs.StatusStarted || rng.IntN(2) == 0 {
+				r.StartedAt = start
+			}
+			if r.Status != codecs.StatusStarted {
+				r.FinishedAt = start.Add(time.Duration(rng.IntN(3)) * time.Second)
+			}
+			if r.Status == codecs.StatusFailed {
+				r.Error = []string{"boom", "disk full", strings.Repeat("é", 300)}[rng.IntN(3)]
+			}
+			out = append(out, input{suffix: suffix, r: &r})
+		}
+	}
+	return out
+}
+
+// oracle computes a job's kept fires from the whole set of its inputs, by
+// definition: the keep greatest (scheduled_at, suffix), each with the
+// earliest fired_at of its dispatch events and the outcome of its highest
+// attempt (earliest start; status, finish and error of the greatest result
+// by terminal, finished_at, status, error).
+func oracle(ins []input, keep int) []codecs.FireEntry {
+	type key struct {
+		at     int64
+		suffix string
+	}
+	byKey := map[key][]input{}
+	var keys []key
+	for _, in := range ins {
+		at := in.r
+		var k key
+		if at != nil {
+			k = key{in.r.ScheduledAt.UnixNano(), in.suffix}
+		} else {
+			k = key{in.d.ScheduledAt.UnixNano(), in.suffix}
+		}
+		if _, ok := byKey[k]; !ok {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], in)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].at != keys[j].at {
+			return keys[i].at < keys[j].at
+		}
+		return keys[i].suffix < keys[j].suffix
+	})
+	if len(keys) > keep {
+		keys = keys[len(keys)-keep:]
+	}
+	out := []codecs.FireEntry{}
+	for _, k := range keys {
+		f := codecs.FireEntry{Suffix: k.suffix, ScheduledAt: time.Unix(0, k.at).UTC()}
+		var results []codecs.Result
+		for _, in := range byKey[k] {
+			if d := in.d; d != nil {
+				if !f.Dispatched || d.FiredAt.Before(f.FiredAt) {
+					f.FiredAt = d.FiredAt
+				}
+				f.Dispatched = true
+				f.Missed = max(f.Missed, d.Missed)
+				f.Trigger = d.Trigger
+			} else {
+				results = append(results, *in.r)
+			}
+		}
+		if len(results) > 0 {
+			top := slices.MaxFunc(results, func(a, b codecs.Result) int { return a.Attempt - b.Attempt }).Attempt
+			results = slices.DeleteFunc(results, func(r codecs.Result) bool { return r.Attempt != top })
+			for i := range results {
+				results[i].Error = truncate(results[i].Error, codecs.HistoryErrorBytes)
+			}
+			rank := func(r codecs.Result) string {
+				term := "0"
+				if r.Status != codecs.StatusStarted {
+					term = "1"
+				}
+				return fmt.Sprintf("%s|%030d|%s|%s", term, r.FinishedAt.UnixNano()+1e18, r.Status, r.Error)
+			}
+			best := slices.MaxFunc(results, func(a, b codecs.Result) int { return strings.Compare(rank(a), rank(b)) })
+			f.Attempt, f.Status, f.FinishedAt, f.Error = top, best.Status, best.FinishedAt, best.Error
+			for _, r := range results {
+				if !r.StartedAt.IsZero() && (f.StartedAt.IsZero() || r.StartedAt.Before(f.StartedAt)) {
+					f.StartedAt = r.StartedAt
+				}
+			}
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// TestMergeMatchesOracle folds random interleavings of a job's dispatch
+// events and results, with duplicates and records processed again (as
+// after a crash), through the table encoding after each step, and compares
+// the kept fires with the oracle's.
+func TestMergeMatchesOracle(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(400) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		ins := genInputs(rng, "job-1")
+		keep := 1 + rng.IntN(30)
+		order := slices.Clone(ins)
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		// Duplicates: some records delivered again, later.
+		for range rng.IntN(len(order) + 1) {
+			order = append(order, order[rng.IntN(len(order))])
+		}
+		var b []byte
+		for _, in := range order {
+			h, err := codecs.DecodeHistory(b)
+			require.NoError(t, err)
+			if in.d != nil {
+				mergeDispatch(&h, in.suffix, *in.d, keep)
+			} else {
+				mergeResult(&h, *in.r, keep)
+			}
+			require.LessOrEqual(t, len(h.Fires), keep)
+			b = codecs.AppendHistory(b[:0:0], &h)
+		}
+		h, err := codecs.DecodeHistory(b)
+		require.NoError(t, err)
+		require.Equal(t, oracle(ins, keep), h.Fires, "seed %d keep %d", seed, keep)
+	}
+}
+
+// TestMergeChange keeps the last commands once each, whatever is
+// processed again.
+func TestMergeChange(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 3))
+	for range 200 {
+		keep := 1 + rng.IntN(10)
+		n := rng.IntN(40)
+		var h codecs.History
+		h.CommandOffset = -1
+		for off := range int64(n) {
+			c := codecs.Change{Offset: off * 3, Op: codecs.OpPut, Actor: strings.Repeat("a", 200), Detail: strings.Repeat("d", 300)}
+			mergeChange(&h, c, keep)
+			// A crash makes goka process some recent records again.
+			for back := rng.Int64N(3); back > 0 && off-back >= 0; back-- {
+				mergeChange(&h, codecs.Change{Offset: (off - back) * 3, Op: codecs.OpDelete}, keep)
+			}
+		}
+		var want []int64
+		for off := max(0, n-keep); off < n; off++ {
+			want = append(want, int64(off*3))
+		}
+		var got []int64
+		for _, c := range h.Changes {
+			got = append(got, c.Offset)
+			require.Equal(t, codecs.OpPut, c.Op)
+			require.LessOrEqual(t, len(c.Actor), codecs.HistoryActorBytes)
+			require.LessOrEqual(t, len(c.Detail), codecs.HistoryDetailBytes)
+		}
+		require.Equal(t, want, got)
+	}
+}
