@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -187,17 +188,48 @@ func principal(r *http.Request) Principal {
 // reads.
 const maxListRounds = 10
 
-// listFor lists like JobReader.List, keeping only the jobs p owns. A
-// confined token's page may be short, even empty, with a next_cursor: one
-// request reads at most maxListRounds pages of the view, so another
-// tenant's many jobs cost each request a bounded amount of work.
-func (s *Server) listFor(p Principal, bucket, cursor string, limit int) ([]views.Summary, string, error) {
+// JobFilterer is a JobReader that also filters by id prefix and state
+// (*views.Jobs is one); GET /v1/jobs takes prefix and status only from one.
+type JobFilterer interface {
+	ListWhere(f views.Filter, cursor string, limit int) ([]views.Summary, string, error)
+}
+
+// errNoFilters answers prefix or status on a server whose JobReader does
+// not filter.
+var errNoFilters = errors.New("api: this instance's job view does not filter by prefix or status")
+
+// list lists one page of the jobs f selects.
+func (s *Server) list(f views.Filter, cursor string, limit int) ([]views.Summary, string, error) {
+	if jf, ok := s.Jobs.(JobFilterer); ok {
+		return jf.ListWhere(f, cursor, limit)
+	}
+	if f.Prefix != "" || f.Status != "" {
+		return nil, "", errNoFilters
+	}
+	return s.Jobs.List(f.Bucket, cursor, limit)
+}
+
+// listFor lists like list, keeping only the jobs p owns. A confined
+// token's page may be short, even empty, with a next_cursor: one request
+// reads at most maxListRounds pages of the view, so another tenant's many
+// jobs cost each request a bounded amount of work. Where the view filters
+// by prefix, a confined token's listing reads only its own ids.
+func (s *Server) listFor(p Principal, f views.Filter, cursor string, limit int) ([]views.Summary, string, error) {
 	if p.Prefix == "" {
-		return s.Jobs.List(bucket, cursor, limit)
+		return s.list(f, cursor, limit)
 	}
 	out := []views.Summary{}
+	switch {
+	case strings.HasPrefix(f.Prefix, p.Prefix):
+	case strings.HasPrefix(p.Prefix, f.Prefix):
+		if _, ok := s.Jobs.(JobFilterer); ok {
+			f.Prefix = p.Prefix // the same jobs, without reading the others
+		}
+	default:
+		return out, "", nil // no id has both prefixes
+	}
 	for range maxListRounds {
-		page, next, err := s.Jobs.List(bucket, cursor, limit-len(out))
+		page, next, err := s.list(f, cursor, limit-len(out))
 		if err != nil {
 			return nil, "", err
 		}

@@ -331,6 +331,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"Accepted":        reflect.TypeFor[api.Accepted](),
 		"TriggerAccepted": reflect.TypeFor[api.TriggerAccepted](),
 		"Problem":         reflect.TypeFor[api.Problem](),
+		"Whoami":          reflect.TypeFor[api.Whoami](),
 	} {
 		s := obj(t, schemas, name)
 		require.Equal(t, "object", s["type"], name)

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -66,6 +67,10 @@ type Server struct {
 	// ReadYourWrites bounds how long PUT waits for the view to show the new
 	// version before answering 202 (default 3s).
 	ReadYourWrites time.Duration
+	// Console, when set, answers GET and HEAD of "/" and "/console/…" (the
+	// web console's page and assets) behind the same Host check; it sets
+	// its own Content-Security-Policy. Nil: those paths answer 404.
+	Console http.Handler
 }
 
 // JobReader is the read side of the API (implemented by *Jobs).
@@ -111,6 +116,7 @@ var routeTable = []route{
 	{"POST /v1/jobs/{id}/pause", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.op(codecs.OpPause) })},
 	{"POST /v1/jobs/{id}/resume", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.op(codecs.OpResume) })},
 	{"POST /v1/jobs/{id}/fire", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.fire })},
+	{"GET /v1/whoami", v1(RoleRead, func(*Server) http.HandlerFunc { return whoami })},
 	{"GET /healthz", func(*Server) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
 	}},
@@ -166,6 +172,11 @@ func (s *Server) handler(routes []route, hosts []string) http.Handler {
 				r.Method+" "+r.URL.Path+" is not allowed; use "+strings.Join(allow, " or "))
 			return
 		}
+		if s.Console != nil && (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+			(r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/console/")) {
+			s.Console.ServeHTTP(w, r)
+			return
+		}
 		writeProblem(w, http.StatusNotFound, "not_found", "", "no route "+r.Method+" "+r.URL.Path)
 	})
 	return s.guard(mux, hosts)
@@ -185,6 +196,19 @@ func allowed(mux *http.ServeMux, r *http.Request) []string {
 		}
 	}
 	return allow
+}
+
+// Whoami is the answer of GET /v1/whoami: the principal of the request's
+// token (the web console shows write buttons only for role write or admin).
+type Whoami struct {
+	Name   string `json:"name"`
+	Role   string `json:"role"`
+	Prefix string `json:"prefix,omitempty"`
+}
+
+func whoami(w http.ResponseWriter, r *http.Request) {
+	p := principal(r)
+	writeJSON(w, http.StatusOK, Whoami{Name: p.Name, Role: p.Role.String(), Prefix: p.Prefix})
 }
 
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
@@ -343,10 +367,21 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	}
 	q := r.URL.Query()
 	for k := range q {
-		if k != "bucket" && k != "limit" && k != "cursor" {
-			writeProblem(w, http.StatusBadRequest, codecs.CodeUnknownField, k, "unknown query parameter "+strconv.Quote(k)+"; use bucket, limit, cursor")
+		if k != "bucket" && k != "limit" && k != "cursor" && k != "prefix" && k != "status" {
+			writeProblem(w, http.StatusBadRequest, codecs.CodeUnknownField, k, "unknown query parameter "+strconv.Quote(k)+"; use bucket, prefix, status, limit, cursor")
 			return
 		}
+	}
+	f := views.Filter{Bucket: q.Get("bucket"), Prefix: q.Get("prefix"), Status: q.Get("status")}
+	if len(f.Prefix) > codecs.MaxIDLen || !utf8.ValidString(f.Prefix) {
+		writeProblem(w, http.StatusBadRequest, codecs.CodeInvalidField, "prefix", fmt.Sprintf("prefix must be UTF-8 of at most %d bytes", codecs.MaxIDLen))
+		return
+	}
+	switch f.Status {
+	case "", "active", "paused", "completed":
+	default:
+		writeProblem(w, http.StatusBadRequest, codecs.CodeInvalidField, "status", "status must be active, paused or completed")
+		return
 	}
 	limit := 100
 	if l := q.Get("limit"); l != "" {
@@ -357,15 +392,16 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	bucket := q.Get("bucket")
-	if err := codecs.ValidateBucket(bucket); err != nil {
+	if err := codecs.ValidateBucket(f.Bucket); err != nil {
 		writeError(w, err)
 		return
 	}
-	jobs, next, err := s.listFor(principal(r), bucket, q.Get("cursor"), limit)
+	jobs, next, err := s.listFor(principal(r), f, q.Get("cursor"), limit)
 	switch {
 	case errors.Is(err, views.ErrBadCursor):
 		writeProblem(w, http.StatusBadRequest, codecs.CodeInvalidField, "cursor", "invalid cursor; pass back next_cursor unchanged")
+	case errors.Is(err, errNoFilters):
+		writeProblem(w, http.StatusBadRequest, codecs.CodeInvalidField, "prefix", err.Error())
 	case err != nil:
 		writeProblem(w, http.StatusServiceUnavailable, "view_unavailable", "", err.Error())
 	default:

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/chronos-scheduler/chronos/api"
+	"github.com/chronos-scheduler/chronos/console"
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/views"
 )
@@ -53,7 +54,8 @@ func newHTTP(s *Instance) (*httpParts, error) {
 	targets := append(lag.Targets(cfg.Layout), lag.ExecutorTargets(cfg.Layout, cfg.LagExecutorGroups)...)
 	cfg.Registerer.MustRegister(&lag.Collector{Admin: kadm.NewClient(s.kgo), Policy: lag.Earliest, Targets: targets})
 	srv := &api.Server{Names: cfg.Layout.Names, Limits: cfg.Limits, Producer: s.kgo, Ready: s.Ready,
-		Gatherer: gatherer, Token: cfg.HTTP.Token, Tokens: tokens, Jobs: jobs, AllowedOrigins: cfg.HTTP.AllowedOrigins}
+		Gatherer: gatherer, Token: cfg.HTTP.Token, Tokens: tokens, Jobs: jobs, AllowedOrigins: cfg.HTTP.AllowedOrigins,
+		Console: console.Handler()}
 	if hist != nil {
 		srv.History = hist
 	}

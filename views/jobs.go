@@ -185,10 +185,29 @@ const maxListScan = 10_000
 
 // List returns up to limit jobs, all or one bucket's, in a stable order
 // (partition, then id), after the opaque cursor; the returned cursor is ""
-// at the end. One call reads at most maxListScan keys (plus one per
-// partition to see whether more follow), so a page may hold fewer than
-// limit jobs, even none, with a cursor to continue from.
+// at the end. It is ListWhere with only a bucket.
 func (j *Jobs) List(bucket, cursor string, limit int) ([]Summary, string, error) {
+	return j.ListWhere(Filter{Bucket: bucket}, cursor, limit)
+}
+
+// Filter selects the jobs ListWhere returns; each empty field selects all.
+type Filter struct {
+	// Bucket keeps the jobs of one bucket (read from the bucket index).
+	Bucket string
+	// Prefix keeps the jobs whose id starts with it; without Bucket the
+	// scan of each partition starts at Prefix and ends after its last id.
+	Prefix string
+	// Status keeps the jobs in one state ("active", "paused",
+	// "completed"); the others are read and count against the scan budget.
+	Status string
+}
+
+// ListWhere returns up to limit jobs that f selects, in a stable order
+// (partition, then id), after the opaque cursor; the returned cursor is ""
+// at the end. One call reads at most maxListScan keys (plus one per
+// partition to find its end), so a page may be short, even empty, with a
+// cursor when few jobs match. Safe for concurrent use.
+func (j *Jobs) ListWhere(f Filter, cursor string, limit int) ([]Summary, string, error) {
 	p, after, err := decodeCursor(cursor, j.partitions)
 	if err != nil {
 		return nil, "", err
@@ -201,11 +220,13 @@ func (j *Jobs) List(bucket, cursor string, limit int) ([]Summary, string, error)
 			return nil, "", fmt.Errorf("views: partition %d is not open", p)
 		}
 		// Keep reading this partition until the page is full, the scan
-		// budget is spent or the partition ends: keys that are not jobs a
-		// reader sees (deleted jobs' tombstones) do not end it early.
+		// budget is spent or the partition (or its ids with f.Prefix) ends:
+		// keys that are not jobs a reader sees (deleted jobs' tombstones,
+		// other states) do not end it early.
+	partition:
 		for {
 			want := min(limit-len(out), maxListScan-scanned) + 1
-			keys, err := j.keys(st, bucket, after, want)
+			keys, err := j.keys(st, f, after, want)
 			if err != nil {
 				return nil, "", err
 			}
@@ -213,11 +234,17 @@ func (j *Jobs) List(bucket, cursor string, limit int) ([]Summary, string, error)
 				if len(out) == limit || scanned == maxListScan {
 					return out, encodeCursor(p, after), nil
 				}
+				if f.Prefix != "" && !strings.HasPrefix(k, f.Prefix) && k > f.Prefix {
+					break partition // ids are sorted: none after k has the prefix
+				}
 				scanned++
-				if s, ok := j.summary(st, k); ok {
+				after = k
+				if !strings.HasPrefix(k, f.Prefix) {
+					continue
+				}
+				if s, ok := j.summary(st, k); ok && (f.Status == "" || s.Status == f.Status) {
 					out = append(out, s)
 				}
-				after = k
 			}
 			if len(keys) < want {
 				break // the partition ends
@@ -227,9 +254,11 @@ func (j *Jobs) List(bucket, cursor string, limit int) ([]Summary, string, error)
 	return out, "", nil
 }
 
-func (j *Jobs) keys(st *store.Store, bucket, after string, limit int) ([]string, error) {
-	if bucket != "" {
-		return st.BucketKeys(bucket, after, limit)
+// keys returns up to limit keys of a partition after after: those of
+// f.Bucket's index, or of the table starting at f.Prefix.
+func (j *Jobs) keys(st *store.Store, f Filter, after string, limit int) ([]string, error) {
+	if f.Bucket != "" {
+		return st.BucketKeys(f.Bucket, after, limit)
 	}
 	it, err := st.Iterator()
 	if err != nil {
@@ -238,12 +267,16 @@ func (j *Jobs) keys(st *store.Store, bucket, after string, limit int) ([]string,
 	defer it.Release()
 	var keys []string
 	ok := it.Next()
-	if after != "" {
+	switch {
+	case f.Prefix > after:
+		ok = it.Seek([]byte(f.Prefix)) // the prefix itself may be an id
+		after = ""
+	case after != "":
 		ok = it.Seek([]byte(after))
 	}
 	for ; ok && len(keys) < limit; ok = it.Next() {
 		k := string(it.Key())
-		if k == after || strings.HasPrefix(k, topology.ShardKeyPrefix) {
+		if (after != "" && k == after) || strings.HasPrefix(k, topology.ShardKeyPrefix) {
 			continue
 		}
 		keys = append(keys, k)
