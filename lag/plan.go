@@ -133,7 +133,8 @@ func (q *queue) oldest(now int) int {
 // SyncSeconds the HPA proposes, stabilizes and steps the count as
 // Autoscaler says. A count change pauses every replica for RebalancePause
 // and then leaves the moved partitions' share of the capacity idle while
-// their new owners recover them. A model: it ignores the skew between
+// their new owners recover them (the new pods on a scale-up, the remaining
+// ones on a scale-down, each its part of the jobs, in parallel). A model: it ignores the skew between
 // partitions and the loopback trigger.
 func Simulate(cap Capacity, a Autoscaler, load Load) Outcome {
 	out := Outcome{Load: load, CaughtUp: -1}
@@ -218,13 +219,20 @@ func Simulate(cap Capacity, a Autoscaler, load Load) Outcome {
 			continue
 		}
 		changes = append(changes, rec{t, next - replicas})
-		moved := math.Abs(float64(next-replicas)) / float64(max(next, replicas))
+		// The moved share of the partitions, and who recovers it: the new
+		// pods (scale-up) or the ones that stay (scale-down), in parallel.
+		delta := math.Abs(float64(next - replicas))
+		moved := delta / float64(max(next, replicas))
+		recipients := delta
+		if next < replicas {
+			recipients = float64(next)
+		}
 		replicas = next
 		out.Steps = append(out.Steps, Step{t, replicas})
 		out.PeakReplicas = max(out.PeakReplicas, replicas)
 		pausedUntil = t + 1 + int(math.Ceil(cap.RebalancePause))
 		recoveringShare = moved
-		recoveringUntil = pausedUntil + int(math.Ceil(load.Jobs*moved*cap.RecoverySecondsPerJob/float64(max(replicas, 1))))
+		recoveringUntil = pausedUntil + int(math.Ceil(load.Jobs*moved/recipients*cap.RecoverySecondsPerJob))
 	}
 	return out
 }
