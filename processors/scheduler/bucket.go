@@ -62,16 +62,10 @@ scan:
 			}
 			handled++
 			last = k
-			rec, err := codecs.DecodeJobRecord(values[i])
-			if err != nil || rec.Status != codecs.StatusActive || rec.Job.Bucket != tr.Bucket {
-				continue
+			if msg, ok := bucketEvent(k, values[i], tr, now); ok {
+				msgs = append(msgs, msg)
+				size += len(msg.Value)
 			}
-			payload := rec.Job.Payload
-			if tr.Payload != nil {
-				payload = tr.Payload
-			}
-			msgs = append(msgs, triggeredEvent(k, rec, codecs.TriggerBucket, tr.TriggerID, tr.T, now, payload))
-			size += len(msgs[len(msgs)-1].Value)
 		}
 		if !more {
 			break

@@ -211,6 +211,9 @@ const chunkSteps = maxSteps
 // bucket, rounded up (JSON field names, times, fire_id's suffix).
 const eventOverhead = 256
 
+// loopOrder is the order fireChunk sends a chunk's loopbacks in, by kind.
+var loopOrder = map[string]int{codecs.KindComplete: 0, codecs.KindPurge: 1, codecs.KindSettle: 2}
+
 // chunk is what fireChunk did: the moves of the due entries it handled, up
 // to and including last, and whether due entries remain after last.
 type chunk struct {
@@ -229,16 +232,14 @@ type chunk struct {
 // after last, so the advance's next chunk continues it.
 func (s *Scheduler) fireChunk(ctx goka.Context, st *store.Store, t time.Time, cursor store.Due) (chunk, error) {
 	var (
-		c         chunk
-		msgs      []Msg
-		buf       []Fire
-		completed []completion
-		settles   []codecs.ShardTrigger
-		purges    []completion
-		size      int
-		steps     int
-		keys      = make([]string, 0, recordGroup)
-		now       = s.cfg.Now()
+		c     chunk
+		msgs  []Msg
+		buf   []Fire
+		loops [3][]codecs.ShardTrigger // by loopOrder
+		size  int
+		steps int
+		keys  = make([]string, 0, recordGroup)
+		now   = s.cfg.Now()
 	)
 scan:
 	for c.handled < s.cfg.ChunkSize && size < s.cfg.ChunkBytes && steps < chunkSteps {
@@ -264,58 +265,22 @@ scan:
 			}
 			c.handled++
 			c.last, cursor = d, d
-			rec, err := codecs.DecodeJobRecord(values[i])
-			if err == nil && rec.Status == codecs.StatusDeleted {
-				purges = append(purges, completion{d.Key, rec.Version}) // its retention has passed
+			dec := decideDue(d, values[i], t, s.cfg.ChunkBytes-size, s.cfg.MaxCatchUp, s.schedules, buf)
+			c.moves = append(c.moves, dec.Move)
+			if dec.Loop != nil {
+				loop := *dec.Loop
+				loop.AfterKey = d.Key // the loopback's key, cleared when it is sent
+				loops[loopOrder[loop.Kind]] = append(loops[loopOrder[loop.Kind]], loop)
 			}
-			if err != nil || (rec.Status != codecs.StatusActive && rec.Status != codecs.StatusPaused) {
-				c.moves = append(c.moves, store.Move{Key: d.Key}) // stale entry
-				continue
-			}
-			sched, err := s.schedules.Get(rec.Job.Spec)
-			if err != nil {
-				c.moves = append(c.moves, store.Move{Key: d.Key})
-				continue
-			}
-			upTo := t
-			if rec.Status == codecs.StatusPaused {
-				// A paused job is due only for fires it owed before its pause
-				// (NotBefore is the pause's time): those, and no later ones.
-				upTo = earlier(t, rec.NotBefore)
-			}
-			est := eventOverhead + 2*len(d.Key) + len(rec.Job.Bucket) + len(rec.Job.Payload)
-			plan := planFires(sched, d.At, upTo, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, s.cfg.MaxCatchUp, (s.cfg.ChunkBytes-size)/est, buf)
-			steps += plan.Steps
-			if rec.Status == codecs.StatusPaused {
-				// Its record learns how far it got after every fire, so that
-				// a resume, a put or a new owner never sends one again.
-				if plan.Next.IsZero() || plan.Next.After(rec.NotBefore) {
-					plan.Next = time.Time{}
-					c.moves = append(c.moves, store.Move{Key: d.Key})
-				}
-				settles = append(settles, codecs.ShardTrigger{Kind: codecs.KindSettle, Version: rec.Version, T: upTo, AfterKey: d.Key})
-			}
-			buf = plan.Fires
-			for _, f := range plan.Fires {
-				msgs = append(msgs, scheduledEvent(d.Key, rec, f, now))
+			steps += dec.Plan.Steps
+			buf = dec.Plan.Fires
+			for _, f := range dec.Plan.Fires {
+				msgs = append(msgs, scheduledEvent(d.Key, dec.Rec, f, now))
 				size += len(msgs[len(msgs)-1].Value)
 				s.cfg.Metrics.delay(now.Sub(f.At))
 			}
-			s.cfg.Metrics.fired(codecs.TriggerSchedule, len(plan.Fires), plan.Missed)
-			if rec.Status == codecs.StatusPaused {
-				if !plan.Next.IsZero() {
-					c.moves = append(c.moves, store.Move{Key: d.Key, To: plan.Next})
-				}
-			} else {
-				c.moves = append(c.moves, store.Move{Key: d.Key, To: plan.Next})
-				if plan.Next.IsZero() {
-					completed = append(completed, completion{d.Key, rec.Version})
-				} else if !rec.Through.IsZero() || !plan.Next.After(t) {
-					settles = append(settles, codecs.ShardTrigger{Kind: codecs.KindSettle, Version: rec.Version,
-						T: earlier(plan.Next.Add(-time.Nanosecond), t), AfterKey: d.Key})
-				}
-			}
-			if !plan.Next.IsZero() && !plan.Next.After(t) {
+			s.cfg.Metrics.fired(codecs.TriggerSchedule, len(dec.Plan.Fires), dec.Plan.Missed)
+			if dec.Cut {
 				c.more = true // cut: the chunk ends at this job
 				break scan
 			}
@@ -329,17 +294,14 @@ scan:
 			return c, fmt.Errorf("scheduler: producing %d dispatch events (%d bytes): %w", len(msgs), size, err)
 		}
 	}
-	// Only after the fires are acknowledged may a job be marked completed.
-	for _, cp := range completed {
-		ctx.Loopback(cp.key, codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindComplete, T: t, Version: cp.version}))
-	}
-	for _, cp := range purges {
-		ctx.Loopback(cp.key, codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindPurge, T: t, Version: cp.version}))
-	}
-	for _, st := range settles {
-		key := st.AfterKey
-		st.AfterKey = ""
-		ctx.Loopback(key, codecs.EncodeInternal(st))
+	// Only after the fires are acknowledged may a job be marked completed
+	// (or purged, or settled).
+	for _, group := range loops {
+		for _, l := range group {
+			key := l.AfterKey
+			l.AfterKey = ""
+			ctx.Loopback(key, codecs.EncodeInternal(l))
+		}
 	}
 	return c, nil
 }
@@ -444,11 +406,6 @@ func (s *Scheduler) settle(ctx goka.Context, tr codecs.ShardTrigger) error {
 	}
 	s.setValue(ctx, codecs.EncodeJobRecord(rec))
 	return nil
-}
-
-type completion struct {
-	key     string
-	version uint64
 }
 
 func valueBytes(ctx goka.Context) []byte {

@@ -1,0 +1,89 @@
+package scheduler
+
+import (
+	"time"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/schedule"
+	"github.com/chronos-scheduler/chronos/store"
+)
+
+// dueDecision is what one due entry does in an advance to t: the fires it
+// dispatches (Plan), where its index entry moves once they are
+// acknowledged, the loopback it then sends (a complete, a purge or a
+// settle; nil: none), and whether it stays due at or before t (Cut: the
+// chunk ends at it and the advance continues it).
+type dueDecision struct {
+	Rec  *codecs.JobRecord // the job's record (nil: unreadable)
+	Plan Plan
+	Move store.Move
+	Loop *codecs.ShardTrigger // its AfterKey is unset; the loopback's key is the job's
+	Cut  bool
+}
+
+// decideDue decides what the due entry d of job record value does in an
+// advance to t, with bytesLeft of the chunk's event budget (at least one
+// fire is planned whatever it is). buf is reused for the plan's fires.
+// Entries of jobs that are gone, not active or paused, or whose schedule
+// no longer parses, are stale: they are removed, and a deleted job's
+// tombstone, due once its retention has passed, is purged.
+func decideDue(d store.Due, value []byte, t time.Time, bytesLeft, maxCatchUp int, schedules *schedule.Cache, buf []Fire) dueDecision {
+	dec := dueDecision{Move: store.Move{Key: d.Key}, Plan: Plan{Fires: buf[:0]}}
+	rec, err := codecs.DecodeJobRecord(value)
+	if err != nil {
+		return dec
+	}
+	dec.Rec = rec
+	if rec.Status == codecs.StatusDeleted {
+		dec.Loop = &codecs.ShardTrigger{Kind: codecs.KindPurge, T: t, Version: rec.Version} // its retention has passed
+		return dec
+	}
+	if rec.Status != codecs.StatusActive && rec.Status != codecs.StatusPaused {
+		return dec
+	}
+	sched, err := schedules.Get(rec.Job.Spec)
+	if err != nil {
+		return dec
+	}
+	upTo := t
+	if rec.Status == codecs.StatusPaused {
+		// A paused job is due only for fires it owed before its pause
+		// (NotBefore is the pause's time): those, and no later ones.
+		upTo = earlier(t, rec.NotBefore)
+	}
+	est := eventOverhead + 2*len(d.Key) + len(rec.Job.Bucket) + len(rec.Job.Payload)
+	plan := planFires(sched, d.At, upTo, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, maxCatchUp, bytesLeft/est, buf)
+	if rec.Status == codecs.StatusPaused {
+		// Its record learns how far it got after every fire, so that a
+		// resume, a put or a new owner never sends one again.
+		if plan.Next.After(rec.NotBefore) {
+			plan.Next = time.Time{}
+		}
+		dec.Loop = &codecs.ShardTrigger{Kind: codecs.KindSettle, Version: rec.Version, T: upTo}
+	} else {
+		switch {
+		case plan.Next.IsZero():
+			dec.Loop = &codecs.ShardTrigger{Kind: codecs.KindComplete, T: t, Version: rec.Version}
+		case !rec.Through.IsZero() || !plan.Next.After(t):
+			dec.Loop = &codecs.ShardTrigger{Kind: codecs.KindSettle, Version: rec.Version, T: earlier(plan.Next.Add(-time.Nanosecond), t)}
+		}
+	}
+	dec.Plan, dec.Move.To = plan, plan.Next
+	dec.Cut = !plan.Next.IsZero() && !plan.Next.After(t)
+	return dec
+}
+
+// bucketEvent is the dispatch event a bucket trigger tr makes of the job
+// key with record value, fired at firedAt; ok is false when the job does
+// not fire (unreadable, not active, or in another bucket now).
+func bucketEvent(key string, value []byte, tr codecs.ShardTrigger, firedAt time.Time) (msg Msg, ok bool) {
+	rec, err := codecs.DecodeJobRecord(value)
+	if err != nil || rec.Status != codecs.StatusActive || rec.Job.Bucket != tr.Bucket {
+		return Msg{}, false
+	}
+	payload := rec.Job.Payload
+	if tr.Payload != nil {
+		payload = tr.Payload
+	}
+	return triggeredEvent(key, rec, codecs.TriggerBucket, tr.TriggerID, tr.T, firedAt, payload), true
+}

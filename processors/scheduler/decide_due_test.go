@@ -1,0 +1,201 @@
+package scheduler
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/schedule"
+	"github.com/chronos-scheduler/chronos/store"
+)
+
+// TestDecideDue is the table of what one due entry does in an advance:
+// every10 fires at :00, :10, :20, ... of cmdT0's minute.
+func TestDecideDue(t *testing.T) {
+	t.Parallel()
+	enc := func(r codecs.JobRecord) []byte { return codecs.EncodeJobRecord(&r) }
+	job := every10()
+	skip := every10()
+	skip.MisfirePolicy, skip.MisfireGrace = codecs.MisfireSkip, 5*time.Second
+	fast := codecs.Job{Spec: schedule.Spec{Every: time.Second}, MisfirePolicy: codecs.MisfireFireAll, MisfireGrace: time.Hour}
+	bad := codecs.Job{Spec: schedule.Spec{Cron: "not a cron"}}
+	const big = 1 << 30
+	tests := []struct {
+		name      string
+		due       time.Time
+		value     []byte
+		t         time.Time
+		bytesLeft int
+		fires     []time.Time
+		missed    int64
+		moveTo    time.Time // zero: the entry is removed
+		loop      *codecs.ShardTrigger
+		cut       bool
+	}{
+		{name: "unreadable record: stale entry removed", due: cmdSec(10), value: []byte("junk"), t: cmdSec(10), bytesLeft: big},
+		{name: "deleted job past its retention is purged", due: cmdSec(10), t: cmdSec(10), bytesLeft: big,
+			value: enc(codecs.JobRecord{Version: 5, Status: codecs.StatusDeleted, Job: codecs.Job{Spec: job.Spec}}),
+			loop:  &codecs.ShardTrigger{Kind: codecs.KindPurge, T: cmdSec(10), Version: 5}},
+		{name: "completed job: stale entry removed", due: cmdSec(10), t: cmdSec(10), bytesLeft: big,
+			value: enc(codecs.JobRecord{Version: 5, Status: codecs.StatusCompleted, Job: job})},
+		{name: "schedule that no longer parses: removed", due: cmdSec(10), t: cmdSec(10), bytesLeft: big,
+			value: enc(codecs.JobRecord{Version: 5, Status: codecs.StatusActive, Job: bad})},
+		{name: "on time: one fire, due again at the next", due: cmdSec(10), t: cmdSec(10), bytesLeft: big,
+			value: enc(codecs.JobRecord{Version: 5, Status: codecs.StatusActive, Job: job}),
+			fires: []time.Time{cmdSec(10)}, moveTo: cmdSec(20)},
+		{name: "one-shot: fires and completes", due: cmdSec(4), t: cmdSec(10), bytesLeft: big,
+			value: enc(codecs.JobRecord{Version: 5, Status: codecs.StatusActive, Job: oneShot(cmdSec(4))}),
+			fires: []time.Time{cmdSec(4)}, loop: &codecs.ShardTrigger{Kind: codecs.KindComplete, T: cmdSec(10), Version: 5}},
+		{name: "a job that owed fires behind the shard settles", due: cmdSec(10), t: cmdSec(30), bytesLeft: big,
+			value: enc(codecs.JobRecord{Version: 5, Status: codecs.StatusActive, Job: job, Through: cmdSec(5)}),
+			fires: []time.Time{cmdSec(10), cmdSec(20), cmdSec(30)}, moveTo: cmdSec(40),
+			loop: &codecs.ShardTrigger{Kind: codecs.KindSettle, T: cmdSec(30), Version: 5}},
+		{name: "late past grace under skip: counted, the last one fires", due: cmdSec(10), t: cmdSec(52), bytesLeft: big,
+			value: enc(codecs.JobRecord{Version: 5, Status: codecs.StatusActive, Job: skip}),
+			fires: []time.Time{cmdSec(50)}, missed: 4, moveTo: cmdSec(60)},
+		{name: "cut by the chunk's bytes: stays due at its first unsent fire", due: cmdSec(1), t: cmdSec(5), bytesLeft: 1,
+			value: enc(codecs.JobRecord{Version: 5, Status: codecs.StatusActive, Job: fast}),
+			fires: []time.Time{cmdSec(1)}, moveTo: cmdSec(2), cut: true,
+			loop: &codecs.ShardTrigger{Kind: codecs.KindSettle, T: cmdSec(2).Add(-time.Nanosecond), Version: 5}},
+		{name: "paused: only what it owed before its pause, then removed", due: cmdSec(10), t: cmdSec(60), bytesLeft: big,
+			value: enc(codecs.JobRecord{Version: 5, Status: codecs.StatusPaused, Job: job, NotBefore: cmdSec(25), Through: cmdSec(5)}),
+			fires: []time.Time{cmdSec(10), cmdSec(20)},
+			loop:  &codecs.ShardTrigger{Kind: codecs.KindSettle, T: cmdSec(25), Version: 5}},
+		{name: "paused, advance before its pause: due again at the next it owes", due: cmdSec(10), t: cmdSec(12), bytesLeft: big,
+			value: enc(codecs.JobRecord{Version: 5, Status: codecs.StatusPaused, Job: job, NotBefore: cmdSec(25), Through: cmdSec(5)}),
+			fires: []time.Time{cmdSec(10)}, moveTo: cmdSec(20),
+			loop: &codecs.ShardTrigger{Kind: codecs.KindSettle, T: cmdSec(12), Version: 5}},
+		{name: "paused and cut", due: cmdSec(1), t: cmdSec(60), bytesLeft: 1,
+			value: enc(codecs.JobRecord{Version: 5, Status: codecs.StatusPaused, Job: fast, NotBefore: cmdSec(4), Through: cmdSec(0)}),
+			fires: []time.Time{cmdSec(1)}, moveTo: cmdSec(2), cut: true,
+			loop: &codecs.ShardTrigger{Kind: codecs.KindSettle, T: cmdSec(4), Version: 5}},
+	}
+	cache := schedule.NewCache(16)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dec := decideDue(store.Due{At: tc.due, Key: "j"}, tc.value, tc.t, tc.bytesLeft, 100, cache, nil)
+			var fires []time.Time
+			for _, f := range dec.Plan.Fires {
+				fires = append(fires, f.At)
+			}
+			require.Equal(t, tc.fires, fires)
+			require.Equal(t, tc.missed, dec.Plan.Missed)
+			require.Equal(t, "j", dec.Move.Key)
+			require.True(t, tc.moveTo.Equal(dec.Move.To), "moves to %s, want %s", dec.Move.To, tc.moveTo)
+			require.Equal(t, tc.loop, dec.Loop)
+			require.Equal(t, tc.cut, dec.Cut)
+		})
+	}
+}
+
+// TestDecideDueChunkingChangesNothing: for generated jobs and advances, a
+// due job decided again and again with a small event budget (as chunks cut
+// it, continuing from where each left it) dispatches exactly the fires and
+// missed counts of one decision with an unbounded budget, and every cut
+// stays due at or before T after what it sent.
+func TestDecideDueChunkingChangesNothing(t *testing.T) {
+	t.Parallel()
+	cache := schedule.NewCache(64)
+	policies := []string{codecs.MisfireFireOnce, codecs.MisfireSkip, codecs.MisfireFireAll}
+	specs := []schedule.Spec{{Every: time.Second}, {Every: 7 * time.Second}, {Cron: "*/3 * * * * *"}, {At: cmdSec(40)}}
+	for seed := uint64(1); seed <= 400; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 61))
+		job := codecs.Job{Spec: specs[rng.IntN(len(specs))], MisfirePolicy: policies[rng.IntN(len(policies))],
+			MisfireGrace: time.Duration(rng.IntN(120)) * time.Second, Payload: make([]byte, 2+rng.IntN(300))}
+		for i := range job.Payload {
+			job.Payload[i] = 'x'
+		}
+		job.Payload[0], job.Payload[len(job.Payload)-1] = '"', '"'
+		status := codecs.StatusActive
+		rec := codecs.JobRecord{Version: 3, Status: status, Job: job}
+		if rng.IntN(3) == 0 {
+			rec.Status, rec.NotBefore, rec.Through = codecs.StatusPaused, cmdSec(rng.IntN(200)), cmdSec(-1)
+		}
+		value := codecs.EncodeJobRecord(&rec)
+		sched, err := cache.Get(job.Spec)
+		require.NoError(t, err)
+		due := sched.Next(cmdSec(-1))
+		at := cmdSec(rng.IntN(300))
+		where := fmt.Sprintf("seed %d (%+v, %s, grace %s, status %s, T %s)", seed, job.Spec, job.MisfirePolicy, job.MisfireGrace, rec.Status, at)
+
+		whole := decideDue(store.Due{At: due, Key: "j"}, value, at, 1<<40, 5, cache, nil)
+		require.False(t, whole.Cut, where)
+		var got []Fire
+		var missed int64
+		d := due
+		budget := 1 + rng.IntN(3*(eventOverhead+len(job.Payload)+2))
+		for step := 0; ; step++ {
+			require.Less(t, step, 1000, where)
+			dec := decideDue(store.Due{At: d, Key: "j"}, value, at, budget, 5, cache, nil)
+			for _, f := range dec.Plan.Fires {
+				require.False(t, f.At.After(at), "%s: fire %s after T", where, f.At)
+				if len(got) > 0 {
+					require.True(t, f.At.After(got[len(got)-1].At), "%s: fire %s repeats or goes back", where, f.At)
+				}
+			}
+			got = append(got, dec.Plan.Fires...)
+			missed += dec.Plan.Missed
+			if !dec.Cut {
+				require.Equal(t, whole.Move, dec.Move, where)
+				require.Equal(t, whole.Loop == nil, dec.Loop == nil, where)
+				break
+			}
+			require.False(t, dec.Move.To.After(at), where)
+			require.True(t, dec.Move.To.After(dec.Plan.Fires[len(dec.Plan.Fires)-1].At), where)
+			d = dec.Move.To
+		}
+		require.Equal(t, whole.Plan.Fires, got, where)
+		require.Equal(t, whole.Plan.Missed, missed, where)
+	}
+}
+
+func TestBucketEvent(t *testing.T) {
+	t.Parallel()
+	job := every10()
+	enc := func(s codecs.Status, bucket string) []byte {
+		j := job
+		j.Bucket = bucket
+		return codecs.EncodeJobRecord(&codecs.JobRecord{Version: 2, Status: s, Job: j})
+	}
+	tr := codecs.ShardTrigger{Kind: codecs.KindBucket, Bucket: "b", TriggerID: "run-7", T: cmdSec(3)}
+	withPayload := tr
+	withPayload.Payload = []byte(`{"over":true}`)
+	tests := []struct {
+		name    string
+		value   []byte
+		tr      codecs.ShardTrigger
+		ok      bool
+		payload string
+	}{
+		{"active in the bucket fires with its payload", enc(codecs.StatusActive, "b"), tr, true, `{"a":1}`},
+		{"the trigger's payload wins", enc(codecs.StatusActive, "b"), withPayload, true, `{"over":true}`},
+		{"paused does not fire", enc(codecs.StatusPaused, "b"), tr, false, ""},
+		{"completed does not fire", enc(codecs.StatusCompleted, "b"), tr, false, ""},
+		{"deleted does not fire", enc(codecs.StatusDeleted, "b"), tr, false, ""},
+		{"moved to another bucket does not fire", enc(codecs.StatusActive, "c"), tr, false, ""},
+		{"unreadable does not fire", []byte("junk"), tr, false, ""},
+	}
+	for _, tc := range tests {
+		msg, ok := bucketEvent("j1", tc.value, tc.tr, cmdSec(4))
+		require.Equal(t, tc.ok, ok, tc.name)
+		if !ok {
+			require.Equal(t, Msg{}, msg, tc.name)
+			continue
+		}
+		require.Equal(t, "j1", msg.Key, tc.name)
+		ev, err := codecs.DecodeDispatch(msg.Value)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, codecs.TriggeredFireID("j1", "run-7"), ev.FireID, tc.name)
+		require.Equal(t, codecs.TriggerBucket, ev.Trigger, tc.name)
+		require.Equal(t, "run-7", ev.TriggerID, tc.name)
+		require.True(t, cmdSec(3).Equal(ev.ScheduledAt), tc.name)
+		require.True(t, cmdSec(4).Equal(ev.FiredAt), tc.name)
+		require.Equal(t, "b", ev.Bucket, tc.name)
+		require.JSONEq(t, tc.payload, string(ev.Payload), tc.name)
+	}
+}
