@@ -163,12 +163,13 @@ func (s *Server) api(role Role, h http.HandlerFunc) http.HandlerFunc {
 				return
 			}
 		}
-		if (r.Method == http.MethodPost || r.Method == http.MethodPut) && !isJSON(r.Header.Get("Content-Type")) {
+		if ct := r.Header.Get("Content-Type"); (r.Method == http.MethodPost || r.Method == http.MethodPut) && !isJSON(ct) &&
+			(r.URL.Path != ImportPath || !isNDJSON(ct)) {
 			// Even without a body: a browser sends a body-less or text/plain
 			// POST without asking first (no preflight); application/json it
 			// must ask for.
 			writeProblem(w, http.StatusUnsupportedMediaType, codecs.CodeMalformed, "Content-Type",
-				"Content-Type must be application/json (also for a request without a body)")
+				"Content-Type must be application/json (also for a request without a body; application/x-ndjson for "+ImportPath+")")
 			return
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))

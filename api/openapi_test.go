@@ -332,6 +332,8 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"TriggerAccepted": reflect.TypeFor[api.TriggerAccepted](),
 		"Problem":         reflect.TypeFor[api.Problem](),
 		"Whoami":          reflect.TypeFor[api.Whoami](),
+		"ImportResult":    reflect.TypeFor[api.ImportResult](),
+		"ImportLineError": reflect.TypeFor[api.ImportLineError](),
 	} {
 		s := obj(t, schemas, name)
 		require.Equal(t, "object", s["type"], name)

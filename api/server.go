@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -71,6 +72,9 @@ type Server struct {
 	// web console's page and assets) behind the same Host check; it sets
 	// its own Content-Security-Policy. Nil: those paths answer 404.
 	Console http.Handler
+
+	importOnce sync.Once
+	imports    chan struct{} // one import at a time (importSlot)
 }
 
 // JobReader is the read side of the API (implemented by *Jobs).
@@ -117,6 +121,7 @@ var routeTable = []route{
 	{"POST /v1/jobs/{id}/resume", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.op(codecs.OpResume) })},
 	{"POST /v1/jobs/{id}/fire", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.fire })},
 	{"GET /v1/whoami", v1(RoleRead, func(*Server) http.HandlerFunc { return whoami })},
+	{"POST " + ImportPath, v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.importJobs })},
 	{"GET /healthz", func(*Server) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{"status": "ok"}) })
 	}},

@@ -56,7 +56,7 @@ type fixture struct {
 	ts   *httptest.Server
 }
 
-func newFixture(t *testing.T, configure func(*api.Server)) *fixture {
+func newFixture(t testing.TB, configure func(*api.Server)) *fixture {
 	t.Helper()
 	prod := &fakeProducer{}
 	srv := &api.Server{Names: topology.Names{Prefix: "test-"}, Producer: prod}
@@ -75,7 +75,7 @@ type request struct {
 
 // do sends a request; a body, a POST and a PUT get Content-Type
 // application/json unless the header map sets one (an explicit "" removes it).
-func (f *fixture) do(t *testing.T, rq request) (*http.Response, []byte) {
+func (f *fixture) do(t testing.TB, rq request) (*http.Response, []byte) {
 	t.Helper()
 	var body io.Reader
 	if rq.body != "" {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	httpapi "github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/codecs"
 )
 
@@ -65,42 +63,16 @@ func (a *apiClient) do(out io.Writer, method, path string, body []byte) error {
 
 // call sends a request and returns the answer body of a success.
 func (a *apiClient) call(method, path string, body []byte) ([]byte, error) {
-	req, err := http.NewRequest(method, strings.TrimRight(a.base, "/")+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
+	contentType := ""
 	if body != nil || method == http.MethodPost || method == http.MethodPut {
-		req.Header.Set("Content-Type", "application/json") // the API requires it on every write
+		contentType = "application/json" // the API requires it on every write
 	}
-	token, err := a.secret()
+	status, answer, err := a.request(method, path, contentType, body, 30*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
-	if err != nil {
-		return nil, &exitError{code: 2, err: fmt.Errorf("cannot reach the API at %s (is `chronos dev` running?): %w", a.base, err)}
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
-	if err == nil && len(answer) > maxAnswer {
-		err = fmt.Errorf("answer over %d bytes", maxAnswer)
-	}
-	if err != nil {
-		return nil, &exitError{code: 2, err: fmt.Errorf("reading the answer of %s: %w", a.base, err)}
-	}
-	if resp.StatusCode >= 300 {
-		var p httpapi.Problem
-		if json.Unmarshal(answer, &p) == nil && p.Detail != "" {
-			msg := p.Detail
-			if p.Field != "" {
-				msg = p.Field + ": " + msg
-			}
-			return nil, &exitError{code: 1, err: &problemError{status: resp.StatusCode, err: fmt.Errorf("rejected (%d %s): %s", resp.StatusCode, p.Code, msg)}}
-		}
-		return nil, &exitError{code: 1, err: &problemError{status: resp.StatusCode, err: fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(answer))}}
+	if status >= 300 {
+		return nil, problemAnswer(status, answer)
 	}
 	return answer, nil
 }
@@ -134,7 +106,7 @@ func newJobs() *cobra.Command {
 			},
 		})
 	}
-	cmd.AddCommand(newJobsFire(&api), newJobsGet(&api), newJobsList(&api))
+	cmd.AddCommand(newJobsFire(&api), newJobsGet(&api), newJobsList(&api), newJobsImport(&api))
 	return cmd
 }
 

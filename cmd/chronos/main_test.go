@@ -16,16 +16,23 @@ import (
 // run executes a fresh root command with args and returns what it printed.
 func run(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	out, errOut, err := runErr(t, args...)
+	if errOut != "" {
+		t.Logf("stderr of %v:\n%s", args, errOut)
+	}
+	return out, err
+}
+
+// runErr is run that also returns what the command printed on stderr.
+func runErr(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
 	root := newRoot()
 	var out, errOut bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&errOut)
 	root.SetArgs(args)
 	err := root.ExecuteContext(t.Context())
-	if errOut.Len() > 0 {
-		t.Logf("stderr of %v:\n%s", args, errOut.String())
-	}
-	return out.String(), err
+	return out.String(), errOut.String(), err
 }
 
 // requireExit checks that err is an *exitError with code and a message
