@@ -52,6 +52,10 @@ type Config struct {
 	// Measuring, if set, is called once registration is done, before the
 	// measured window (chronos bench starts its CPU profile there).
 	Measuring func()
+	// History, when set, measures the history group (chronos-history): its
+	// lag on the dispatch topic at the end of the window, and how long it
+	// then takes to consume every dispatch event.
+	History bool
 }
 
 // Validate reports every problem with c.
@@ -80,19 +84,24 @@ func (c Config) Validate() error {
 
 // Report is what a run measured.
 type Report struct {
-	Jobs             int           `json:"jobs"`
-	Mode             Mode          `json:"mode"`
-	Every            string        `json:"every,omitempty"`
-	Registration     time.Duration `json:"registration_ns"`
-	RegistrationRate float64       `json:"registration_per_second"`
-	Window           time.Duration `json:"window_ns"`
-	Expected         int64         `json:"expected_fires"`
-	Fires            int64         `json:"fires"`
-	FiresPerSecond   float64       `json:"fires_per_second"`
-	Drain            time.Duration `json:"drain_ns,omitempty"`
-	DelayP50         time.Duration `json:"delay_p50_ns"`
-	DelayP99         time.Duration `json:"delay_p99_ns"`
-	DelayMax         time.Duration `json:"delay_max_ns"`
+	// HistoryLag is the history group's lag on the dispatch topic at the
+	// end of the window, HistoryCatchUp how long it then took to reach 0
+	// (-1: not within a minute); both absent without Config.History.
+	HistoryLag       *int64         `json:"history_lag,omitempty"`
+	HistoryCatchUp   *time.Duration `json:"history_catch_up_ns,omitempty"`
+	Jobs             int            `json:"jobs"`
+	Mode             Mode           `json:"mode"`
+	Every            string         `json:"every,omitempty"`
+	Registration     time.Duration  `json:"registration_ns"`
+	RegistrationRate float64        `json:"registration_per_second"`
+	Window           time.Duration  `json:"window_ns"`
+	Expected         int64          `json:"expected_fires"`
+	Fires            int64          `json:"fires"`
+	FiresPerSecond   float64        `json:"fires_per_second"`
+	Drain            time.Duration  `json:"drain_ns,omitempty"`
+	DelayP50         time.Duration  `json:"delay_p50_ns"`
+	DelayP99         time.Duration  `json:"delay_p99_ns"`
+	DelayMax         time.Duration  `json:"delay_max_ns"`
 	// StartP99 is the p99 of fired_at minus scheduled_at: how late the
 	// fan-out of a fire's chunk began. The rest of the delay is encoding,
 	// producing, the broker's acks and the measuring consumer.

@@ -30,6 +30,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		row("  from "+sl.Start.Format(time.TimeOnly), "%d fires, p99 %s, max %s, start p99 %s", sl.Fires, sl.P99.Round(time.Millisecond), sl.Max.Round(time.Millisecond), sl.StartP99.Round(time.Millisecond))
 	}
 	row("missed", "%d", r.Missed)
+	if r.HistoryLag != nil && r.HistoryCatchUp != nil {
+		row("history group", "lag %d dispatch events at the end of the window, consumed all %s later", *r.HistoryLag, r.HistoryCatchUp.Round(time.Millisecond))
+	}
 	row("duplicates", "%d", r.Duplicates)
 	row("cpu seconds", "%.1f (this process)", r.CPUSeconds)
 	row("peak rss", "%.0f MiB (this process)", float64(r.PeakRSSBytes)/(1<<20))

@@ -89,6 +89,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.History {
+		measureHistory(ctx, cfg, cl, rep)
+	}
 	rep.CPUSeconds = cpuSeconds() - cpu0
 	rep.PeakRSSBytes = peakRSS()
 	if cfg.InstancePID != 0 {
@@ -498,4 +501,32 @@ func peakRSS() int64 {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return ru.Maxrss * 1024
+}
+
+// measureHistory records the history group's lag on the dispatch topic
+// now, and how long it takes to reach 0 (bounded by a minute).
+func measureHistory(ctx context.Context, cfg Config, cl *kgo.Client, rep *Report) {
+	adm := kadm.NewClient(cl)
+	target := lag.Target{Group: string(cfg.Layout.HistoryGroup()), Topic: string(cfg.Layout.Dispatch())}
+	start := time.Now()
+	for first := true; ; first = false {
+		parts, err := lag.Measure(ctx, adm, lag.Earliest, target)
+		if err == nil {
+			n := lag.Sum(parts)
+			if first {
+				rep.HistoryLag = &n
+			}
+			if n == 0 {
+				d := time.Since(start)
+				rep.HistoryCatchUp = &d
+				return
+			}
+		}
+		if time.Since(start) > time.Minute || ctx.Err() != nil {
+			d := time.Duration(-1)
+			rep.HistoryCatchUp = &d
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

@@ -106,6 +106,7 @@ func benchExternal(ctx context.Context, f *instanceFlags, brokers []string, cfg 
 		return nil, err
 	}
 	cfg.Kafka, cfg.Layout, cfg.Progress = icfg.Kafka, icfg.Layout, progress
+	cfg.History = !icfg.History.Off
 	return bench.Run(ctx, cfg)
 }
 
@@ -156,5 +157,6 @@ func runBench(ctx context.Context, f *instanceFlags, brokers []string, cfg bench
 		return nil, err
 	}
 	cfg.Kafka, cfg.Layout, cfg.Progress = icfg.Kafka, icfg.Layout, progress
+	cfg.History = !icfg.History.Off
 	return bench.Run(ctx, cfg)
 }

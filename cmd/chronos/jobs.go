@@ -106,7 +106,7 @@ func newJobs() *cobra.Command {
 			},
 		})
 	}
-	cmd.AddCommand(newJobsFire(&api), newJobsGet(&api), newJobsList(&api), newJobsImport(&api))
+	cmd.AddCommand(newJobsFire(&api), newJobsGet(&api), newJobsList(&api), newJobsImport(&api), newJobsFires(&api), newJobsHistory(&api))
 	return cmd
 }
 

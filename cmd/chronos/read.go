@@ -18,16 +18,20 @@ import (
 )
 
 func newJobsGet(api *apiClient) *cobra.Command {
-	var output string
+	var (
+		output string
+		next   int
+		from   string
+	)
 	cmd := &cobra.Command{
 		Use:   "get ID",
-		Short: "Show a job: definition, status, version, next fires, last fire",
+		Short: "Show a job: definition, status, version, next fires (--next N, --from T), last fire",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkIDArg(args[0], false); err != nil {
 				return err
 			}
-			answer, err := api.call(http.MethodGet, "/v1/jobs/"+url.PathEscape(args[0]), nil)
+			answer, err := api.call(http.MethodGet, "/v1/jobs/"+url.PathEscape(args[0])+nextQuery(next, from), nil)
 			if err != nil || output == "json" {
 				if err == nil {
 					_, _ = cmd.OutOrStdout().Write(answer)
@@ -43,7 +47,24 @@ func newJobsGet(api *apiClient) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	cmd.Flags().IntVar(&next, "next", 0, "show this many next fires (1 to 1000; default 5)")
+	cmd.Flags().StringVar(&from, "from", "", "show the schedule's fires at or after this RFC 3339 time, in any job state (e.g. to check a DST change)")
 	return cmd
+}
+
+// nextQuery is the query of GET /v1/jobs/{id} for --next and --from.
+func nextQuery(next int, from string) string {
+	q := url.Values{}
+	if next != 0 {
+		q.Set("next", strconv.Itoa(next))
+	}
+	if from != "" {
+		q.Set("from", from)
+	}
+	if len(q) == 0 {
+		return ""
+	}
+	return "?" + q.Encode()
 }
 
 func printJob(out io.Writer, j *views.Job) {
