@@ -2,13 +2,14 @@ package embedded
 
 import (
 	"bytes"
-	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
-	"github.com/klauspost/compress/s2"
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/snappy/xerial"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -25,6 +26,15 @@ const DefaultMaxInflatedBatchBytes = 1048588
 // errInflated reports a batch that inflates past the limit.
 var errInflated = errors.New("embedded: compressed batch inflates past the limit")
 
+// errUninflatable reports a compressed batch that cannot be inflated: a
+// truncated or invalid stream, or a zstd window over maxZstdWindow.
+var errUninflatable = errors.New("embedded: compressed batch cannot be inflated")
+
+// maxZstdWindow is the largest zstd window a batch may declare: under the
+// 65 MiB goka's consumers accept (clients.MaxInflatedBatchBytes), and far
+// above what encoders use for batches of a few MiB.
+const maxZstdWindow = 64 << 20
+
 // refuseCompressionBombs makes c answer MESSAGE_TOO_LARGE to a produce
 // request any of whose compressed batches inflates past limit, on every
 // topic, before the broker stores it.
@@ -37,10 +47,15 @@ var errInflated = errors.New("embedded: compressed batch inflates past the limit
 // inflates it whole (docs/security.md, "Size limits").
 //
 // The embedded broker is stricter than Kafka here: it applies the rule on
-// every topic, whatever compression.type says. A request with one bad batch
-// is answered for all its partitions: the bad ones MESSAGE_TOO_LARGE (not
-// retriable), the others REQUEST_TIMED_OUT (retriable, nothing was
-// appended), so clients resend the good batches alone.
+// every topic, whatever compression.type says. A compressed batch that
+// cannot be inflated (a truncated or invalid stream, a zstd window over
+// 64 MiB) is refused with CORRUPT_MESSAGE, as Apache Kafka does when it
+// validates a batch: kfake stores batches without inflating them, and a
+// consumer would fail on it at every fetch. A request with one bad batch
+// is answered for all its partitions: the bad ones MESSAGE_TOO_LARGE or
+// CORRUPT_MESSAGE (not retriable), the others REQUEST_TIMED_OUT
+// (retriable, nothing was appended), so clients resend the good batches
+// alone.
 func refuseCompressionBombs(c *kfake.Cluster, limit int) {
 	c.ControlKey(int16(kmsg.Produce), func(r kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
@@ -66,6 +81,9 @@ func refuseCompressionBombs(c *kfake.Cluster, limit int) {
 				rp.ErrorCode = kerr.RequestTimedOut.Code
 				if err := checkInflated(p.Records, limit); err != nil {
 					rp.ErrorCode = kerr.MessageTooLarge.Code
+					if errors.Is(err, errUninflatable) {
+						rp.ErrorCode = kerr.CorruptMessage.Code
+					}
 					msg := err.Error()
 					rp.ErrorMessage = &msg
 				}
@@ -78,8 +96,9 @@ func refuseCompressionBombs(c *kfake.Cluster, limit int) {
 }
 
 // checkInflated returns errInflated (wrapped) if a compressed batch in raw,
-// a run of record batches, inflates past limit. Malformed batches are left
-// to the broker, which refuses them itself.
+// a run of record batches, inflates past limit, and errUninflatable
+// (wrapped) if one cannot be inflated. Batches with a malformed header are
+// left to the broker, which refuses them itself.
 func checkInflated(raw []byte, limit int) error {
 	for len(raw) >= 12 {
 		n := int(int32(binary.BigEndian.Uint32(raw[8:12]))) + 12
@@ -97,7 +116,7 @@ func checkInflated(raw []byte, limit int) error {
 		}
 		size, err := inflatedSize(codec, b.Records, limit)
 		if err != nil {
-			continue
+			return fmt.Errorf("%w: %w", errUninflatable, err)
 		}
 		if size > limit {
 			return fmt.Errorf("%w: a batch of %d compressed bytes inflates past %d bytes (Kafka's max.message.bytes)", errInflated, len(b.Records), limit)
@@ -119,11 +138,15 @@ func inflatedSize(codec int16, data []byte, limit int) (int, error) {
 		}
 		r = zr
 	case 2:
-		return snappySize(data)
+		return snappySize(data, limit)
 	case 3:
 		r = lz4.NewReader(bytes.NewReader(data))
 	case 4:
-		zr, err := zstd.NewReader(bytes.NewReader(data), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(64<<20))
+		var h zstd.Header
+		if h.Decode(data) == nil && h.HasFCS && h.FrameContentSize > uint64(limit) {
+			return limit + 1, nil // declared: no need to inflate
+		}
+		zr, err := zstd.NewReader(bytes.NewReader(data), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxZstdWindow))
 		if err != nil {
 			return 0, err
 		}
@@ -140,26 +163,22 @@ func inflatedSize(codec int16, data []byte, limit int) (int, error) {
 // Kafka's clients use; anything else is one raw snappy block.
 var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 
-// snappySize sums the decoded lengths snappy blocks declare, without
-// decoding them.
-func snappySize(data []byte) (int, error) {
-	if !bytes.HasPrefix(data, xerialMagic) {
-		return s2.DecodedLen(data)
+// snappyBufs holds the buffers snappySize decodes into.
+var snappyBufs sync.Pool
+
+// snappySize decodes data, raw or in the xerial framing, the way goka's
+// sarama consumers do, into a buffer of limit bytes: limit+1 if it does not
+// fit. Invalid blocks are an error even if their declared sizes are small.
+func snappySize(data []byte, limit int) (int, error) {
+	buf, _ := snappyBufs.Get().(*[]byte)
+	if buf == nil || cap(*buf) < limit {
+		b := make([]byte, 0, limit)
+		buf = &b
 	}
-	data = data[16:]
-	total := 0
-	for len(data) >= 4 {
-		n := int(binary.BigEndian.Uint32(data))
-		data = data[4:]
-		if n < 0 || n > len(data) {
-			return 0, errors.New("embedded: truncated snappy chunk")
-		}
-		m, err := s2.DecodedLen(data[:n])
-		if err != nil {
-			return 0, err
-		}
-		total += m
-		data = data[n:]
+	defer snappyBufs.Put(buf)
+	out, err := xerial.DecodeCapped((*buf)[:0:limit], data)
+	if errors.Is(err, xerial.ErrDstTooSmall) {
+		return limit + 1, nil
 	}
-	return total, nil
+	return len(out), err
 }
