@@ -15,11 +15,11 @@ import (
 func TestForeignPythonClient(t *testing.T) {
 	py := pythonWithConfluentKafka(t)
 	prefix := "foreign" + randHex(4) + "."
-	startChronos(t, prefix, t.TempDir(), 6)
+	p := startChronos(t, prefix, t.TempDir(), 6)
 
 	start := time.Now()
 	cmd := exec.Command(py, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-s", "test_foreign.py")
-	cmd.Env = append(os.Environ(), "CHRONOS_TEST_BROKERS="+brokers(t), "CHRONOS_TOPIC_PREFIX="+prefix,
+	cmd.Env = append(os.Environ(), "CHRONOS_TEST_BROKERS="+brokers(t), "CHRONOS_TOPIC_PREFIX="+prefix, "CHRONOS_API="+p.httpURL,
 		"PYTHONDONTWRITEBYTECODE=1")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

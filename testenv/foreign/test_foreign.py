@@ -13,7 +13,9 @@ instance and runs this file; see docs/real-kafka.md.
 Covered: the partitioning formula (the documented test vectors, and
 librdkafka's fnv1a partitioner against it), put commands for 300 cron, every
 and at jobs with exactly predictable fire ids, the schema of every dispatch
-event, and rejects of a malformed command and of an unknown field.
+event, rejects of a malformed command and of an unknown field, and an
+executor reporting outcomes on chronos-results that the history API then
+shows (with CHRONOS_API, the instance's HTTP address).
 Not covered: bucket triggers (chronos-bucket-triggers); this test leaves
 them out.
 """
@@ -488,3 +490,91 @@ def test_bucket_trigger_fires_every_job_of_the_bucket_once_per_trigger():
     for t, got in by_trigger.items():
         assert len(got) == len(set(got)), f"trigger {t} fired a job twice"
         assert set(got) <= set(ids)
+
+
+# --- executor outcomes (docs/topics.md, "Results") ---
+
+RESULTS = PREFIX + "chronos-results"
+API = os.environ.get("CHRONOS_API", "")
+
+
+def api_call(method: str, path: str, body=None):
+    import urllib.request
+    req = urllib.request.Request(API + path, method=method, data=None if body is None else compact(body),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read())
+
+
+@pytest.mark.skipif(not API, reason="CHRONOS_API is not set")
+def test_executor_reports_outcomes_and_history_shows_them():
+    """An executor written from docs/topics.md: it consumes its job's
+    dispatch events and reports on chronos-results (started, then succeeded
+    or failed, with times, attempt and error), keyed and partitioned like
+    commands. GET /v1/jobs/{id}/fires then shows each reported fire with its
+    delay, outcome and duration, and /history shows who created the job. A
+    malformed result is rejected like any bad input."""
+    n = partitions_of(RESULTS)
+    jid = f"py-exec-{uuid.uuid4().hex[:6]}"
+    api_call("PUT", "/v1/jobs/" + jid, {"every": "1s"})
+    key = jid.encode()
+    reader = TopicReader(DISPATCH)
+    reported = {}  # fire_id -> (status, scheduled_at)
+    try:
+        deadline = time.monotonic() + DISPATCH_TIMEOUT
+        while len(reported) < 4 and time.monotonic() < deadline:
+            for m in reader.poll(0.5):
+                if m.key() != key or len(reported) >= 4:
+                    continue
+                e = json.loads(m.value())
+                fired = parse_time(e["fired_at"])
+                start, end = fired + dt.timedelta(milliseconds=100), fired + dt.timedelta(milliseconds=1600)
+                base = {"v": 1, "fire_id": e["fire_id"], "scheduled_at": e["scheduled_at"]}
+                failed = len(reported) % 2 == 1
+                final = dict(base, status="failed" if failed else "succeeded", attempt=1,
+                             started_at=fmt_time(start), finished_at=fmt_time(end))
+                if failed:
+                    final["error"] = "exit status 2"
+                records = [(RESULTS, key, compact(dict(base, status="started", started_at=fmt_time(start))), None, None),
+                           (RESULTS, key, compact(final), None, None)]
+                if len(reported) == 0:
+                    records.reverse()  # the outcome before its start: order does not matter
+                produce_all(new_producer(), [(t, k, v, chronos_partition(k, n), ts) for t, k, v, _, ts in records])
+                reported[e["fire_id"]] = (final["status"], e["scheduled_at"])
+    finally:
+        reader.close()
+    assert len(reported) == 4, f"only {len(reported)} fires of {jid} arrived"
+    bad = compact({"v": 1, "fire_id": jid + "@x", "scheduled_at": fmt_time(dt.datetime.now(dt.timezone.utc)), "status": "done",
+                   "finished_at": fmt_time(dt.datetime.now(dt.timezone.utc))})
+    produce_all(new_producer(), [(RESULTS, key, bad, chronos_partition(key, n), None)])
+
+    deadline = time.monotonic() + 60
+    while True:
+        fires = {f["fire_id"]: f for f in api_call("GET", f"/v1/jobs/{jid}/fires")["fires"]}
+        if all(fid in fires and fires[fid]["status"] == st for fid, (st, _) in reported.items()):
+            break
+        assert time.monotonic() < deadline, f"history never showed the outcomes: {fires}"
+        time.sleep(0.5)
+    for fid, (status, scheduled_at) in reported.items():
+        f = fires[fid]
+        print(f"{fid}: delay {f['delay_seconds']:.3f}s, {f['status']}, duration {f['duration_seconds']}s")
+        assert f["scheduled_at"] == scheduled_at and f["trigger"] == "schedule"
+        assert 0 <= f["delay_seconds"] < 30, f
+        assert f["attempt"] == 1 and abs(f["duration_seconds"] - 1.5) < 1e-6, f
+        assert f.get("error", "") == ("exit status 2" if status == "failed" else ""), f
+    changes = api_call("GET", f"/v1/jobs/{jid}/history")["changes"]
+    assert changes[-1]["op"] == "put" and changes[-1]["actor"] == "anonymous", changes
+
+    reader = TopicReader(REJECTS)
+    try:
+        deadline = time.monotonic() + REJECT_TIMEOUT
+        while True:
+            rej = [json.loads(m.value()) for m in reader.poll(0.5)]
+            rej = [r for r in rej if r["topic"] == RESULTS and base64.b64decode(r["value"]) == bad]
+            if rej:
+                break
+            assert time.monotonic() < deadline, "the malformed result was not rejected"
+    finally:
+        reader.close()
+    assert rej[0]["code"] == "invalid_field" and rej[0]["field"] == "status", rej[0]
+    api_call("DELETE", "/v1/jobs/" + jid)
