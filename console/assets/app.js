@@ -22,9 +22,13 @@ function el(tag, attrs, ...kids) {
   return e;
 }
 
+// swap replaces a node's children, leaving out null, undefined and false.
+function swap(node, ...kids) {
+  node.replaceChildren(...kids.flat().filter((k) => k !== null && k !== undefined && k !== false));
+}
+
 function show(...nodes) {
-  const main = document.getElementById('main');
-  main.replaceChildren(...nodes);
+  swap(document.getElementById('main'), ...nodes);
 }
 
 function errorBox(err) {
@@ -199,7 +203,7 @@ async function overviewPage() {
       const rj = await rz.json().catch(() => ({}));
       ready = rz.ok ? { ok: true, text: 'ready' } : { ok: false, text: rj.detail || `HTTP ${rz.status}` };
     } catch (err) {
-      body.replaceChildren(errorBox(err));
+      swap(body, errorBox(err));
       return;
     }
     const now = performance.now() / 1000;
@@ -216,7 +220,7 @@ async function overviewPage() {
     const jobs = ms.filter((m) => m.name === 'chronos_jobs');
     const lag = ms.filter((m) => m.name === 'chronos_consumergroup_lag_sum');
     const qs = [0.5, 0.9, 0.99];
-    body.replaceChildren(
+    swap(body, 
       el('section', { class: 'stats' },
         stat('Readiness', ready.text, 'readiness'),
         stat('Fires / s', rate, 'fires-rate'),
@@ -282,7 +286,7 @@ async function jobsPage(query) {
   try {
     page = await call('GET', '/v1/jobs?' + q);
   } catch (err) {
-    list.replaceChildren(errorBox(err));
+    swap(list, errorBox(err));
     return;
   }
   const rows = page.jobs.map((j) => el('tr', { 'data-id': j.id },
@@ -295,7 +299,7 @@ async function jobsPage(query) {
   const base = '#/jobs' + (here.toString() ? '?' + here : '');
   const next = new URLSearchParams(here);
   if (page.next_cursor) next.set('cursor', page.next_cursor);
-  list.replaceChildren(
+  swap(list, 
     el('table', { class: 'grid wide', id: 'jobs' },
       el('thead', {}, el('tr', {}, el('th', {}, 'id'), el('th', {}, 'state'), el('th', {}, 'bucket'), el('th', {}, 'version'))),
       el('tbody', {}, rows)),
@@ -314,6 +318,23 @@ function zoneParts(date, tz) {
   const p = Object.fromEntries(f.formatToParts(date).map((x) => [x.type, x.value]));
   const offset = (p.timeZoneName || 'GMT').replace('GMT', 'UTC') || 'UTC';
   return { wall: `${p.weekday} ${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}`, offset: offset === 'UTC' ? 'UTC+00:00' : offset };
+}
+
+// offsetMinutes returns a zone's UTC offset at a time, in minutes.
+function offsetMinutes(date, tz) {
+  const m = /UTC([+-])(\d\d):(\d\d)/.exec(zoneParts(date, tz).offset);
+  return m ? (m[1] === '-' ? -1 : 1) * (Number(m[2]) * 60 + Number(m[3])) : 0;
+}
+
+// wallToUTC returns the instant a wall clock "YYYY-MM-DDTHH:MM" shows in a
+// zone (in a gap, the instant after it; in an overlap, the first).
+function wallToUTC(wall, tz) {
+  const m = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)/.exec(wall);
+  if (!m) return new Date(wall);
+  const asUTC = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]));
+  let t = asUTC - offsetMinutes(new Date(asUTC), tz) * 60000;
+  t = asUTC - offsetMinutes(new Date(t), tz) * 60000;
+  return new Date(t);
 }
 
 function timeline(fires, tz) {
@@ -337,29 +358,35 @@ function timeline(fires, tz) {
       items.push(el('li', { class: 'dst' }, `Clocks change: ${prevOffset} → ${z.offset} (${tz})`));
     }
     prevOffset = z.offset;
-    items.push(el('li', { class: 'fire' }, el('time', { datetime: t.toISOString() }, z.wall), ' ',
+    items.push(el('li', { class: 'fire', value: String(i + 1) }, el('time', { datetime: t.toISOString() }, z.wall), ' ',
       el('span', { class: 'muted' }, z.offset), ' ', el('span', { class: 'muted small' }, t.toISOString())));
   });
   return el('div', { id: 'timeline' }, el('div', { class: 'timeline' }, bar), el('ol', { class: 'fires' }, items));
 }
 
+function fmtTime(v) { return v ? String(v).replace('T', ' ').replace(/\.\d+Z$/, 'Z') : ''; }
+
 function historyTable(id, fires) {
   if (!fires.length) return el('p', { class: 'muted', id }, 'None yet.');
-  const cols = ['scheduled_at', 'dispatched_at', 'delay', 'outcome', 'duration'];
-  const cell = (f, c) => {
-    const v = f[c] !== undefined ? f[c] : (c === 'outcome' ? f.status : undefined);
-    return el('td', {}, v === undefined || v === null ? '' : typeof v === 'object' ? JSON.stringify(v) : String(v));
-  };
-  return el('table', { class: 'grid wide', id }, el('thead', {}, el('tr', {}, cols.map((c) => el('th', {}, c.replace('_', ' '))))),
-    el('tbody', {}, fires.map((f) => el('tr', {}, cols.map((c) => cell(f, c))))));
+  return el('table', { class: 'grid wide', id },
+    el('thead', {}, el('tr', {}, ['fire', 'scheduled', 'dispatched', 'delay', 'outcome', 'duration'].map((c) => el('th', {}, c)))),
+    el('tbody', {}, fires.map((f) => el('tr', { 'data-fire': f.fire_id },
+      el('td', {}, el('code', {}, f.fire_id), f.trigger && f.trigger !== 'schedule' ? el('span', { class: 'muted small' }, ` ${f.trigger}`) : null),
+      el('td', {}, fmtTime(f.scheduled_at)),
+      el('td', {}, fmtTime(f.dispatched_at)),
+      el('td', { class: 'num' }, f.delay_seconds !== undefined ? fmtSeconds(f.delay_seconds) : ''),
+      el('td', {}, el('span', { class: `badge ${f.status}`, 'data-outcome': f.status }, f.status),
+        f.attempt ? el('span', { class: 'muted small' }, ` attempt ${f.attempt}`) : null,
+        f.error ? el('div', { class: 'error small' }, f.error) : null),
+      el('td', { class: 'num' }, f.duration_seconds !== undefined ? fmtSeconds(f.duration_seconds) : '')))));
 }
 
 function changesTable(id, changes) {
   if (!changes.length) return el('p', { class: 'muted', id }, 'None yet.');
-  return el('table', { class: 'grid wide', id }, el('thead', {}, el('tr', {}, ['at', 'actor', 'op', 'detail'].map((c) => el('th', {}, c)))),
+  return el('table', { class: 'grid wide', id }, el('thead', {}, el('tr', {}, ['at', 'who', 'what', 'detail'].map((c) => el('th', {}, c)))),
     el('tbody', {}, changes.map((c) => el('tr', {},
-      el('td', {}, c.at || c.time || ''), el('td', {}, c.actor || c.who || ''), el('td', {}, c.op || c.kind || ''),
-      el('td', {}, el('code', {}, JSON.stringify(c.job || c.def || c.detail || '')))))));
+      el('td', {}, fmtTime(c.at)), el('td', {}, c.actor || el('span', { class: 'muted' }, 'not via the API')), el('td', {}, c.op),
+      el('td', {}, c.detail ? el('code', {}, c.detail) : '')))));
 }
 
 // optional fetches a route another part of Chronos may not serve yet: null
@@ -369,6 +396,7 @@ async function optional(path) {
     return await call('GET', path);
   } catch (err) {
     if (err.status === 404 && /no route/.test(err.problem.detail || '')) return null;
+    if (err.status === 503 && err.problem.code === 'history_unavailable') return null;
     throw err;
   }
 }
@@ -378,9 +406,13 @@ async function jobPage(id, query) {
   const msg = el('p', { id: 'action-result', role: 'status' });
   show(el('h1', {}, 'Job ', el('code', {}, id)), msg, el('p', { class: 'muted' }, 'Loading…'));
   const q = new URLSearchParams({ next: '20' });
-  if (from) q.set('from', new Date(from).toISOString());
   let job;
   try {
+    if (from) {
+      // The time typed is a wall clock in the job's zone.
+      const plain = await call('GET', `/v1/jobs/${enc(id)}`);
+      q.set('from', wallToUTC(from, plain.job.tz || 'UTC').toISOString());
+    }
     job = await call('GET', `/v1/jobs/${enc(id)}?${q}`);
   } catch (err) {
     show(el('h1', {}, 'Job ', el('code', {}, id)), errorBox(err));
@@ -409,7 +441,7 @@ async function jobPage(id, query) {
     act('Fire now', 'POST', `/v1/jobs/${enc(id)}/fire`),
     act('Delete', 'DELETE', `/v1/jobs/${enc(id)}`, 'danger')) : el('p', { class: 'muted small', id: 'read-only' }, 'Read-only: your token cannot change this job.');
   const fromForm = el('form', { class: 'filters', id: 'from-form' },
-    el('label', { for: 'from' }, 'Next fires from '),
+    el('label', { for: 'from' }, `Next fires from (${tz} wall clock) `),
     el('input', { type: 'datetime-local', id: 'from', name: 'from', value: from }),
     el('button', { type: 'submit' }, 'Show'));
   fromForm.addEventListener('submit', (ev) => {
@@ -436,13 +468,13 @@ async function jobPage(id, query) {
   const fill = async (box, path, key, render, tableId) => {
     try {
       const r = await optional(path);
-      if (r === null) { box.replaceChildren(el('p', { class: 'muted' }, 'This instance does not serve history yet.')); return; }
+      if (r === null) { swap(box, el('p', { class: 'muted' }, 'This instance keeps no history (--no-history).')); return; }
       const items = Array.isArray(r) ? r : (r[key] || []);
-      box.replaceChildren(render(tableId, items));
-    } catch (err) { box.replaceChildren(errorBox(err)); }
+      swap(box, render(tableId, items));
+    } catch (err) { swap(box, errorBox(err)); }
   };
   fill(fires, `/v1/jobs/${enc(id)}/fires`, 'fires', historyTable, 'fires-table');
-  fill(changes, `/v1/jobs/${enc(id)}/history`, 'history', changesTable, 'history-table');
+  fill(changes, `/v1/jobs/${enc(id)}/history`, 'changes', changesTable, 'history-table');
   state.timer = setInterval(() => fill(fires, `/v1/jobs/${enc(id)}/fires`, 'fires', historyTable, 'fires-table'), 3000);
 }
 
@@ -500,13 +532,13 @@ async function bucketsPage(bucket) {
   show(el('h1', {}, 'Bucket ', el('code', {}, bucket)), form, trigger, msg, list);
   try {
     const page = await call('GET', `/v1/jobs?limit=100&bucket=${enc(bucket)}`);
-    list.replaceChildren(el('h2', {}, 'Jobs in this bucket'),
+    swap(list, el('h2', {}, 'Jobs in this bucket'),
       page.jobs.length ? el('table', { class: 'grid wide', id: 'bucket-jobs' }, el('tbody', {}, page.jobs.map((j) => el('tr', {},
         el('td', {}, el('a', { href: '#/job/' + enc(j.id) }, j.id)), el('td', {}, statusBadge(j.status)))))) :
         el('p', { class: 'muted' }, 'No jobs on the first page.'),
       page.next_cursor ? el('p', {}, el('a', { href: '#/jobs?bucket=' + enc(bucket) }, 'all of this bucket\'s jobs »')) : null);
   } catch (err) {
-    list.replaceChildren(errorBox(err));
+    swap(list, errorBox(err));
   }
 }
 
