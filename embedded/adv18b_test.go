@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
+	"net"
 	"testing"
 	"time"
 
@@ -251,4 +252,51 @@ func TestAdv18bGuardAgreesWithConsumer(t *testing.T) {
 		require.NoError(t, cerr, "case %d codec %d: the guard let through a batch the consumer cannot inflate", i, codec)
 		require.LessOrEqual(t, len(out), limit, "case %d codec %d: let through past the limit", i, codec)
 	}
+}
+
+// TestAdv18bBombWithAcksZeroClosesTheConnection sends a compression bomb
+// with acks=0 on a raw connection. Apache Kafka answers nothing to an
+// acks=0 produce and closes the connection when it refuses one, which is
+// how the client learns of it. The guard answered it with a produce
+// response the client never asked for, which the next response read on
+// that connection would take for its own. Now the connection is closed,
+// with no bytes written, and nothing is stored.
+func TestAdv18bBombWithAcksZeroClosesTheConnection(t *testing.T) {
+	b, err := Start(Options{Partitions: 1})
+	require.NoError(t, err)
+	defer b.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...), kgo.AllowAutoTopicCreation())
+	require.NoError(t, err)
+	defer cl.Close()
+	const topic = "acks0"
+	require.NoError(t, cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Value: []byte("first")}).FirstErr())
+
+	w, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	require.NoError(t, err)
+	bomb := w.EncodeAll(make([]byte, 8<<20), nil)
+	require.NoError(t, w.Close())
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = 9 // names topics by name
+	req.Acks = 0
+	req.TimeoutMillis = 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = rawBatch(4, bomb)
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("adv18b")).AppendRequest(nil, req, 1)
+
+	conn, err := net.Dial("tcp", b.Addrs()[0])
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Write(frame)
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
+	n, err := conn.Read(make([]byte, 64))
+	require.Zero(t, n, "an acks=0 produce gets no answer")
+	require.ErrorIs(t, err, io.EOF, "the broker closes the connection of a refused acks=0 produce")
+
+	require.NoError(t, cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Value: []byte("last")}).FirstErr())
+	require.Equal(t, []string{"first", "last"}, consumeAll(t, b.Addrs(), topic), "the bomb was not stored")
 }

@@ -55,21 +55,27 @@ const maxZstdWindow = 64 << 20
 // is answered for all its partitions: the bad ones MESSAGE_TOO_LARGE or
 // CORRUPT_MESSAGE (not retriable), the others REQUEST_TIMED_OUT
 // (retriable, nothing was appended), so clients resend the good batches
-// alone.
+// alone. An acks=0 request with a bad batch is not answered: its
+// connection is closed and nothing of it appended.
 func refuseCompressionBombs(c *kfake.Cluster, limit int) {
 	c.ControlKey(int16(kmsg.Produce), func(r kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		req := r.(*kmsg.ProduceRequest)
-		bad := false
+		var bad error
 		for _, t := range req.Topics {
 			for _, p := range t.Partitions {
-				if checkInflated(p.Records, limit) != nil {
-					bad = true
+				if err := checkInflated(p.Records, limit); err != nil && bad == nil {
+					bad = err
 				}
 			}
 		}
-		if !bad {
+		if bad == nil {
 			return nil, nil, false
+		}
+		if req.Acks == 0 {
+			// No response exists for acks=0: like Apache Kafka, close
+			// the connection, which is how such a client learns of it.
+			return nil, fmt.Errorf("%w (acks=0: closing the connection)", bad), true
 		}
 		resp := req.ResponseKind().(*kmsg.ProduceResponse)
 		for _, t := range req.Topics {
