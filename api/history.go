@@ -30,6 +30,10 @@ type ChangeList struct {
 // returns the job's history; ok is false when it answered.
 func (s *Server) readHistory(w http.ResponseWriter, r *http.Request) (string, []views.Fire, []views.Change, bool) {
 	id := r.PathValue("id")
+	if err := codecs.ValidateID(id); err != nil {
+		writeError(w, err)
+		return "", nil, nil, false
+	}
 	for k := range r.URL.Query() {
 		if k != "limit" {
 			writeProblem(w, http.StatusBadRequest, codecs.CodeUnknownField, k, "unknown query parameter "+strconv.Quote(k)+"; use limit")
@@ -45,9 +49,9 @@ func (s *Server) readHistory(w http.ResponseWriter, r *http.Request) (string, []
 		writeProblem(w, http.StatusServiceUnavailable, "view_unavailable", "", err.Error())
 		return "", nil, nil, false
 	}
-	if l := r.URL.Query().Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 1000 {
+	if _, given := r.URL.Query()["limit"]; given {
+		n, ok := intParam(r.URL.Query(), "limit", 0, 1, 1000)
+		if !ok {
 			writeProblem(w, http.StatusBadRequest, codecs.CodeInvalidField, "limit", "limit must be 1..1000")
 			return "", nil, nil, false
 		}

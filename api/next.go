@@ -33,16 +33,15 @@ func parseNext(q url.Values) (nextQuery, error) {
 		}
 		nq.set = true
 	}
-	if v := q.Get("next"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxNext {
-			return nq, &codecs.Error{Code: codecs.CodeInvalidField, Field: "next", Reason: "next must be 1.." + strconv.Itoa(maxNext)}
-		}
-		nq.n = n
+	n, ok := intParam(q, "next", defaultNext, 1, maxNext)
+	if !ok {
+		return nq, &codecs.Error{Code: codecs.CodeInvalidField, Field: "next", Reason: "next must be 1.." + strconv.Itoa(maxNext)}
 	}
-	if v := q.Get("from"); v != "" {
-		t, err := time.Parse(time.RFC3339Nano, v)
-		if err != nil || codecs.CheckRecordTime(t) != nil {
+	nq.n = n
+	if vs, ok := q["from"]; ok {
+		// Given, it must be one time: empty or twice is invalid.
+		t, err := time.Parse(time.RFC3339Nano, vs[0])
+		if err != nil || len(vs) != 1 || codecs.CheckRecordTime(t) != nil {
 			return nq, &codecs.Error{Code: codecs.CodeInvalidField, Field: "from", Reason: "from must be an RFC 3339 time from 1970 to 9999, like 2026-10-25T00:00:00+02:00"}
 		}
 		nq.from = t.UTC()

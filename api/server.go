@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -388,14 +389,10 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, codecs.CodeInvalidField, "status", "status must be active, paused or completed")
 		return
 	}
-	limit := 100
-	if l := q.Get("limit"); l != "" {
-		n, err := strconv.Atoi(l)
-		if err != nil || n < 1 || n > 1000 {
-			writeProblem(w, http.StatusBadRequest, codecs.CodeInvalidField, "limit", "limit must be 1..1000")
-			return
-		}
-		limit = n
+	limit, ok := intParam(q, "limit", 100, 1, 1000)
+	if !ok {
+		writeProblem(w, http.StatusBadRequest, codecs.CodeInvalidField, "limit", "limit must be 1..1000")
+		return
 	}
 	if err := codecs.ValidateBucket(f.Bucket); err != nil {
 		writeError(w, err)
@@ -412,6 +409,20 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusOK, JobList{Jobs: jobs, NextCursor: next})
 	}
+}
+
+// intParam returns the query parameter name as an integer from lo to hi,
+// def when absent; false when given empty, twice or out of range.
+func intParam(q url.Values, name string, def, lo, hi int) (int, bool) {
+	vs, ok := q[name]
+	if !ok {
+		return def, true
+	}
+	if len(vs) != 1 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(vs[0])
+	return n, err == nil && n >= lo && n <= hi
 }
 
 // TriggerAccepted is the answer of POST /v1/buckets/{bucket}/trigger.
