@@ -126,3 +126,17 @@ def _ndjson(ctx, value):
 
     items = value if isinstance(value, list) else [value]
     return "".join(_json.dumps(v, ensure_ascii=False) + "\n" for v in items).encode("utf-8")
+
+
+_HISTORY = re.compile(r"^/v1/jobs/\{id\}/(fires|history)$")
+
+
+@schemathesis.hook
+def filter_failure(ctx, failure, case, response):
+    """Keep every failure but use_after_free on a job's fires and history.
+
+    A job's history outlives it: after DELETE /v1/jobs/{id} its fires and
+    changes stay readable (docs/openapi.json says so), while use_after_free
+    expects every /v1/jobs/{id}/... to answer 404. Its other checks stay.
+    """
+    return not (getattr(failure, "code", "") == "ST301" and _HISTORY.match(case.operation.path or ""))
