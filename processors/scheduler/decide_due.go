@@ -73,6 +73,46 @@ func decideDue(d store.Due, value []byte, t time.Time, bytesLeft, maxCatchUp int
 	return dec
 }
 
+// passStart decides how the advance trigger tr starts on a shard: skip
+// when the shard has fired up to tr.T and no pass is under way; else the
+// cursor to continue after, and whether the pass restarts from the start
+// of the due index at every continuation (fromStart: it began while
+// another pass was under way, see Scheduler.advance).
+func passStart(tr codecs.ShardTrigger, shard codecs.ShardRecord) (cursor store.Due, fromStart, skip bool) {
+	if !tr.T.After(shard.Watermark) && shard.Advancing.IsZero() {
+		return store.Due{}, false, true
+	}
+	cursor = store.Due{At: tr.AfterAt, Key: tr.AfterKey}
+	return cursor, cursor == (store.Due{}) && !shard.Advancing.IsZero(), false
+}
+
+// passYield decides what a pass to t that stops after its budget, with its
+// last handled entry last, leaves behind: the shard record saying an
+// advance to t is under way (nil: it already says so, or a later one), and
+// the loopback trigger that continues the pass.
+func passYield(shard codecs.ShardRecord, t time.Time, last store.Due, fromStart bool) (*codecs.ShardRecord, codecs.ShardTrigger) {
+	next := codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t, AfterAt: last.At, AfterKey: last.Key}
+	if fromStart {
+		next.AfterAt, next.AfterKey = time.Time{}, ""
+	}
+	if !shard.Advancing.Before(t) {
+		return nil, next
+	}
+	shard.Advancing = t
+	return &shard, next
+}
+
+// passDone is the shard record once a pass to t has fired everything due
+// up to t: the watermark moves to t (never back), and a later pass under
+// way stays recorded.
+func passDone(shard codecs.ShardRecord, t time.Time) codecs.ShardRecord {
+	done := codecs.ShardRecord{Watermark: later(t, shard.Watermark)}
+	if shard.Advancing.After(t) {
+		done.Advancing = shard.Advancing // a later pass is still under way
+	}
+	return done
+}
+
 // bucketEvent is the dispatch event a bucket trigger tr makes of the job
 // key with record value, fired at firedAt; ok is false when the job does
 // not fire (unreadable, not active, or in another bucket now).

@@ -199,3 +199,47 @@ func TestBucketEvent(t *testing.T) {
 		require.JSONEq(t, tc.payload, string(ev.Payload), tc.name)
 	}
 }
+
+// TestAdvancePass is the table of how a pass of an advance starts, yields
+// after its budget and ends, on the shard record.
+func TestAdvancePass(t *testing.T) {
+	t.Parallel()
+	adv := func(n int) codecs.ShardTrigger { return codecs.ShardTrigger{Kind: codecs.KindAdvance, T: cmdSec(n)} }
+	cont := adv(20)
+	cont.AfterAt, cont.AfterKey = cmdSec(12), "j3"
+	starts := []struct {
+		name      string
+		tr        codecs.ShardTrigger
+		shard     codecs.ShardRecord
+		cursor    store.Due
+		fromStart bool
+		skip      bool
+	}{
+		{"already fired up to T", adv(10), codecs.ShardRecord{Watermark: cmdSec(10)}, store.Due{}, false, true},
+		{"an old T", adv(5), codecs.ShardRecord{Watermark: cmdSec(10)}, store.Due{}, false, true},
+		{"a new T", adv(20), codecs.ShardRecord{Watermark: cmdSec(10)}, store.Due{}, false, false},
+		{"an old T while a pass is under way runs", adv(5), codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20)}, store.Due{}, true, false},
+		{"a fresh trigger during another pass restarts from the start", adv(30), codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20)}, store.Due{}, true, false},
+		{"a continuation keeps its cursor", cont, codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20)}, store.Due{At: cmdSec(12), Key: "j3"}, false, false},
+	}
+	for _, tc := range starts {
+		cursor, fromStart, skip := passStart(tc.tr, tc.shard)
+		require.Equal(t, tc.cursor, cursor, tc.name)
+		require.Equal(t, tc.fromStart, fromStart, tc.name)
+		require.Equal(t, tc.skip, skip, tc.name)
+	}
+
+	last := store.Due{At: cmdSec(12), Key: "j3"}
+	mark, next := passYield(codecs.ShardRecord{Watermark: cmdSec(10)}, cmdSec(20), last, false)
+	require.Equal(t, &codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20)}, mark, "the table learns an advance is under way")
+	require.Equal(t, cont, next)
+	mark, next = passYield(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20)}, cmdSec(20), last, true)
+	require.Nil(t, mark, "already recorded")
+	require.Equal(t, adv(20), next, "from the start: no cursor")
+	mark, _ = passYield(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(30)}, cmdSec(20), last, false)
+	require.Nil(t, mark, "a later pass is recorded: never moved back")
+
+	require.Equal(t, codecs.ShardRecord{Watermark: cmdSec(20)}, passDone(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20)}, cmdSec(20)))
+	require.Equal(t, codecs.ShardRecord{Watermark: cmdSec(20), Advancing: cmdSec(30)}, passDone(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(30)}, cmdSec(20)))
+	require.Equal(t, codecs.ShardRecord{Watermark: cmdSec(25)}, passDone(codecs.ShardRecord{Watermark: cmdSec(25)}, cmdSec(20)), "never back")
+}

@@ -84,7 +84,8 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 	if err := s.ensureIndex(st, shard.Watermark); err != nil {
 		return err
 	}
-	if !tr.T.After(shard.Watermark) && shard.Advancing.IsZero() {
+	cursor, fromStart, skip := passStart(tr, shard)
+	if skip {
 		return nil // already fired up to T; an owed entry waits for the next advance
 	}
 	// Each pass (a trigger, then its continuations) fires up to its own T
@@ -105,8 +106,6 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 	// behind it, a rebuilt entry is one it fired (a clean rebalance repeats
 	// nothing).
 	t := tr.T
-	cursor := store.Due{At: tr.AfterAt, Key: tr.AfterKey}
-	fromStart := cursor == (store.Due{}) && !shard.Advancing.IsZero()
 	began := time.Now()
 	for {
 		more, last, err := s.advanceChunk(ctx, st, t, cursor)
@@ -125,23 +124,15 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 			// after a rebalance) first sends what its job owes up to t, so
 			// no fire_id goes out twice with two payloads. An advance done
 			// in one callback, the common case, writes the shard record once.
-			if shard.Advancing.Before(t) {
-				shard.Advancing = t
-				s.setValue(ctx, codecs.EncodeShardRecord(shard))
-			}
-			next := codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t, AfterAt: last.At, AfterKey: last.Key}
-			if fromStart {
-				next.AfterAt, next.AfterKey = time.Time{}, ""
+			mark, next := passYield(shard, t, last, fromStart)
+			if mark != nil {
+				s.setValue(ctx, codecs.EncodeShardRecord(*mark))
 			}
 			ctx.Loopback(ctx.Key(), codecs.EncodeInternal(next))
 			return nil
 		}
 	}
-	done := codecs.ShardRecord{Watermark: later(t, shard.Watermark)}
-	if shard.Advancing.After(t) {
-		done.Advancing = shard.Advancing // a later pass is still under way
-	}
-	s.setValue(ctx, codecs.EncodeShardRecord(done))
+	s.setValue(ctx, codecs.EncodeShardRecord(passDone(shard, t)))
 	return nil
 }
 
@@ -335,11 +326,11 @@ func (s *Scheduler) dispatch(ctx goka.Context, msgs []Msg) error {
 // version that fired (else errStale).
 func (s *Scheduler) complete(ctx goka.Context, version uint64) error {
 	rec, err := s.current(ctx)
-	if err != nil || rec == nil || rec.Version != version || rec.Status != codecs.StatusActive {
+	next := completedRecord(rec, version)
+	if err != nil || next == nil {
 		return staleLoop("complete", version, rec, err)
 	}
-	rec.Status, rec.Through = codecs.StatusCompleted, time.Time{}
-	s.setValue(ctx, codecs.EncodeJobRecord(rec))
+	s.setValue(ctx, codecs.EncodeJobRecord(next))
 	return nil
 }
 
@@ -369,42 +360,9 @@ func (s *Scheduler) settle(ctx goka.Context, tr codecs.ShardTrigger) error {
 	if err != nil {
 		return err
 	}
-	switch rec.Status {
-	case codecs.StatusPaused:
-		// Its fires owed before the pause are dispatched up to its due
-		// entry, or all of them when it has none.
-		h := rec.NotBefore
-		if !due.IsZero() {
-			h = due.Add(-time.Nanosecond)
-		}
-		if !rec.Through.IsZero() && h.After(rec.Through) {
-			rec.Through = h
-			s.setValue(ctx, codecs.EncodeJobRecord(rec))
-		}
-		return nil
-	case codecs.StatusActive:
-	default:
-		return nil
+	if next := settledRecord(rec, shard, due); next != nil {
+		s.setValue(ctx, codecs.EncodeJobRecord(next))
 	}
-	if due.IsZero() {
-		return nil
-	}
-	now := later(shard.Watermark, shard.Advancing)
-	h := due.Add(-time.Nanosecond)
-	switch {
-	case !h.After(rec.HandledThrough(shard.Watermark)):
-		return nil // nothing new
-	case h.Before(now):
-		rec.Through = h
-	case rec.Through.IsZero():
-		return nil // an ordinary job, caught up
-	default:
-		// Caught up. NotBefore stays at or below the shard's time, so a
-		// later update starts after what was handled, not after the old
-		// schedule's next time.
-		rec.Through, rec.NotBefore = time.Time{}, later(rec.NotBefore, earlier(h, now))
-	}
-	s.setValue(ctx, codecs.EncodeJobRecord(rec))
 	return nil
 }
 
