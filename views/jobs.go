@@ -1,6 +1,7 @@
 package views
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -226,11 +227,11 @@ func (j *Jobs) ListWhere(f Filter, cursor string, limit int) ([]Summary, string,
 	partition:
 		for {
 			want := min(limit-len(out), maxListScan-scanned) + 1
-			keys, err := j.keys(st, f, after, want)
+			keys, vals, err := j.keys(st, f, after, want)
 			if err != nil {
 				return nil, "", err
 			}
-			for _, k := range keys {
+			for i, k := range keys {
 				if len(out) == limit || scanned == maxListScan {
 					return out, encodeCursor(p, after), nil
 				}
@@ -242,7 +243,11 @@ func (j *Jobs) ListWhere(f Filter, cursor string, limit int) ([]Summary, string,
 				if !strings.HasPrefix(k, f.Prefix) {
 					continue
 				}
-				if s, ok := j.summary(st, k); ok && (f.Status == "" || s.Status == f.Status) {
+				var v []byte
+				if vals != nil {
+					v = vals[i]
+				}
+				if s, ok := j.summary(st, k, v); ok && (f.Status == "" || s.Status == f.Status) {
 					out = append(out, s)
 				}
 			}
@@ -255,17 +260,18 @@ func (j *Jobs) ListWhere(f Filter, cursor string, limit int) ([]Summary, string,
 }
 
 // keys returns up to limit keys of a partition after after: those of
-// f.Bucket's index, or of the table starting at f.Prefix.
-func (j *Jobs) keys(st *store.Store, f Filter, after string, limit int) ([]string, error) {
+// f.Bucket's index (vals nil), or of the table starting at f.Prefix with
+// their values (read by the same scan: no point lookup per job).
+func (j *Jobs) keys(st *store.Store, f Filter, after string, limit int) (keys []string, vals [][]byte, err error) {
 	if f.Bucket != "" {
-		return st.BucketKeys(f.Bucket, after, limit)
+		keys, err := st.BucketKeys(f.Bucket, after, limit)
+		return keys, nil, err
 	}
 	it, err := st.Iterator()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer it.Release()
-	var keys []string
 	ok := it.Next()
 	switch {
 	case f.Prefix > after:
@@ -274,19 +280,32 @@ func (j *Jobs) keys(st *store.Store, f Filter, after string, limit int) ([]strin
 	case after != "":
 		ok = it.Seek([]byte(after))
 	}
+	vals = [][]byte{}
 	for ; ok && len(keys) < limit; ok = it.Next() {
 		k := string(it.Key())
 		if (after != "" && k == after) || strings.HasPrefix(k, topology.ShardKeyPrefix) {
 			continue
 		}
+		v, err := it.Value()
+		if err != nil {
+			return nil, nil, err
+		}
 		keys = append(keys, k)
+		vals = append(vals, bytes.Clone(v))
 	}
-	return keys, it.Err()
+	return keys, vals, it.Err()
 }
 
-func (j *Jobs) summary(st *store.Store, id string) (Summary, bool) {
-	v, err := st.Get(id)
-	if err != nil || len(v) == 0 {
+// summary decodes a job's row; v is its value when the caller read it,
+// nil to look it up.
+func (j *Jobs) summary(st *store.Store, id string, v []byte) (Summary, bool) {
+	if v == nil {
+		var err error
+		if v, err = st.Get(id); err != nil {
+			return Summary{}, false
+		}
+	}
+	if len(v) == 0 {
 		return Summary{}, false
 	}
 	rec, err := codecs.DecodeJobRecord(v)
