@@ -160,9 +160,12 @@ func readAll(r interface{ Read([]byte) (int, error) }) ([]byte, error) {
 
 // validateImport splits body into lines and validates each as the
 // scheduler will (codecs.DecodeCommand) and against the principal's
-// prefix, on every core.
+// prefix, on every core. What it keeps per line is small (the line's
+// slice of body, its id, one bool): the problems of the first
+// MaxImportErrors invalid lines are found again afterwards, so a body of a
+// million invalid lines does not hold a million errors.
 func (s *Server) validateImport(r *http.Request, body []byte) ([]importLine, ImportResult) {
-	var raw []importLine
+	raw := make([]importLine, 0, bytes.Count(body, []byte{'\n'})+1)
 	for n := 1; len(body) > 0; n++ {
 		line := body
 		if i := bytes.IndexByte(body, '\n'); i >= 0 {
@@ -174,7 +177,7 @@ func (s *Server) validateImport(r *http.Request, body []byte) ([]importLine, Imp
 			raw = append(raw, importLine{n: n, value: line})
 		}
 	}
-	errs := make([]*ImportLineError, len(raw))
+	bad := make([]bool, len(raw))
 	p, lim := principal(r), s.limits()
 	workers := min(runtime.GOMAXPROCS(0), 1+len(raw)/1000)
 	var wg sync.WaitGroup
@@ -183,21 +186,27 @@ func (s *Server) validateImport(r *http.Request, body []byte) ([]importLine, Imp
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(raw); i += workers {
-				raw[i].id, errs[i] = validateImportLine(p, lim, raw[i])
+				id, err := validateImportLine(p, lim, raw[i])
+				if err != nil {
+					bad[i] = true
+					continue
+				}
+				raw[i].id = id
 			}
 		}()
 	}
 	wg.Wait()
 	res := ImportResult{Lines: len(raw)}
-	lines := raw[:0:0]
+	lines := raw[:0] // in place: a line moves only to an index already read
 	for i, l := range raw {
-		if errs[i] == nil {
+		if !bad[i] {
 			lines = append(lines, l)
 			continue
 		}
 		res.ErrorCount++
 		if len(res.Errors) < MaxImportErrors {
-			res.Errors = append(res.Errors, *errs[i])
+			_, err := validateImportLine(p, lim, l)
+			res.Errors = append(res.Errors, *err)
 		}
 	}
 	return lines, res
@@ -236,29 +245,40 @@ func validateImportLine(p Principal, lim codecs.Limits, l importLine) (string, *
 	return c.ID, nil
 }
 
+// importChunk is how many records writeImport hands franz-go at a time.
+const importChunk = 10000
+
 // writeImport produces the validated lines in order and records in res
-// what was written and which lines were not.
+// what was written and which lines were not. Lines go out in chunks of
+// importChunk, each acknowledged before the next (so commands on one job
+// keep their order): only one chunk's records are held at a time.
 func (s *Server) writeImport(r *http.Request, lines []importLine, res *ImportResult) {
 	ctx, cancel := context.WithTimeout(r.Context(), importTimeout)
 	defer cancel()
 	headers := actor(r)
-	recs := make([]*kgo.Record, len(lines))
-	line := make(map[*kgo.Record]importLine, len(lines))
-	for i, l := range lines {
-		recs[i] = &kgo.Record{Topic: string(s.Names.Jobs()), Key: []byte(l.id), Value: l.value, Headers: headers}
-		line[recs[i]] = l
-	}
-	// Results come in the order the broker acknowledged them.
-	var failed []ImportLineError
-	for _, pr := range s.Producer.ProduceSync(ctx, recs...) {
-		if pr.Err != nil {
-			l := line[pr.Record]
-			failed = append(failed, ImportLineError{Line: l.n, ID: l.id, Code: "kafka_unavailable", Reason: "not written: " + pr.Err.Error()})
-			continue
+	for len(lines) > 0 {
+		chunk := lines[:min(len(lines), importChunk)]
+		lines = lines[len(chunk):]
+		recs := make([]*kgo.Record, len(chunk))
+		line := make(map[*kgo.Record]importLine, len(chunk))
+		for i, l := range chunk {
+			recs[i] = &kgo.Record{Topic: string(s.Names.Jobs()), Key: []byte(l.id), Value: l.value, Headers: headers}
+			line[recs[i]] = l
 		}
-		res.Written++
+		// Results come in the order the broker acknowledged them; chunks
+		// are in line order, so sorting each chunk's failures keeps the
+		// first MaxImportErrors of the whole import.
+		var failed []ImportLineError
+		for _, pr := range s.Producer.ProduceSync(ctx, recs...) {
+			if pr.Err != nil {
+				l := line[pr.Record]
+				failed = append(failed, ImportLineError{Line: l.n, ID: l.id, Code: "kafka_unavailable", Reason: "not written: " + pr.Err.Error()})
+				continue
+			}
+			res.Written++
+		}
+		slices.SortFunc(failed, func(a, b ImportLineError) int { return a.Line - b.Line })
+		res.ErrorCount += len(failed)
+		res.Errors = append(res.Errors, failed[:min(len(failed), MaxImportErrors-len(res.Errors))]...)
 	}
-	slices.SortFunc(failed, func(a, b ImportLineError) int { return a.Line - b.Line })
-	res.ErrorCount = len(failed)
-	res.Errors = failed[:min(len(failed), MaxImportErrors)]
 }
