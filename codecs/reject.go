@@ -90,7 +90,7 @@ func DecodeReject(b []byte) (Reject, error) {
 // stamp a record with any 64-bit millisecond count, JSON cannot write a
 // year after 9999, and a reject must always encode.
 func RejectOf(err error, topic string, partition int32, offset int64, key, value []byte, at time.Time) Reject {
-	r := Reject{Code: CodeMalformed, Reason: err.Error(), Topic: truncText(topic, 255), Partition: partition, Offset: offset,
+	r := Reject{Code: CodeMalformed, Reason: err.Error(), Topic: Truncate(topic, 255), Partition: partition, Offset: offset,
 		KeySize: len(key), ValueSize: len(value)}
 	if CheckRecordTime(at) == nil {
 		r.RejectedAt = at.UTC()
@@ -99,8 +99,8 @@ func RejectOf(err error, topic string, partition int32, offset int64, key, value
 	if errors.As(err, &ce) {
 		r.Code, r.Field, r.Reason = ce.Code, ce.Field, ce.Reason
 	}
-	r.Code = truncText(r.Code, 64)
-	r.Field, r.Reason = truncText(r.Field, 256), truncText(r.Reason, MaxRejectTextBytes)
+	r.Code = Truncate(r.Code, 64)
+	r.Field, r.Reason = Truncate(r.Field, 256), Truncate(r.Reason, MaxRejectTextBytes)
 	r.Key, r.Truncated = sample(key)
 	var cut bool
 	r.Value, cut = sample(value)
@@ -121,10 +121,10 @@ func sample(b []byte) ([]byte, bool) {
 	return append(make([]byte, 0, n), b[:n]...), n < len(b)
 }
 
-// truncText makes s valid UTF-8 (invalid bytes become U+FFFD, as JSON
+// Truncate makes s valid UTF-8 (invalid bytes become U+FFFD, as JSON
 // would) and cuts it to at most n bytes without splitting a character,
 // marking the cut with "…" (within the n bytes).
-func truncText(s string, n int) string {
+func Truncate(s string, n int) string {
 	if len(s) > n {
 		s = s[:n+1] // enough to know a cut is needed; U+FFFD only grows it
 	}

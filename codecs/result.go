@@ -92,7 +92,7 @@ func DecodeResult(key, value []byte) (Result, error) {
 		return Result{}, err
 	}
 	if m.JobID != "" && m.JobID != id {
-		return Result{}, errorf(CodeInvalidID, "job_id", "job_id %q does not match the record key %q", truncText(m.JobID, 256), truncText(id, 256))
+		return Result{}, errorf(CodeInvalidID, "job_id", "job_id %q does not match the record key %q", Truncate(m.JobID, 256), Truncate(id, 256))
 	}
 	r := Result{JobID: id, ScheduledAt: m.ScheduledAt.UTC(), Status: m.Status, Attempt: m.Attempt, Error: m.Error}
 	if err := r.checkFire(m.FireID); err != nil {
@@ -113,7 +113,7 @@ func (r *Result) checkFire(fireID string) error {
 	job, at, trigger, ok := ParseFireID(fireID)
 	if !ok || job != r.JobID {
 		return errorf(CodeInvalidField, "fire_id", "fire_id %q is not \"<job id>@<scheduled time or trigger id>\" for the record key %q",
-			truncText(fireID, 512), truncText(r.JobID, 256))
+			Truncate(fireID, 512), Truncate(r.JobID, 256))
 	}
 	if err := checkResultTime("scheduled_at", r.ScheduledAt); err != nil {
 		return err
@@ -122,7 +122,7 @@ func (r *Result) checkFire(fireID string) error {
 	if trigger == "" {
 		if !at.Equal(r.ScheduledAt) {
 			return errorf(CodeInvalidField, "scheduled_at", "scheduled_at %s differs from the time in fire_id %q (copy both from the dispatch event)",
-				r.ScheduledAt.Format(time.RFC3339Nano), truncText(fireID, 512))
+				r.ScheduledAt.Format(time.RFC3339Nano), Truncate(fireID, 512))
 		}
 		return nil
 	}
@@ -130,7 +130,7 @@ func (r *Result) checkFire(fireID string) error {
 		return nil
 	}
 	if err := ValidateTriggerID(trigger); err != nil {
-		return errorf(CodeInvalidField, "fire_id", "fire_id %q: %v", truncText(fireID, 512), err)
+		return errorf(CodeInvalidField, "fire_id", "fire_id %q: %v", Truncate(fireID, 512), err)
 	}
 	return nil
 }
@@ -147,7 +147,7 @@ func (r *Result) check(hasStart, hasFinish bool) error {
 			return errorf(CodeInvalidField, "finished_at", "a %s result needs finished_at", r.Status)
 		}
 	default:
-		return errorf(CodeInvalidField, "status", "unknown status %q; want started, succeeded, failed or skipped", truncText(r.Status, 64))
+		return errorf(CodeInvalidField, "status", "unknown status %q; want started, succeeded, failed or skipped", Truncate(r.Status, 64))
 	}
 	if r.Attempt == 0 {
 		r.Attempt = 1

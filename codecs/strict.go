@@ -80,7 +80,7 @@ func walk(dec *json.Decoder, sh shape, known bool, path string) error {
 				field = path + "." + k
 			}
 			if seen[k] {
-				return errorf(CodeMalformed, truncText(field, 256), "key %q appears twice", truncText(k, 256))
+				return errorf(CodeMalformed, Truncate(field, 256), "key %q appears twice", Truncate(k, 256))
 			}
 			seen[k] = true
 			var child shape
@@ -90,10 +90,10 @@ func walk(dec *json.Decoder, sh shape, known bool, path string) error {
 				if !ok {
 					for name := range sh {
 						if strings.EqualFold(name, k) {
-							return errorf(CodeUnknownField, truncText(field, 256), "unknown field %q: field names are case-sensitive, this one is %q", truncText(k, 256), name)
+							return errorf(CodeUnknownField, Truncate(field, 256), "unknown field %q: field names are case-sensitive, this one is %q", Truncate(k, 256), name)
 						}
 					}
-					return errorf(CodeUnknownField, truncText(field, 256), "unknown field %q", truncText(k, 256))
+					return errorf(CodeUnknownField, Truncate(field, 256), "unknown field %q", Truncate(k, 256))
 				}
 				child, childKnown = c, c != nil
 			}
@@ -117,7 +117,7 @@ func jsonError(err error) error {
 	}
 	if msg := err.Error(); strings.HasPrefix(msg, "json: unknown field ") {
 		field, _ := strconv.Unquote(strings.TrimPrefix(msg, "json: unknown field "))
-		return errorf(CodeUnknownField, truncText(field, 256), "%s", truncText(strings.TrimPrefix(msg, "json: "), MaxRejectTextBytes))
+		return errorf(CodeUnknownField, Truncate(field, 256), "%s", Truncate(strings.TrimPrefix(msg, "json: "), MaxRejectTextBytes))
 	}
 	if errors.Is(err, io.EOF) {
 		return errorf(CodeMalformed, "", "empty value")

@@ -2,9 +2,7 @@ package history
 
 import (
 	"sort"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/chronos-scheduler/chronos/codecs"
 )
@@ -64,7 +62,7 @@ func mergeDispatch(h *codecs.History, suffix string, d codecs.Dispatch, keep int
 	f.Dispatched = true
 	f.Missed = max(f.Missed, d.Missed)
 	f.Trigger = max(f.Trigger, d.Trigger)
-	f.Bucket = max(f.Bucket, truncate(d.Bucket, 256))
+	f.Bucket = max(f.Bucket, codecs.Truncate(d.Bucket, 256))
 }
 
 // mergeResult folds a result into h. A higher attempt replaces the
@@ -77,7 +75,7 @@ func mergeResult(h *codecs.History, r codecs.Result, keep int) {
 	if f == nil {
 		return
 	}
-	errText := truncate(r.Error, codecs.HistoryErrorBytes)
+	errText := codecs.Truncate(r.Error, codecs.HistoryErrorBytes)
 	switch {
 	case r.Attempt < f.Attempt:
 		return
@@ -114,24 +112,10 @@ func mergeChange(h *codecs.History, c codecs.Change, keep int) {
 		return
 	}
 	h.CommandOffset = c.Offset
-	c.Actor = truncate(c.Actor, codecs.HistoryActorBytes)
-	c.Detail = truncate(c.Detail, codecs.HistoryDetailBytes)
+	c.Actor = codecs.Truncate(c.Actor, codecs.HistoryActorBytes)
+	c.Detail = codecs.Truncate(c.Detail, codecs.HistoryDetailBytes)
 	h.Changes = append(h.Changes, c)
 	if over := len(h.Changes) - keep; over > 0 {
 		h.Changes = append(h.Changes[:0], h.Changes[over:]...)
 	}
-}
-
-// truncate cuts s to at most n bytes of valid UTF-8, marking a cut with "…".
-func truncate(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	const mark = "…"
-	i := n - len(mark)
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + mark
 }

@@ -113,7 +113,7 @@ func oracle(ins []input, keep int) []codecs.FireEntry {
 			top := slices.MaxFunc(results, func(a, b codecs.Result) int { return a.Attempt - b.Attempt }).Attempt
 			results = slices.DeleteFunc(results, func(r codecs.Result) bool { return r.Attempt != top })
 			for i := range results {
-				results[i].Error = truncate(results[i].Error, codecs.HistoryErrorBytes)
+				results[i].Error = codecs.Truncate(results[i].Error, codecs.HistoryErrorBytes)
 			}
 			rank := func(r codecs.Result) string {
 				term := "0"
