@@ -211,6 +211,14 @@ func TestHelmRefuses(t *testing.T) {
 		{[]string{"apiTokens.existingSecret="}, "chronos run refuses to start without API credentials"},
 		{[]string{"keda.enabled=true", "keda.minReplicaCount=0"}, "with zero Chronos pods nothing fires"},
 		{[]string{"brokers="}, "the Kafka bootstrap brokers"},
+		// Overriding the memory limit alone left GOMEMLIMIT at 900MiB, above
+		// a 512Mi limit: the kernel kills the pod before Go collects harder.
+		{[]string{"resources.limits.memory=512Mi"}, "goMemLimit 900MiB is not under resources.limits.memory 512Mi"},
+		{[]string{"resources.limits.memory=943718400"}, "is not under resources.limits.memory"},
+		// A Kubernetes-style quantity is a malformed GOMEMLIMIT: the Go
+		// runtime aborts at start (a crash loop).
+		{[]string{"goMemLimit=900Mi"}, "GOMEMLIMIT takes a byte count"},
+		{[]string{"goMemLimit=900M"}, "GOMEMLIMIT takes a byte count"},
 	} {
 		args := []string{"template", "r", chart}
 		for _, s := range c.set {
@@ -219,6 +227,35 @@ func TestHelmRefuses(t *testing.T) {
 		out, err := helm(t, args...)
 		require.Error(t, err, "helm %s rendered:\n%s", strings.Join(args, " "), out)
 		require.Contains(t, out, c.want)
+	}
+}
+
+// TestHelmMemoryAccepted: memory values that keep GOMEMLIMIT well-formed
+// and under the container's limit render, with that GOMEMLIMIT.
+func TestHelmMemoryAccepted(t *testing.T) {
+	for _, c := range []struct {
+		set  []string
+		want string // GOMEMLIMIT; "" means not set
+	}{
+		{nil, "900MiB"},
+		{[]string{"resources.limits.memory=512Mi", "goMemLimit=460MiB"}, "460MiB"},
+		{[]string{"resources.limits.memory=1G"}, "900MiB"},
+		{[]string{"resources.limits.memory=512Mi", "goMemLimit=off"}, "off"},
+		{[]string{"resources.limits.memory=512Mi", "goMemLimit="}, ""},
+		{[]string{"resources.limits=null"}, "900MiB"},
+	} {
+		var got string
+		for _, d := range render(t, "r", c.set...) {
+			if str(d["kind"]) != "Deployment" {
+				continue
+			}
+			for _, e := range get(d, "spec", "template", "spec", "containers", 0, "env").([]any) {
+				if ev := e.(map[string]any); ev["name"] == "GOMEMLIMIT" {
+					got = str(ev["value"])
+				}
+			}
+		}
+		require.Equal(t, c.want, got, "GOMEMLIMIT with --set %v", c.set)
 	}
 }
 
