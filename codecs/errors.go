@@ -50,6 +50,16 @@ const (
 	CodeInvalidTimestamp = "invalid_timestamp"
 )
 
+// RejectCodes returns every reject code (the Code constants above), the
+// values of the reason label of chronos_rejects_total: the scheduler
+// creates each series at 0 so that the first reject of a reason is an
+// increase Prometheus sees. A new slice on each call.
+func RejectCodes() []string {
+	return []string{CodeMalformed, CodeTombstone, CodeUnknownVersion, CodeUnknownOp, CodeUnknownField,
+		CodeInvalidID, CodeReservedID, CodeWrongPartition, CodeInvalidTimestamp, CodeInvalidSchedule,
+		CodeInvalidField, CodePayloadTooLarge, CodeUnknownJob, CodeVersionConflict}
+}
+
 // Bounds of record timestamps (see CheckRecordTime).
 var (
 	minRecordTime = time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chronos-scheduler/chronos/codecs"
 )
 
 // Metrics are the scheduler's Prometheus metrics. A nil *Metrics records
@@ -37,6 +39,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	for _, t := range []string{"schedule", "bucket", "manual"} {
 		m.fires.WithLabelValues(t)
+	}
+	// Every reason at 0 from the start: Prometheus's increase() does not
+	// count a series' first sample, so a reject burst that created its
+	// series would never fire ChronosRejectsRising.
+	for _, c := range codecs.RejectCodes() {
+		m.rejects.WithLabelValues(c)
 	}
 	reg.MustRegister(m.fires, m.missed, m.delays, m.commands, m.rejects, m.fanouts)
 	return m
