@@ -12,6 +12,7 @@
 package clients
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"hash"
@@ -54,6 +55,13 @@ type Config struct {
 	// are this times the records' size. Instances derive it from a byte
 	// budget (instance.Config.FetchBufferBytes).
 	FetchBuffer int
+	// FetchBytes is the most bytes one fetch response of goka's consumers
+	// may carry across partitions (sarama's Consumer.Fetch.MaxBytes; the
+	// broker adds one batch beyond it when the first is larger). 0 keeps
+	// sarama's 50 MiB. Instances set it to their fetch buffer budget: a
+	// partition whose callback is busy keeps the response its next records
+	// came in until it has handed them over.
+	FetchBytes int
 	// Compression is none (default), gzip, snappy, lz4 or zstd: the codec of
 	// every batch Chronos produces, on every topic. none and gzip are read
 	// by every common client as is; kafkajs needs a plugin for the others.
@@ -119,6 +127,9 @@ func (c Config) Validate() error {
 	if c.FetchBuffer < 0 || c.FetchBuffer > 4096 {
 		errs = append(errs, fmt.Errorf("clients: fetch buffer %d, want 1..4096 records (0: the default)", c.FetchBuffer))
 	}
+	if c.FetchBytes < 0 || c.FetchBytes > 1<<30 {
+		errs = append(errs, fmt.Errorf("clients: fetch bytes %d, want up to 1 GiB (0: sarama's default)", c.FetchBytes))
+	}
 	if _, err := c.saramaCodec(); err != nil {
 		errs = append(errs, err)
 	}
@@ -167,6 +178,14 @@ func (c Config) Sarama() *sarama.Config {
 	if c.FetchBuffer > 0 {
 		s.ChannelBufferSize = c.FetchBuffer
 	}
+	if c.FetchBytes > 0 {
+		s.Consumer.Fetch.MaxBytes = int32(c.FetchBytes)
+	}
+	// A record sarama decodes is a slice of the whole fetch response, which
+	// carries every partition's records: one record waiting in a busy
+	// partition's buffer would keep all of them in memory. Detached, each
+	// buffered record holds only its own bytes.
+	s.Consumer.Interceptors = append(s.Consumer.Interceptors, detach{})
 	s.Producer.Return.Successes = true
 	s.Producer.Flush.Frequency = c.Linger
 	if c.Linger == 0 {
@@ -269,4 +288,19 @@ func (c Config) NewKgo(extra ...kgo.Opt) (*kgo.Client, error) {
 		return nil, fmt.Errorf("clients: %w", err)
 	}
 	return cl, nil
+}
+
+// detach is a sarama consumer interceptor that copies each record's key and
+// value out of the fetch response before the record is buffered.
+type detach struct{}
+
+// OnConsume copies msg's key and value into slices of their own.
+func (detach) OnConsume(msg *sarama.ConsumerMessage) {
+	msg.Key = bytes.Clone(msg.Key)
+	msg.Value = bytes.Clone(msg.Value)
+	for _, h := range msg.Headers {
+		if h != nil {
+			h.Key, h.Value = bytes.Clone(h.Key), bytes.Clone(h.Value)
+		}
+	}
 }

@@ -177,19 +177,18 @@ func Default(brokers ...string) Config {
 
 const defaultCacheBytes = 256 << 20
 
-// DefaultFetchBufferBytes is the default FetchBufferBytes: with the default
-// 64 KiB payload limit, 63 records (goka's default is 256 whatever their
-// size); with a payload limit of 15 KiB or less, 256.
+// DefaultFetchBufferBytes is the default FetchBufferBytes: with Kafka's
+// default max.message.bytes on the inbound topics, 3 records per partition.
 const DefaultFetchBufferBytes = 4 << 20
 
 // FetchBufferRecords is how many records a consumer may hold ahead of its
 // callbacks per partition so that they stay under bytes even if each is as
-// large as a command may be (payload plus 1 KiB of id, schedule and
-// framing): bytes / (maxPayload + 1 KiB), at least 16 (below that sarama's
-// fetches stall on a full buffer) and at most 256 (goka's default, the
-// most measured).
-func FetchBufferRecords(bytes, maxPayload int) int {
-	return min(max(bytes/(maxPayload+1<<10), 16), 256)
+// large as largest, the largest record a consumer can be handed (the
+// inbound topics' max.message.bytes, or a command with the largest payload
+// if that is larger): bytes / largest, at least 1 and at most 256 (goka's
+// default, the most measured).
+func FetchBufferRecords(bytes, largest int) int {
+	return min(max(bytes/largest, 1), 256)
 }
 
 // ErrNoCredentials is why an instance with RequireAuth refuses to start.

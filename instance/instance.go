@@ -68,7 +68,6 @@ func New(ctx context.Context, cfg Config) (*Instance, error) {
 	if cfg.FetchBufferBytes == 0 {
 		cfg.FetchBufferBytes = DefaultFetchBufferBytes
 	}
-	cfg.Kafka.FetchBuffer = FetchBufferRecords(cfg.FetchBufferBytes, cfg.Limits.MaxPayload)
 	if cfg.HTTP.Addr != "" && cfg.Registerer == nil {
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -85,12 +84,38 @@ func New(ctx context.Context, cfg Config) (*Instance, error) {
 		cl.Close()
 		return nil, err
 	}
+	if cfg.Kafka.FetchBuffer, err = ConsumerFetchBuffer(ctx, cfg, kadm.NewClient(cl)); err != nil {
+		cl.Close()
+		return nil, err
+	}
+	cfg.Kafka.FetchBytes = cfg.FetchBufferBytes
 	s, err := build(cfg, cl)
 	if err != nil {
 		cl.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// ConsumerFetchBuffer is how many records each of cfg's goka consumers
+// holds ahead of its callbacks per partition (sarama's channel buffer):
+// FetchBufferRecords of cfg's FetchBufferBytes, counted at the largest record
+// a consumer can be handed, which is the brokers' limit on the topics others
+// write (topology.Layout.InboundRecordLimit), far above a valid command.
+func ConsumerFetchBuffer(ctx context.Context, cfg Config, adm *kadm.Client) (int, error) {
+	inbound, err := cfg.Layout.InboundRecordLimit(ctx, adm)
+	if err != nil {
+		return 0, err
+	}
+	limits := cfg.Limits
+	if limits == (codecs.Limits{}) {
+		limits = codecs.DefaultLimits()
+	}
+	bytes := cfg.FetchBufferBytes
+	if bytes == 0 {
+		bytes = DefaultFetchBufferBytes
+	}
+	return FetchBufferRecords(bytes, max(inbound, limits.MaxPayload+1<<10)), nil
 }
 
 // build makes the groups, the ticker and the HTTP parts on client cl.

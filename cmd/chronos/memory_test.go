@@ -250,3 +250,82 @@ func TestPayloadHeavyRegistrationStaysUnderBudget(t *testing.T) {
 	t.Logf("peak RSS of chronos run registering %d jobs of 65 kB: %.1f MiB (budget %d MiB)", jobs, float64(hwm)/(1<<20), memoryBudget>>20)
 	require.Less(t, hwm, int64(memoryBudget), "peak RSS over the budget")
 }
+
+// TestOversizedRecordsStayUnderBudget floods chronos-jobs and
+// chronos-bucket-triggers of a `chronos run` (defaults but --no-history, as TestRunDispatchesPayloadHeavyCasesUnderBudget; GOMEMLIMIT=512MiB)
+// with records far over --max-payload but under the broker's
+// max.message.bytes, as anyone with Write on those topics may: 12
+// partitions × 20 records × 990 kB on each topic, about 475 MB, produced
+// while a bucket trigger fans out to 20,000 jobs. Each record must be
+// rejected, the fires of the trigger must all arrive, and peak RSS must
+// stay under 512 MiB: the consumers' buffers are counted at the inbound
+// topics' max.message.bytes, not at a valid command's size (issue 18,
+// TestOversizedRecordsFitFetchBuffer's case in instance/, in a real process).
+func TestOversizedRecordsStayUnderBudget(t *testing.T) {
+	perPartition, members := 20, 20000
+	if testing.Short() {
+		perPartition, members = 5, 2000
+	}
+	tenv := testenv.New(t, 12)
+	pid, done, exitErr := startRunProcess(t, tenv, nil, append([]string{"GOMEMLIMIT=512MiB", "CHRONOS_NO_HISTORY=true"}, oversizedEnv...)...)
+	rejects := tenv.Collect(string(tenv.Layout.Rejects()))
+
+	want := map[string]bool{}
+	ids := make([]string, 0, members)
+	puts := make([][]byte, 0, members)
+	for i := range members {
+		id := fmt.Sprintf("member-%05d", i)
+		ids, puts = append(ids, id), append(puts, testenv.PutCommand(id, codecs.JobDef{Cron: "0 0 1 1 *", Bucket: "flooded"}))
+		want[codecs.TriggeredFireID(id, "t-1")] = true
+	}
+	tenv.ProduceMany(string(tenv.Layout.Jobs()), ids, puts, time.Now())
+	tenv.WaitConsumed(string(tenv.Layout.SchedulerGroup()), string(tenv.Layout.Jobs()), 5*time.Minute)
+	trig, err := codecs.EncodeBucketTrigger(codecs.BucketTrigger{Bucket: "flooded", TriggerID: "t-1", Payload: randomPayload(t, 60_000)})
+	require.NoError(t, err)
+	tenv.Produce(string(tenv.Layout.BucketTriggers()), "flooded", trig, time.Now())
+
+	big := randomPayload(t, 990_000)
+	for _, topic := range []string{string(tenv.Layout.Jobs()), string(tenv.Layout.BucketTriggers())} {
+		for p := range 12 {
+			recs := make([]*kgo.Record, perPartition)
+			for i := range recs {
+				recs[i] = &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("oversized-%02d-%03d", p, i)), Value: big}
+			}
+			require.NoError(t, tenv.Client.ProduceSync(context.Background(), recs...).FirstErr())
+		}
+	}
+	missing := waitFires(t, tenv, want, 10*time.Minute, done)
+	select {
+	case <-done:
+		t.Fatalf("chronos run exited: %v", *exitErr)
+	default:
+	}
+	tenv.WaitConsumed(string(tenv.Layout.SchedulerGroup()), string(tenv.Layout.Jobs()), 5*time.Minute)
+	hwm := vmHWM(t, pid)
+	t.Logf("peak RSS of chronos run under %d oversized records of 990 kB and a 20,000-job fan-out: %.1f MiB (budget %d MiB)",
+		2*12*perPartition, float64(hwm)/(1<<20), memoryBudget>>20)
+	require.Zero(t, missing, "fires of the bucket trigger missing")
+	require.Less(t, hwm, int64(memoryBudget), "peak RSS over the budget")
+	testenv.Eventually(t, 2*time.Minute, func() error {
+		n := 0
+		for _, r := range rejects.Records() {
+			rej, err := codecs.DecodeReject(r.Value)
+			if err == nil && strings.HasPrefix(string(r.Key), "oversized-") && rej.ValueSize > 900_000 {
+				n++
+			}
+		}
+		if n < 2*12*perPartition {
+			return fmt.Errorf("%d of %d oversized records rejected", n, 2*12*perPartition)
+		}
+		return nil
+	})
+}
+
+// oversizedEnv is added to TestOversizedRecordsStayUnderBudget's process
+// (CHRONOS_TEST_OVERSIZED_ENV, comma-separated), to compare settings by hand.
+var oversizedEnv = func() []string {
+	if v := os.Getenv("CHRONOS_TEST_OVERSIZED_ENV"); v != "" {
+		return strings.Split(v, ",")
+	}
+	return nil
+}()

@@ -1,47 +1,45 @@
-//go:build adversary18b
-
 package instance_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/instance"
 	"github.com/chronos-scheduler/chronos/testenv"
 )
 
-// TestAdv18bOversizedRecordsOverflowFetchBuffer breaks the bound of
-// docs/configuration.md ("Memory", --fetch-buffer-bytes): "each consumer
-// holds at most --fetch-buffer-bytes (default 4 MiB) per partition". The
-// record count is derived from --max-payload (63 records at the default
-// 64 KiB), but anyone with Write on chronos-jobs or chronos-bucket-triggers
-// may produce records up to the broker's max.message.bytes (about 1 MB).
-// Such a record is rejected (payload_too_large) only after a consumer
-// fetched and buffered it, so while a partition's callback is busy (a
-// fan-out callback runs up to --fanout-budget, 500 ms) its buffer fills
-// with 63 records of 1 MB: 16 times the bound, per partition and per
-// consumer reading a topic others write (the scheduler on chronos-jobs,
-// the router on chronos-bucket-triggers).
+// TestOversizedRecordsFitFetchBuffer: docs/configuration.md ("Memory",
+// --fetch-buffer-bytes) promises "each consumer holds at most
+// --fetch-buffer-bytes (default 4 MiB) per partition". Anyone with Write on
+// chronos-jobs or chronos-bucket-triggers may produce records up to the
+// broker's max.message.bytes (about 1 MB), rejected (payload_too_large) only
+// after a consumer fetched and buffered them, so while a partition's
+// callback is busy (a fan-out callback runs up to --fanout-budget) its
+// buffer fills with them. Found by an adversary round (issue 18): with the
+// count taken at --max-payload (63 records at 64 KiB), a consumer held
+// 59.5 MiB on one partition.
 //
 // The test reads the partition with the sarama configuration every goka
-// consumer of an instance gets (instance defaults: 4 MiB, 64 KiB
-// payloads), does not take records from it, as a callback that is busy
-// does not, waits until the consumer's buffer is full, and compares what
-// it holds with the bound.
-//
-// Run: go test -tags adversary18b -count=1 -run TestAdv18bOversizedRecordsOverflowFetchBuffer -v ./instance/
-// (and with CHRONOS_TEST_BROKERS=host:port on Apache Kafka).
-func TestAdv18bOversizedRecordsOverflowFetchBuffer(t *testing.T) {
+// consumer of an instance gets (instance.ConsumerFetchBuffer, defaults),
+// does not take records from it, as a callback that is busy does not, waits
+// until the consumer's buffer is full, and compares what it holds with the
+// bound. It runs on Apache Kafka with CHRONOS_TEST_BROKERS set.
+func TestOversizedRecordsFitFetchBuffer(t *testing.T) {
 	const recordBytes = 990_000
 	tenv := testenv.New(t, 1)
 	cfg := instance.Default()
 	kc := tenv.Kafka
-	kc.FetchBuffer = instance.FetchBufferRecords(cfg.FetchBufferBytes, cfg.Limits.MaxPayload)
+	cfg.Layout = tenv.Layout
+	var err error
+	kc.FetchBuffer, err = instance.ConsumerFetchBuffer(context.Background(), cfg, kadm.NewClient(tenv.Client))
+	require.NoError(t, err)
 	n := kc.FetchBuffer + 8 // more than the buffer holds
 	ids := make([]string, n)
 	puts := make([][]byte, n)
