@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -125,7 +126,7 @@ func startRunProcess(t *testing.T, tenv *testenv.Env, prefix []string, env ...st
 		"--partitions", strconv.Itoa(int(tenv.Layout.Partitions)),
 		"--data-dir", t.TempDir(), "--http-addr", "127.0.0.1:0", "--log-level", "warn", "--insecure-no-auth")
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Env = append(append(os.Environ(), mainEnv+"=1"), env...)
+	cmd.Env = append(append(append(os.Environ(), mainEnv+"=1"), env...), extraEnv...)
 	cmd.Stderr = testWriter{t}
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = time.Minute
@@ -252,7 +253,7 @@ func TestPayloadHeavyRegistrationStaysUnderBudget(t *testing.T) {
 }
 
 // TestOversizedRecordsStayUnderBudget floods chronos-jobs and
-// chronos-bucket-triggers of a `chronos run` (defaults but --no-history, as TestRunDispatchesPayloadHeavyCasesUnderBudget; GOMEMLIMIT=512MiB)
+// chronos-bucket-triggers of a `chronos run` (defaults but --no-history, as TestRunDispatchesPayloadHeavyCasesUnderBudget; GOMEMLIMIT=460MiB, as configuration.md sizes a 512 MiB pod)
 // with records far over --max-payload but under the broker's
 // max.message.bytes, as anyone with Write on those topics may: 12
 // partitions × 20 records × 990 kB on each topic, about 475 MB, produced
@@ -267,7 +268,7 @@ func TestOversizedRecordsStayUnderBudget(t *testing.T) {
 		perPartition, members = 5, 2000
 	}
 	tenv := testenv.New(t, 12)
-	pid, done, exitErr := startRunProcess(t, tenv, nil, append([]string{"GOMEMLIMIT=512MiB", "CHRONOS_NO_HISTORY=true"}, oversizedEnv...)...)
+	pid, done, exitErr := startRunProcess(t, tenv, nil, "GOMEMLIMIT=460MiB", "CHRONOS_NO_HISTORY=true")
 	rejects := tenv.Collect(string(tenv.Layout.Rejects()))
 
 	want := map[string]bool{}
@@ -284,8 +285,15 @@ func TestOversizedRecordsStayUnderBudget(t *testing.T) {
 	require.NoError(t, err)
 	tenv.Produce(string(tenv.Layout.BucketTriggers()), "flooded", trig, time.Now())
 
-	big := randomPayload(t, 990_000)
-	for _, topic := range []string{string(tenv.Layout.Jobs()), string(tenv.Layout.BucketTriggers())} {
+	// A put and a bucket trigger whose payloads are 15 times --max-payload,
+	// well-formed, so each is decoded whole before it is rejected
+	// (payload_too_large; invalid_id for the trigger, whose key is not its
+	// bucket).
+	huge := randomPayload(t, 990_000)
+	bigTrigger, err := json.Marshal(map[string]any{"v": 1, "bucket": "flooded", "trigger_id": "big", "payload": json.RawMessage(huge)})
+	require.NoError(t, err)
+	bigPut := testenv.PutCommand("oversized", codecs.JobDef{Cron: "0 0 1 1 *", Payload: huge})
+	for topic, big := range map[string][]byte{string(tenv.Layout.Jobs()): bigPut, string(tenv.Layout.BucketTriggers()): bigTrigger} {
 		for p := range 12 {
 			recs := make([]*kgo.Record, perPartition)
 			for i := range recs {
@@ -321,10 +329,11 @@ func TestOversizedRecordsStayUnderBudget(t *testing.T) {
 	})
 }
 
-// oversizedEnv is added to TestOversizedRecordsStayUnderBudget's process
-// (CHRONOS_TEST_OVERSIZED_ENV, comma-separated), to compare settings by hand.
-var oversizedEnv = func() []string {
-	if v := os.Getenv("CHRONOS_TEST_OVERSIZED_ENV"); v != "" {
+// extraEnv is added last to the environment of the memory tests' chronos run
+// processes (CHRONOS_TEST_RUN_ENV, comma-separated), to compare settings by
+// hand: CHRONOS_TEST_RUN_ENV=CHRONOS_NO_HISTORY=false,CHRONOS_FETCH_BUFFER_BYTES=67108864.
+var extraEnv = func() []string {
+	if v := os.Getenv("CHRONOS_TEST_RUN_ENV"); v != "" {
 		return strings.Split(v, ",")
 	}
 	return nil
