@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/chronos-scheduler/chronos/clients"
+	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/topology"
 )
 
@@ -56,6 +57,9 @@ type Config struct {
 	// lag on the dispatch topic at the end of the window, and how long it
 	// then takes to consume every dispatch event.
 	History bool
+	// Jitter, when set, is every job's jitter (docs/schedules.md#jitter):
+	// at most 1h, and at most Every in ModeEvery.
+	Jitter time.Duration
 }
 
 // Validate reports every problem with c.
@@ -75,6 +79,9 @@ func (c Config) Validate() error {
 	}
 	if c.PayloadBytes < 0 || c.PayloadBytes > 16<<20 || (c.PayloadBytes > 0 && c.PayloadBytes < 2) {
 		errs = append(errs, fmt.Errorf("bench: payload bytes %d, want 0 or 2..16MiB", c.PayloadBytes))
+	}
+	if c.Jitter < 0 || c.Jitter > codecs.MaxJitter || (c.Mode == ModeEvery && c.Jitter > c.Every) {
+		errs = append(errs, fmt.Errorf("bench: jitter %s, want 0..1h and at most --every", c.Jitter))
 	}
 	if c.Duration < time.Second {
 		errs = append(errs, fmt.Errorf("bench: duration %s, want >= 1s", c.Duration))
@@ -123,6 +130,13 @@ type Report struct {
 	// (sarama), the alternative to the franz-go client dispatch events use.
 	RawGokaPerSecond float64 `json:"raw_goka_records_per_second"`
 	RecordBytes      int     `json:"record_bytes"`
+	// Jitter is the jobs' jitter (omitted: none). DueDelayP99 is the p99
+	// of receipt minus due_at (the jittered time; scheduled_at without a
+	// jitter); PeakPerSecond the most fires received in one wall-clock
+	// second: what a jitter spreads.
+	Jitter        string        `json:"jitter,omitempty"`
+	DueDelayP99   time.Duration `json:"due_delay_p99_ns"`
+	PeakPerSecond int           `json:"peak_fires_per_second"`
 }
 
 // Slice is the fire delay of the fires scheduled in one 10-second slice.

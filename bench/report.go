@@ -26,6 +26,10 @@ func (r *Report) WriteTable(w io.Writer) error {
 	row("fires/s", "%.0f", r.FiresPerSecond)
 	row("delay p50 / p99 / max", "%s / %s / %s", r.DelayP50.Round(time.Millisecond), r.DelayP99.Round(time.Millisecond), r.DelayMax.Round(time.Millisecond))
 	row("fan-out start p99", "%s (fired_at minus scheduled_at)", r.StartP99.Round(time.Millisecond))
+	if r.Jitter != "" {
+		row("jitter", "%s: delay p99 from due_at %s", r.Jitter, r.DueDelayP99.Round(time.Millisecond))
+	}
+	row("peak fires/s", "%d (most fires received in one second)", r.PeakPerSecond)
 	for _, sl := range r.Slices {
 		row("  from "+sl.Start.Format(time.TimeOnly), "%d fires, p99 %s, max %s, start p99 %s", sl.Fires, sl.P99.Round(time.Millisecond), sl.Max.Round(time.Millisecond), sl.StartP99.Round(time.Millisecond))
 	}

@@ -41,6 +41,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	defer cl.Close()
 	rep := &Report{Jobs: cfg.Jobs, Mode: cfg.Mode, PayloadBytes: cfg.PayloadBytes}
+	if cfg.Jitter > 0 {
+		rep.Jitter = cfg.Jitter.String()
+	}
 	payload := randomPayload(cfg.PayloadBytes)
 	if cfg.Mode == ModeEvery {
 		rep.Every = cfg.Every.String()
@@ -116,6 +119,9 @@ func register(ctx context.Context, cfg Config, cl *kgo.Client, base time.Time, p
 	for i := 0; i < cfg.Jobs; i++ {
 		id := jobID(i)
 		def := codecs.JobDef{MisfireGrace: "5m", Payload: payload}
+		if cfg.Jitter > 0 {
+			def.Jitter = cfg.Jitter.String()
+		}
 		if cfg.Mode == ModeAligned {
 			// Recurring jobs due at the same second (every hourly report at
 			// :00), so the burst measures the fan-out, not completions.
@@ -254,6 +260,8 @@ type collector struct {
 
 type arrival struct {
 	scheduled, received time.Time
+	// due is the dispatch's due_at (scheduled without a jitter).
+	due time.Time
 	// fired is the dispatch's fired_at: when the fan-out of its chunk began.
 	fired time.Time
 }
@@ -284,6 +292,10 @@ func (c *collector) consume(ctx context.Context, cl *kgo.Client) {
 			if !ok {
 				return
 			}
+			due := sched
+			if d, err := time.Parse(time.RFC3339Nano, string(field(r.Value, `"due_at":"`))); err == nil {
+				due = d
+			}
 			h := fnv.New64a()
 			_, _ = h.Write(id)
 			k := h.Sum64()
@@ -291,7 +303,7 @@ func (c *collector) consume(ctx context.Context, cl *kgo.Client) {
 				c.dups++
 				return
 			}
-			c.arrivals = append(c.arrivals, arrival{scheduled: sched, received: now, fired: fired})
+			c.arrivals = append(c.arrivals, arrival{scheduled: sched, received: now, fired: fired, due: due})
 		})
 		c.mu.Unlock()
 	}
@@ -333,7 +345,7 @@ func (c *collector) count() int {
 
 // measureBurst waits until every aligned job fired (or the duration runs out).
 func measureBurst(ctx context.Context, cfg Config, col *collector, due time.Time, rep *Report) error {
-	deadline := due.Add(cfg.Duration)
+	deadline := due.Add(cfg.Jitter + cfg.Duration)
 	for col.count() < cfg.Jobs && time.Now().Before(deadline) {
 		if err := sleepUntil(ctx, time.Now().Add(50*time.Millisecond)); err != nil {
 			return err
@@ -442,6 +454,16 @@ func delays(arr []arrival, rep *Report) {
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	rep.StartP99 = ds[len(ds)*99/100]
+	perSecond := map[int64]int{}
+	for i, a := range arr {
+		ds[i] = a.received.Sub(a.due)
+		perSecond[a.received.Unix()]++
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	rep.DueDelayP99 = ds[len(ds)*99/100]
+	for _, n := range perSecond {
+		rep.PeakPerSecond = max(rep.PeakPerSecond, n)
+	}
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -20,16 +20,20 @@ const DispatchVersion = 1
 
 // Dispatch is one fire, as written to chronos-dispatch (key = job id).
 type Dispatch struct {
-	V           int             `json:"v"`
-	FireID      string          `json:"fire_id"`
-	JobID       string          `json:"job_id"`
-	Trigger     string          `json:"trigger"`
-	ScheduledAt time.Time       `json:"scheduled_at"`
-	FiredAt     time.Time       `json:"fired_at"`
-	Missed      int64           `json:"missed"`
-	Bucket      string          `json:"bucket,omitempty"`
-	TriggerID   string          `json:"trigger_id,omitempty"`
-	Payload     json.RawMessage `json:"payload,omitempty"`
+	V           int       `json:"v"`
+	FireID      string    `json:"fire_id"`
+	JobID       string    `json:"job_id"`
+	Trigger     string    `json:"trigger"`
+	ScheduledAt time.Time `json:"scheduled_at"`
+	// DueAt is when a jittered fire was due: ScheduledAt plus the job's
+	// jitter offset (JitterOffset of FireID). Zero (omitted) without a
+	// jitter, and on bucket and manual fires.
+	DueAt     time.Time       `json:"due_at,omitzero"`
+	FiredAt   time.Time       `json:"fired_at"`
+	Missed    int64           `json:"missed"`
+	Bucket    string          `json:"bucket,omitempty"`
+	TriggerID string          `json:"trigger_id,omitempty"`
+	Payload   json.RawMessage `json:"payload,omitempty"`
 }
 
 // ScheduledFireID is the fire id of a scheduled fire: "<job id>@<scheduled
@@ -75,6 +79,10 @@ func AppendDispatch(dst []byte, d *Dispatch) []byte {
 	dst = appendString(dst, d.Trigger)
 	dst = append(dst, `,"scheduled_at":"`...)
 	dst = d.ScheduledAt.UTC().AppendFormat(dst, time.RFC3339Nano)
+	if !d.DueAt.IsZero() {
+		dst = append(dst, `","due_at":"`...)
+		dst = d.DueAt.UTC().AppendFormat(dst, time.RFC3339Nano)
+	}
 	dst = append(dst, `","fired_at":"`...)
 	dst = d.FiredAt.UTC().AppendFormat(dst, time.RFC3339Nano)
 	dst = append(dst, `","missed":`...)

@@ -28,6 +28,8 @@ func FuzzDecodeCommand(f *testing.F) {
 		{"a‮b", `{"v":1,"op":"delete"}`},
 		{"j", `{"v":1,"op":"fire","trigger_id":"x@2026-01-01T00:00:00Z"}`},
 		{"j", `{"v":1,"op":"put","job":{"at":"0001-01-01T00:00:00Z"}}`},
+		{"j", `{"v":1,"op":"put","job":{"every":"1m","jitter":"30s"}}`},
+		{"j", `{"v":1,"op":"put","job":{"cron":"*/5 * * * *","jitter":"6m"}}`},
 	} {
 		f.Add([]byte(s[0]), []byte(s[1]))
 	}

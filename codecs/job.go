@@ -50,6 +50,9 @@ type JobDef struct {
 	MisfirePolicy string          `json:"misfire_policy,omitempty"`
 	MisfireGrace  string          `json:"misfire_grace,omitempty"`
 	DST           *DSTDef         `json:"dst,omitempty"`
+	// Jitter delays each scheduled fire by a deterministic offset in
+	// [0, jitter) derived from its fire_id (see JitterOffset).
+	Jitter string `json:"jitter,omitempty"`
 }
 
 // DSTDef is a cron job's daylight-saving policy as written in JSON:
@@ -67,6 +70,8 @@ type Job struct {
 	Bucket        string
 	MisfirePolicy string
 	MisfireGrace  time.Duration
+	Jitter        time.Duration // 0: none
+	MaxFires      int           // 0: no limit
 }
 
 // Validate turns a definition into a Job, reporting the first problem as *Error.
@@ -75,7 +80,8 @@ func (d JobDef) Validate(lim Limits) (Job, error) {
 	if err != nil {
 		return Job{}, err
 	}
-	if _, err := schedule.Parse(spec); err != nil {
+	sched, err := schedule.Parse(spec)
+	if err != nil {
 		var se *schedule.Error
 		if errors.As(err, &se) {
 			return Job{}, &Error{Code: CodeInvalidSchedule, Field: se.Field, Reason: se.Reason}
@@ -102,6 +108,11 @@ func (d JobDef) Validate(lim Limits) (Job, error) {
 			return Job{}, errorf(CodeInvalidField, "misfire_grace", "want a duration from 0s to %s, got %q", MaxMisfireGrace, d.MisfireGrace)
 		}
 		j.MisfireGrace = g
+	}
+	if d.Jitter != "" {
+		if j.Jitter, err = validateJitter(d.Jitter, spec, sched); err != nil {
+			return Job{}, err
+		}
 	}
 	return j, nil
 }
@@ -174,6 +185,9 @@ func (j Job) Def() JobDef {
 	d.At, d.Start, d.End = formatTime(j.Spec.At), formatTime(j.Spec.Start), formatTime(j.Spec.End)
 	if !j.Spec.DST.IsZero() {
 		d.DST = &DSTDef{Gap: j.Spec.DST.Gap, Overlap: j.Spec.DST.Overlap}
+	}
+	if j.Jitter > 0 {
+		d.Jitter = j.Jitter.String()
 	}
 	return d
 }

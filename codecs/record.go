@@ -51,10 +51,23 @@ const (
 	// Through to job records. Format 1 records (without it) are still read.
 	// Format 3 adds a cron job's DST policy after Through; it is written
 	// only for a non-default policy, so every other record stays format 2.
+	// Format 4 adds, after the DST policy, the jitter, the fire limit and
+	// the pause note (see hasFormat4); it is written only when one is set.
 	recordFormat  = 2
 	recordFormat1 = 1
 	recordFormat3 = 3
+	recordFormat4 = 4
 )
+
+// knownFormat reports whether f is a job record format this release reads.
+func knownFormat(f byte) bool {
+	return f == recordFormat || f == recordFormat1 || f == recordFormat3 || f == recordFormat4
+}
+
+// hasFormat4 reports whether r has a field only format 4 holds.
+func (r *JobRecord) hasFormat4() bool {
+	return r.Job.Jitter != 0 || r.Job.MaxFires != 0 || r.Used != 0 || !r.LimitEnd.IsZero() || r.Pause != (PauseNote{})
+}
 
 // JobRecord is the table value of one job.
 type JobRecord struct {
@@ -78,6 +91,21 @@ type JobRecord struct {
 	// job is owed therefore lives in its record, and any instance derives
 	// the same due time from the table alone (HandledThrough).
 	Through time.Time
+	// Used is how many of the job's scheduled times its fire limit
+	// (Job.MaxFires) counted before NotBefore, under earlier definitions
+	// or before a pause; 0 without a limit.
+	Used uint64
+	// LimitEnd, when set, is the last scheduled time the job's fire limit
+	// allows: its schedule ends there (see JobSchedule).
+	LimitEnd time.Time
+	// Pause is why and by whom the job was paused (zero: no note).
+	Pause PauseNote
+}
+
+// PauseNote says why and by whom a job was paused.
+type PauseNote struct {
+	Note string // the caller's reason, as given
+	By   string // who paused it, as the history group records a command's actor
 }
 
 // HandledThrough returns the time up to which the job has been handled,
@@ -113,7 +141,10 @@ func IsShardRecord(b []byte) bool { return len(b) > 0 && b[0] == tagShard }
 func EncodeJobRecord(r *JobRecord) []byte {
 	w := make([]byte, 0, 64+len(r.Job.Payload)+len(r.Job.Spec.Cron)+len(r.Job.Bucket))
 	format := byte(recordFormat)
-	if !r.Job.Spec.DST.IsZero() {
+	switch {
+	case r.hasFormat4():
+		format = recordFormat4
+	case !r.Job.Spec.DST.IsZero():
 		format = recordFormat3
 	}
 	w = append(w, tagJob, format)
@@ -134,9 +165,17 @@ func EncodeJobRecord(r *JobRecord) []byte {
 	w = appendTime(w, r.CreatedAt)
 	w = appendTime(w, r.UpdatedAt)
 	w = appendTime(w, r.Through)
-	if format == recordFormat3 {
+	if format >= recordFormat3 {
 		w = appendBytes(w, []byte(s.DST.Gap))
 		w = appendBytes(w, []byte(s.DST.Overlap))
+	}
+	if format == recordFormat4 {
+		w = binary.AppendVarint(w, int64(r.Job.Jitter))
+		w = binary.AppendUvarint(w, uint64(r.Job.MaxFires))
+		w = binary.AppendUvarint(w, r.Used)
+		w = appendTime(w, r.LimitEnd)
+		w = appendBytes(w, []byte(r.Pause.Note))
+		w = appendBytes(w, []byte(r.Pause.By))
 	}
 	return w
 }
@@ -146,7 +185,7 @@ func DecodeJobRecord(b []byte) (*JobRecord, error) {
 	if len(b) < 2 || b[0] != tagJob {
 		return nil, ErrNotJob
 	}
-	if b[1] != recordFormat && b[1] != recordFormat1 && b[1] != recordFormat3 {
+	if !knownFormat(b[1]) {
 		return nil, fmt.Errorf("codecs: job record format %d is not supported", b[1])
 	}
 	rd := reader{b: b[2:]}
@@ -161,8 +200,15 @@ func DecodeJobRecord(b []byte) (*JobRecord, error) {
 	if b[1] >= recordFormat {
 		r.Through = rd.time()
 	}
-	if b[1] == recordFormat3 {
+	if b[1] >= recordFormat3 {
 		r.Job.Spec.DST = schedule.DST{Gap: string(rd.bytes()), Overlap: string(rd.bytes())}
+	}
+	if b[1] == recordFormat4 {
+		r.Job.Jitter = time.Duration(rd.varint())
+		r.Job.MaxFires = int(min(rd.uvarint(), math.MaxInt32))
+		r.Used = rd.uvarint()
+		r.LimitEnd = rd.time()
+		r.Pause = PauseNote{Note: string(rd.bytes()), By: string(rd.bytes())}
 	}
 	if rd.err != nil {
 		return nil, fmt.Errorf("codecs: corrupt job record: %w", rd.err)
@@ -304,7 +350,7 @@ func (r *reader) time() time.Time {
 // JobStatus reads only the status of an encoded job record (for counting
 // without decoding); ok is false for anything else.
 func JobStatus(b []byte) (Status, bool) {
-	if len(b) < 2 || b[0] != tagJob || (b[1] != recordFormat && b[1] != recordFormat1 && b[1] != recordFormat3) {
+	if len(b) < 2 || b[0] != tagJob || !knownFormat(b[1]) {
 		return 0, false
 	}
 	_, n := binary.Uvarint(b[2:])

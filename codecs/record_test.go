@@ -47,6 +47,11 @@ func sampleRecords() []codecs.JobRecord {
 		{Version: 9, Status: codecs.StatusActive, Job: codecs.Job{Spec: schedule.Spec{Cron: "30 1 * 11 0#1", TZ: "America/New_York",
 			DST: schedule.DST{Gap: schedule.GapSkip, Overlap: schedule.OverlapBoth}}}, Through: t0},
 		{Version: 10, Status: codecs.StatusPaused, Job: codecs.Job{Spec: schedule.Spec{Cron: "0 0 L * *", DST: schedule.DST{Overlap: schedule.OverlapLast}}}},
+		// A jitter, a fire limit, a pause note (format 4), with and without a DST policy.
+		{Version: 11, Status: codecs.StatusActive, Job: codecs.Job{Spec: schedule.Spec{Every: time.Minute}, Jitter: 30 * time.Second}},
+		{Version: 12, Status: codecs.StatusPaused, Job: codecs.Job{Spec: schedule.Spec{Cron: "0 * * * *", DST: schedule.DST{Gap: schedule.GapSkip}},
+			Jitter: time.Nanosecond, MaxFires: 7}, Used: 3, LimitEnd: t0, Pause: codecs.PauseNote{Note: "maintenance ä", By: "token:ops"}},
+		{Version: 13, Status: codecs.StatusPaused, Job: codecs.Job{Spec: schedule.Spec{At: t0}}, Pause: codecs.PauseNote{By: "x"}},
 	}
 }
 
@@ -58,7 +63,10 @@ func TestJobRecordDSTFormat(t *testing.T) {
 	for i, r := range sampleRecords() {
 		b := codecs.EncodeJobRecord(&r)
 		want := byte(2)
-		if !r.Job.Spec.DST.IsZero() {
+		switch {
+		case r.Job.Jitter != 0 || r.Job.MaxFires != 0 || r.Used != 0 || !r.LimitEnd.IsZero() || r.Pause != (codecs.PauseNote{}):
+			want = 4
+		case !r.Job.Spec.DST.IsZero():
 			want = 3
 		}
 		require.Equal(t, want, b[1], "record %d", i)

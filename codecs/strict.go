@@ -17,7 +17,7 @@ type shape map[string]shape
 var (
 	jobDefShape = shape{"cron": nil, "every": nil, "at": nil, "tz": nil, "start": nil, "end": nil,
 		"payload": nil, "bucket": nil, "misfire_policy": nil, "misfire_grace": nil,
-		"dst": {"gap": nil, "overlap": nil}}
+		"dst": {"gap": nil, "overlap": nil}, "jitter": nil}
 	commandShape = shape{"v": nil, "op": nil, "id": nil, "job": jobDefShape, "trigger_id": nil,
 		"payload": nil, "if_version": nil}
 	bucketTriggerShape = shape{"v": nil, "bucket": nil, "trigger_id": nil, "payload": nil}

@@ -151,11 +151,17 @@ func (j *Jobs) readModel(id string, rec *codecs.JobRecord) (*Job, error) {
 	if rec.Status == codecs.StatusCompleted && w.Before(h) {
 		h = w
 	}
+	// h is a due time; a jittered job's fires show their scheduled times.
+	sched = codecs.JobSchedule(id, rec, sched)
 	if last := schedule.Last(sched, rec.CreatedAt, h); !last.IsZero() {
+		last = codecs.Scheduled(sched, last)
 		out.LastFire = &LastFire{ScheduledAt: last, FireID: codecs.ScheduledFireID(id, last)}
 	}
 	if rec.Status == codecs.StatusActive {
 		out.NextFires = schedule.NextN(sched, h, 5)
+		for i, t := range out.NextFires {
+			out.NextFires[i] = codecs.Scheduled(sched, t)
+		}
 	}
 	return out, nil
 }

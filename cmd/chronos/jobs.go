@@ -192,6 +192,7 @@ func newJobsPut(api *apiClient) *cobra.Command {
 	fs.StringVar(&def.MisfirePolicy, "misfire", "", "policy for fires later than the grace: skip, fire_once (default) or fire_all")
 	fs.StringVar(&def.MisfireGrace, "misfire-grace", "", "fires later than this follow the misfire policy (default 60s)")
 	fs.StringVar(&dst.Gap, "dst-gap", "", "cron only: a wall time skipped by a DST gap fires when the gap ends (shift, default) or not at all (skip)")
+	fs.StringVar(&def.Jitter, "jitter", "", "delay each fire by a deterministic offset in [0, jitter) from its fire_id (at most 1h and the schedule's gap)")
 	fs.StringVar(&dst.Overlap, "dst-overlap", "", "cron only: a wall time repeated when clocks go back fires at its first (default), last or both occurrences")
 	return cmd
 }

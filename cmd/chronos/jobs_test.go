@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -70,6 +71,10 @@ func TestJobsCommands(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, codecs.OpPut, c.Op)
 				require.Equal(t, want, c.Job)
+			}},
+		{"put with a jitter", []string{"put", "spread", "--every", "1m", "--jitter", "30s"}, "spread",
+			func(t *testing.T, c codecs.Command, _ httpapi.Accepted) {
+				require.Equal(t, 30*time.Second, c.Job.Jitter)
 			}},
 		{"put calendar cron with a DST policy", []string{"put", "last-friday", "--cron", "30 1 * * 5L", "--tz", "America/New_York",
 			"--dst-gap", "skip", "--dst-overlap", "both"}, "last-friday",
@@ -145,6 +150,7 @@ func TestJobsErrors(t *testing.T) {
 		{"bad tz", "", []string{"put", "j", "--cron", "* * * * *", "--tz", "Nowhere/Land"}, 1, []string{"tz:", "Nowhere/Land"}},
 		{"bad calendar item", "", []string{"put", "j", "--cron", "0 0 * * 1#6"}, 1, []string{"400", "invalid_schedule", "cron:", "d#n"}},
 		{"dst on every", "", []string{"put", "j", "--every", "1m", "--dst-gap", "skip"}, 1, []string{"400", "invalid_schedule", "dst:", "cron schedules only"}},
+		{"jitter over the period", "", []string{"put", "j", "--every", "1m", "--jitter", "2m"}, 1, []string{"400", "jitter:", "longer than the period"}},
 		{"bad dst overlap", "", []string{"put", "j", "--cron", "@daily", "--dst-overlap", "twice"}, 1, []string{"dst:", "want first, last or both"}},
 		{"put invalid payload", "", []string{"put", "j", "--every", "1m", "--payload", "{nope"}, 1, []string{"--payload is not valid JSON"}},
 		{"fire invalid payload", "", []string{"fire", "j", "--payload", "{nope"}, 1, []string{"--payload is not valid JSON"}},

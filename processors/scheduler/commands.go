@@ -124,7 +124,7 @@ func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *cod
 		// even if its record has not learnt it yet (a settle in flight).
 		return later(later(rec.HandledThrough(shard.Watermark), until), earlier(due.Add(-time.Nanosecond), now)), nil
 	}
-	sched, err := s.schedules.Get(rec.Job.Spec)
+	sched, err := jobSchedule(s.schedules, ctx.Key(), rec)
 	if err != nil {
 		return base, nil
 	}
@@ -137,6 +137,7 @@ func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *cod
 	var buf []Fire
 	for {
 		plan := planFires(sched, due, until, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, s.cfg.MaxCatchUp, s.cfg.ChunkBytes/est, buf)
+		withScheduled(sched, plan.Fires)
 		if len(plan.Fires) > 0 {
 			fired := s.cfg.Now()
 			msgs := make([]Msg, 0, len(plan.Fires))

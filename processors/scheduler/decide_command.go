@@ -126,15 +126,15 @@ func applyCommand(in commandInput, schedules *schedule.Cache) (commandEffect, er
 		if old.Status != codecs.StatusPaused {
 			return commandEffect{}, nil
 		}
-		from := later(ts, in.Handled)
-		if owesBeforePause(old, in.Handled, schedules) {
+		from := later(dueFrom(schedules, cmd.ID, old, ts), in.Handled)
+		if owesBeforePause(cmd.ID, old, in.Handled, schedules) {
 			// It still owes fires from before its pause: they are not
 			// dropped (the times of the pause go out with them).
 			from = in.Handled
 		}
 		rec := *old
 		rec.Version, rec.UpdatedAt = old.Version+1, ts
-		activate(&rec, from, in.Shard, schedules)
+		activate(cmd.ID, &rec, from, in.Shard, schedules)
 		return commandEffect{Record: &rec}, nil
 	case codecs.OpFire:
 		// Its fire_id is stable across redelivery: the command's trigger
@@ -156,12 +156,12 @@ func applyCommand(in commandInput, schedules *schedule.Cache) (commandEffect, er
 func putRecord(in commandInput, schedules *schedule.Cache) *codecs.JobRecord {
 	cmd, old, ts := in.Cmd, in.Old, in.TS
 	rec := &codecs.JobRecord{Job: cmd.Job, CreatedAt: ts, UpdatedAt: ts, Version: uint64(max(in.Offset, 0)) + 1}
-	from := ts
+	from := dueFrom(schedules, cmd.ID, rec, ts)
 	if in.Tomb != nil {
 		// A new job under a deleted one's id: it starts after what the
 		// deleted job handled (none of its fire_ids is reused with
 		// another payload), at a greater version.
-		from = later(ts, in.Tomb.Through)
+		from = later(from, in.Tomb.Through)
 		rec.Version = max(rec.Version, in.Tomb.Version+1)
 	}
 	if old != nil {
@@ -173,11 +173,14 @@ func putRecord(in commandInput, schedules *schedule.Cache) *codecs.JobRecord {
 		// one is put again like a new job, from its ts (but never before
 		// what it handled).
 		from = in.Handled
-		if old.Status != codecs.StatusActive && !owesBeforePause(old, in.Handled, schedules) {
-			from = later(ts, in.Handled)
+		if old.Status != codecs.StatusActive && !owesBeforePause(cmd.ID, old, in.Handled, schedules) {
+			from = later(dueFrom(schedules, cmd.ID, rec, ts), in.Handled)
 		}
+		// A changed jitter moves due times: the new definition owes the
+		// scheduled times the old one had not handled.
+		from = rebase(schedules, cmd.ID, old, rec, from)
 	}
-	activate(rec, from, in.Shard, schedules)
+	activate(cmd.ID, rec, from, in.Shard, schedules)
 	return rec
 }
 
@@ -189,9 +192,9 @@ func putRecord(in commandInput, schedules *schedule.Cache) *codecs.JobRecord {
 // the next advance as late fires under the misfire policy. A schedule with
 // no fire after from completes the job; an invalid one leaves it active
 // (the indexer logs it; the job never fires).
-func activate(rec *codecs.JobRecord, from time.Time, shard codecs.ShardRecord, schedules *schedule.Cache) {
+func activate(key string, rec *codecs.JobRecord, from time.Time, shard codecs.ShardRecord, schedules *schedule.Cache) {
 	rec.Status, rec.NotBefore, rec.Through = codecs.StatusActive, from, time.Time{}
-	sched, err := schedules.Get(rec.Job.Spec)
+	sched, err := jobSchedule(schedules, key, rec)
 	if err != nil {
 		return
 	}
@@ -207,11 +210,11 @@ func activate(rec *codecs.JobRecord, from time.Time, shard codecs.ShardRecord, s
 
 // owesBeforePause reports whether rec, a paused job handled through h, still
 // owes fires from before its pause (NotBefore is the pause's time).
-func owesBeforePause(rec *codecs.JobRecord, h time.Time, schedules *schedule.Cache) bool {
+func owesBeforePause(key string, rec *codecs.JobRecord, h time.Time, schedules *schedule.Cache) bool {
 	if rec.Status != codecs.StatusPaused {
 		return false
 	}
-	sched, err := schedules.Get(rec.Job.Spec)
+	sched, err := jobSchedule(schedules, key, rec)
 	if err != nil {
 		return false
 	}

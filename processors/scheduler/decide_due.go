@@ -41,7 +41,7 @@ func decideDue(d store.Due, value []byte, t time.Time, bytesLeft, maxCatchUp int
 	if rec.Status != codecs.StatusActive && rec.Status != codecs.StatusPaused {
 		return dec
 	}
-	sched, err := schedules.Get(rec.Job.Spec)
+	sched, err := jobSchedule(schedules, d.Key, rec)
 	if err != nil {
 		return dec
 	}
@@ -53,6 +53,7 @@ func decideDue(d store.Due, value []byte, t time.Time, bytesLeft, maxCatchUp int
 	}
 	est := eventOverhead + 2*len(d.Key) + len(rec.Job.Bucket) + len(rec.Job.Payload)
 	plan := planFires(sched, d.At, upTo, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, maxCatchUp, bytesLeft/est, buf)
+	withScheduled(sched, plan.Fires)
 	if rec.Status == codecs.StatusPaused {
 		// Its record learns how far it got after every fire, so that a
 		// resume, a put or a new owner never sends one again.

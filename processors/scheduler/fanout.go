@@ -302,9 +302,15 @@ scan:
 // before the index, the watermark or the command's commit moves.
 
 // scheduledEvent is the dispatch event of a scheduled fire of job key.
+// A jittered fire's id and scheduled_at are its scheduled time; due_at is
+// its due time.
 func scheduledEvent(key string, rec *codecs.JobRecord, f Fire, firedAt time.Time) Msg {
-	ev := codecs.Dispatch{FireID: codecs.ScheduledFireID(key, f.At), JobID: key, Trigger: codecs.TriggerSchedule,
-		ScheduledAt: f.At, FiredAt: firedAt, Missed: f.Missed, Bucket: rec.Job.Bucket, Payload: rec.Job.Payload}
+	at, due := f.At, time.Time{}
+	if !f.Scheduled.IsZero() {
+		at, due = f.Scheduled, f.At
+	}
+	ev := codecs.Dispatch{FireID: codecs.ScheduledFireID(key, at), JobID: key, Trigger: codecs.TriggerSchedule,
+		ScheduledAt: at, DueAt: due, FiredAt: firedAt, Missed: f.Missed, Bucket: rec.Job.Bucket, Payload: rec.Job.Payload}
 	return Msg{Key: key, Value: codecs.AppendDispatch(make([]byte, 0, eventOverhead+len(key)+len(rec.Job.Bucket)+len(rec.Job.Payload)), &ev)}
 }
 

@@ -21,8 +21,11 @@ const maxFires = 10_000
 
 // Fire is one dispatch a job owes.
 type Fire struct {
-	At     time.Time
+	At     time.Time // the fire's due time
 	Missed int64
+	// Scheduled is the fire's scheduled time when it differs from At (a
+	// jittered job's, see withScheduled); zero: At.
+	Scheduled time.Time
 }
 
 // Plan is what one due job does in an advance to T.

@@ -272,7 +272,7 @@ func (s *Scheduler) indexer(shardKey string) store.Indexer {
 		e := store.Entry{Bucket: rec.Job.Bucket}
 		if rec.Status == codecs.StatusPaused {
 			// Paused: due only for a fire it owed before the pause.
-			if sched, err := s.schedules.Get(rec.Job.Spec); err == nil && !rec.Through.IsZero() {
+			if sched, err := jobSchedule(s.schedules, key, rec); err == nil && !rec.Through.IsZero() {
 				if first := sched.Next(rec.Through); !first.IsZero() && !first.After(rec.NotBefore) {
 					e.Due = first
 				}
@@ -288,7 +288,7 @@ func (s *Scheduler) indexer(shardKey string) store.Indexer {
 			}
 			cached = true
 		}
-		sched, err := s.schedules.Get(rec.Job.Spec)
+		sched, err := jobSchedule(s.schedules, key, rec)
 		if err != nil {
 			s.cfg.Logger.Error("job record with an invalid schedule; it will not fire", "job", key, "err", err)
 			return e, nil
