@@ -9,7 +9,7 @@
 #
 #   bash ../shared/docker/local-images.sh          # everything below (idempotent; cached under $WORK)
 #   cd /path/to/project
-#   DOCKER_BUILDKIT=0 docker compose up -d --build kafka chronos-1 chronos-2 prometheus
+#   docker compose up -d --build kafka chronos-1 chronos-2 prometheus
 #
 # What it produces (all local, tagged with the names the compose file and
 # Dockerfile use, so neither file needs changing; pull_policy "missing"
@@ -21,10 +21,9 @@
 #   prom/prometheus:v3.5.0                      local/debian + prometheus/promtool built from github.com/prometheus/prometheus@v0.305.0
 #   grafana/grafana:12.1.0                      NOT POSSIBLE here (not in Debian; Go proxy answers 403 for v12.1.0) -> leave the service out
 #
-# Why DOCKER_BUILDKIT=0: the Dockerfile starts with `# syntax=docker/dockerfile:1`;
-# BuildKit then tries to fetch docker/dockerfile:1 from Docker Hub and fails.
-# The classic builder ignores that line (and Compose v2 falls back to it when
-# buildx is absent and DOCKER_BUILDKIT=0).
+# No DOCKER_BUILDKIT=0 needed for this project: its Dockerfile has no
+# `# syntax=` line (with one, BuildKit fetches that frontend image from
+# Docker Hub and fails here; the classic builder, DOCKER_BUILDKIT=0, ignores it).
 #
 # Knobs: WORK (scratch dir), GO_FROM_PROXY=1 (ignore /usr/local/go), MIRROR (Debian mirror; default: the one apt uses),
 # GO_VERSION (toolchain for golang:1.26, default 1.26.8), COMPOSE_VERSION
