@@ -13,7 +13,8 @@
 #    but grafana is started.
 # 2. `docker compose up -d --build --wait` of kafka, chronos-1, chronos-2 and
 #    prometheus (the healthchecks of the compose file decide "healthy").
-# 3. Through the ports published on 127.0.0.1 only: put a job (every 1s)
+# 3. Through the ports published on 127.0.0.1 only: put 24 jobs (every 1s,
+#    so that some are on chronos-2's partitions whatever the assignment)
 #    over HTTP (`chronos jobs put --api http://127.0.0.1:8081`), read its
 #    dispatch events from the host through Kafka (`chronos tail --brokers
 #    127.0.0.1:29092`), check that Prometheus scrapes both replicas (targets
@@ -21,9 +22,11 @@
 # 4. `docker kill` chronos-2; chronos-1 must own every partition and the
 #    clock; restart chronos-2 and wait until it is healthy and owns
 #    partitions again.
-# 5. Audit: every second from the job's first fire to the end of the run has
-#    its dispatch event (no fire is missing across the kill and restart),
-#    none is before the put.
+# 5. Audit: every second from each job's first fire to the end of the run
+#    has its dispatch event (no fire is missing across the kill and
+#    restart), none is before the put, and some fires due between the kill
+#    and the takeover were dispatched late (the kill moved partitions with
+#    due fires: the audit tested a takeover, not only an idle replica).
 # 6. On exit (trap): `docker compose down -v`, and the dockerd this script
 #    started is stopped. Images and build caches stay (~/.cache/chronos-docker
 #    and the engine's /var/lib/docker) so the next run is warm.
@@ -110,18 +113,29 @@ api1=http://127.0.0.1:8081 api2=http://127.0.0.1:8082 prom=http://127.0.0.1:9090
 metric() { curl -fsS "$1/metrics" | awk -v m="$2" '$1==m {print $2}'; }
 partitions=12   # docker-compose.yml sets no CHRONOS_PARTITIONS: the default of --partitions
 
-log "4. a job over HTTP, its dispatch events through Kafka from the host"
-job=compose-$(date +%s)
+log "4. jobs over HTTP, their dispatch events through Kafka from the host"
+# $njobs jobs, not one: a single job sits on one of chronos-2's partitions
+# only about half the time, and then the kill of step 6 moves nothing that
+# has due fires and the audit of step 8 proves nothing. With 24 jobs on 12
+# partitions, some are on chronos-2's (step 8 checks that fires due during
+# the takeover were dispatched late, i.e. that the kill mattered).
+njobs=24
+run=compose-$(date +%s)
 "$chronos" tail --brokers "$brokers" --from-beginning >"$tmp/dispatch.jsonl" 2>"$tmp/tail.err" &
 tail_pid=$!
 put_at=$(date -u +%s)
-"$chronos" jobs put "$job" --every 1s --payload '{"from":"compose-test"}' --api "$api1"
-in_view2() { "$chronos" jobs get "$job" --api "$api2" >/dev/null 2>&1; }
-wait_for "$job in chronos-2's job view" 30 in_view2
-fires() { jq -r --arg j "$job" 'select(.job_id == $j) | .scheduled_at' "$tmp/dispatch.jsonl" 2>/dev/null | sort -u | wc -l; }
-have_fires() { (( $(fires) >= $1 )); }
-wait_for "5 dispatch events of $job read from the host" 60 have_fires 5
-echo "read $(fires) dispatch events of $job on $brokers"
+for (( i = 0; i < njobs; i++ )); do
+  "$chronos" jobs put "$run-$i" --every 1s --payload '{"from":"compose-test"}' --api "$api1" >/dev/null
+done
+last_put=$(date -u +%s)
+in_view2() { "$chronos" jobs get "$run-$(( njobs - 1 ))" --api "$api2" >/dev/null 2>&1; }
+wait_for "$run-$(( njobs - 1 )) in chronos-2's job view" 30 in_view2
+# fire_lines: one "job scheduled_at" line per distinct fire of this run's jobs.
+fire_lines() { jq -r --arg r "$run-" 'select(.job_id | startswith($r)) | "\(.job_id) \(.scheduled_at)"' "$tmp/dispatch.jsonl" 2>/dev/null | sort -u; }
+fires() { fire_lines | wc -l; }
+have_fires() { (( $(fires) >= $1 )) && (( $(fire_lines | cut -d' ' -f1 | sort -u | wc -l) == njobs )); }
+wait_for "5 dispatch events of each of $njobs jobs read from the host" 60 have_fires $(( 5 * njobs ))
+echo "read $(fires) dispatch events of $njobs jobs $run-* on $brokers"
 
 log "5. Prometheus scrapes both replicas and has loaded the alert rules"
 targets_up() {
@@ -143,10 +157,11 @@ owned_all() {
 docker kill "$(docker compose ps -q chronos-2)" >/dev/null
 killed_at=$(date +%s)
 wait_for "chronos-1 owns all $partitions partitions and announces time" 120 owned_all
+owned_at=$(date +%s)
 echo "chronos-1 owns $partitions partitions and the clock $(( $(date +%s) - killed_at ))s after the kill"
 "$chronos" lag --brokers "$brokers" | tail -n 1
 before=$(fires)
-wait_for "fires go on with one replica" 30 have_fires $(( before + 3 ))
+wait_for "fires go on with one replica" 30 have_fires $(( before + 3 * njobs ))
 
 log "7. restart chronos-2"
 docker compose start chronos-2
@@ -156,22 +171,35 @@ shares() { local n; n=$(metric "$api2" chronos_partitions_owned); [[ -n "$n" && 
 wait_for "chronos-2 owns partitions again" 120 shares
 echo "chronos-2 owns $(metric "$api2" chronos_partitions_owned), chronos-1 $(metric "$api1" chronos_partitions_owned) of $partitions"
 before=$(fires)
-wait_for "fires go on with both replicas" 30 have_fires $(( before + 3 ))
+wait_for "fires go on with both replicas" 30 have_fires $(( before + 3 * njobs ))
 
-log "8. audit: every second from the first fire to the end has its dispatch event"
+log "8. audit: every second from each job's first fire to the end has its dispatch event"
 end=$(( $(date -u +%s) - 3 ))   # fires due before this have had 3 s to arrive
-fired_at() { jq -r --arg j "$job" 'select(.job_id == $j) | .scheduled_at' "$tmp/dispatch.jsonl" | grep -qx "$(date -u -d @"$1" +%Y-%m-%dT%H:%M:%SZ)"; }
-wait_for "the fire due at $(date -u -d @"$end" +%T) read" 30 fired_at "$end"
+rfc() { date -u -d @"$1" +%Y-%m-%dT%H:%M:%SZ; }
+all_fired_at() { (( $(fire_lines | grep -c " $(rfc "$1")\$") == njobs )); }
+wait_for "the fires due at $(rfc "$end") read" 30 all_fired_at "$end"
 kill "$tail_pid"; wait "$tail_pid" 2>/dev/null || true; tail_pid=""
-jq -r --arg j "$job" 'select(.job_id == $j) | .scheduled_at' "$tmp/dispatch.jsonl" | sort -u >"$tmp/fires"
-first=$(date -u -d "$(head -n 1 "$tmp/fires")" +%s)
-(( first >= put_at - 1 )) || fail "first fire $(head -n 1 "$tmp/fires") is before the put at $(date -u -d @"$put_at" +%T)"
-(( first <= put_at + 5 )) || fail "first fire $(head -n 1 "$tmp/fires") is more than 5 s after the put"
-missing=0
-for (( s = first; s <= end; s++ )); do
-  grep -qx "$(date -u -d @"$s" +%Y-%m-%dT%H:%M:%SZ)" "$tmp/fires" || { echo "missing fire at $(date -u -d @"$s" +%FT%TZ)"; missing=$(( missing + 1 )); }
+fire_lines >"$tmp/fires"
+: >"$tmp/want"
+for (( i = 0; i < njobs; i++ )); do
+  first_t=$(awk -v j="$run-$i" '$1 == j {print $2; exit}' "$tmp/fires")
+  first=$(date -u -d "$first_t" +%s)
+  (( first >= put_at - 1 )) || fail "first fire of $run-$i $first_t is before the puts began at $(date -u -d @"$put_at" +%T)"
+  (( first <= last_put + 5 )) || fail "first fire of $run-$i $first_t is more than 5 s after the puts"
+  for (( s = first; s <= end; s++ )); do echo "$run-$i $(rfc "$s")"; done >>"$tmp/want"
 done
-due=$(( end - first + 1 ))
-echo "AUDIT compose: job $job, $due fires due from $(head -n 1 "$tmp/fires") to $(date -u -d @"$end" +%FT%TZ), $(( due - missing )) dispatched, $missing missing; $(jq -r --arg j "$job" 'select(.job_id == $j) | .fire_id' "$tmp/dispatch.jsonl" | wc -l) events read (duplicates allowed)"
+sort -u -o "$tmp/want" "$tmp/want"
+missing=$(comm -23 "$tmp/want" "$tmp/fires" | wc -l)
+comm -23 "$tmp/want" "$tmp/fires" | head -n 20 | sed 's/^/missing fire: /'
+due=$(wc -l <"$tmp/want")
+# The kill mattered: fires due between it and chronos-1's takeover on
+# chronos-2's partitions (or all, if chronos-2 had the clock) can only be
+# dispatched once chronos-1 took over, seconds late.
+late=$(jq -r --arg r "$run-" --argjson k "$killed_at" --argjson o "$owned_at" '
+  select(.job_id | startswith($r)) | (.scheduled_at | fromdate) as $s
+  | select($s >= $k and $s <= $o)
+  | ((.fired_at | sub("\\.[0-9]+Z$"; "Z") | fromdate) - $s) | select(. >= 3)' "$tmp/dispatch.jsonl" | wc -l)
+echo "AUDIT compose: $njobs jobs $run-*, $due fires due up to $(rfc "$end"), $(( due - missing )) dispatched, $missing missing; $(jq -r --arg r "$run-" 'select(.job_id | startswith($r)) | .fire_id' "$tmp/dispatch.jsonl" | wc -l) events read (duplicates allowed); $late fires due during the takeover dispatched 3 s late or more"
 (( missing == 0 )) || fail "$missing fires missing"
+(( late > 0 )) || fail "no fire due between the kill and the takeover was late: the kill moved no partition with due fires, so the audit tested no takeover"
 log "PASS"
