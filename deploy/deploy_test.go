@@ -789,11 +789,14 @@ func TestKEDA(t *testing.T) {
 	so := byTarget[str(get(dep, "metadata", "name"))]
 	require.NotNil(t, so, "a ScaledObject targets the chronos Deployment")
 	replicas(so)
-	shipped, others := scaledObject(t, so)
-	require.Empty(t, others, "the plain ScaledObject needs no Prometheus")
+	shipped := scaledObject(t, so)
 	require.Equal(t, lag.ScaledObjectFor(topology.Layout{Names: n}), shipped, "chronos lag evaluates what deploy/kubernetes ships")
+	require.Equal(t, int64(topology.DefaultPartitions), shipped.MaxReplicas, "one replica per partition at most")
 	for _, tr := range list(get(so, "spec", "triggers")) {
 		md := dict(get(tr, "metadata"))
+		if str(get(tr, "type")) != "kafka" {
+			continue
+		}
 		require.Equal(t, brokers, str(md["bootstrapServers"]), "KEDA asks the brokers Chronos uses")
 		require.NotEmpty(t, md["topic"], "topic pinned: without it KEDA sums every topic of the group under one threshold")
 	}
@@ -807,20 +810,6 @@ func TestKEDA(t *testing.T) {
 	require.Equal(t, string(n.Dispatch()), str(md["topic"]))
 	require.Equal(t, "my-executor", str(md["consumerGroup"]))
 	require.False(t, groups[str(md["consumerGroup"])], "an executor must not use a Chronos group")
-
-	// The Prometheus variant: the same Kafka triggers and the delay, on
-	// one ScaledObject (the HPA takes the largest, no fight).
-	prom := yamlDoc(t, "deploy/kubernetes/keda-prometheus-scaledobject.yaml")
-	require.Equal(t, str(get(dep, "metadata", "name")), str(get(prom, "spec", "scaleTargetRef", "name")))
-	replicas(prom)
-	requireKEDAVersion(t, prom)
-	withDelay, others := scaledObject(t, prom)
-	require.Equal(t, shipped, withDelay)
-	require.Len(t, others, 1)
-	require.Equal(t, "prometheus", str(get(others[0], "type")))
-	q := str(get(others[0], "metadata", "query"))
-	require.Contains(t, q, "histogram_quantile(0.99, sum(rate(chronos_fire_delay_seconds_bucket[2m])) by (le))")
-	require.Equal(t, "0.25", get(others[0], "metadata", "threshold"))
 }
 
 // ---------------------------------------------------------------------------
@@ -935,9 +924,10 @@ func expressions(t *testing.T) map[string]string {
 			out["alerts.yml "+str(get(r, "alert"))] = str(get(r, "expr"))
 		}
 	}
-	_, others := scaledObject(t, yamlDoc(t, "deploy/kubernetes/keda-prometheus-scaledobject.yaml"))
-	for i, tr := range others {
-		out[fmt.Sprintf("keda-prometheus-scaledobject.yaml #%d", i)] = str(get(tr, "metadata", "query"))
+	for i, tr := range list(get(shippedScaledObject(t), "spec", "triggers")) {
+		if str(get(tr, "type")) == "prometheus" {
+			out[fmt.Sprintf("keda-scaledobject.yaml #%d", i)] = str(get(tr, "metadata", "query"))
+		}
 	}
 	var dash map[string]any
 	require.NoError(t, json.Unmarshal(readFile(t, "deploy/grafana/dashboards/chronos.json"), &dash))
@@ -967,7 +957,7 @@ func TestMetricsExist(t *testing.T) {
 
 	// Every name in the files (expressions, annotations, descriptions, the
 	// deploy docs) is a registered series.
-	for _, f := range []string{"deploy/prometheus/alerts.yml", "deploy/kubernetes/keda-prometheus-scaledobject.yaml",
+	for _, f := range []string{"deploy/prometheus/alerts.yml", "deploy/kubernetes/keda-scaledobject.yaml",
 		"deploy/grafana/dashboards/chronos.json", "docs/deploy.md"} {
 		names := nameRE.FindAllString(string(readFile(t, f)), -1)
 		require.NotEmpty(t, names, f)

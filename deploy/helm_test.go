@@ -12,6 +12,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-scheduler/chronos/lag"
+	"github.com/chronos-scheduler/chronos/topology"
 )
 
 // The Helm chart deploy/helm/chronos, rendered by a real helm binary
@@ -178,11 +181,24 @@ func TestHelmOptions(t *testing.T) {
 	require.Equal(t, "staging.", env["CHRONOS_TOPIC_PREFIX"])
 	var topics []string
 	for _, tr := range list(get(kind(t, prefixed, "ScaledObject"), "spec", "triggers")) {
+		if str(get(tr, "type")) != "kafka" {
+			continue
+		}
 		md := dict(get(tr, "metadata"))
 		require.Equal(t, "staging.chronos-scheduler", md["consumerGroup"])
 		topics = append(topics, str(md["topic"]))
 	}
 	require.Equal(t, []string{"staging.chronos-jobs", "staging.chronos-shard-triggers", "staging.chronos-scheduler-loop"}, topics)
+
+	// With --partitions 48 the fan-out threshold and the cap follow (an idle
+	// system asks for the minimum, issue 19): the ScaledObject is
+	// lag.ScaledObjectFor of that layout. Without Prometheus, no lateness
+	// trigger.
+	wide := scaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.partitions=48"), "ScaledObject"))
+	require.Equal(t, lag.ScaledObjectFor(topology.Layout{Partitions: 48}), wide)
+	noProm := scaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.prometheusServerAddress="), "ScaledObject"))
+	require.Nil(t, noProm.Lateness)
+	require.Len(t, noProm.Triggers, 3)
 
 	// The ServiceMonitor selects the Service and scrapes its named port.
 	sm, svc := kind(t, docs, "ServiceMonitor"), kind(t, docs, "Service")
@@ -210,6 +226,7 @@ func TestHelmRefuses(t *testing.T) {
 	}{
 		{[]string{"apiTokens.existingSecret="}, "chronos run refuses to start without API credentials"},
 		{[]string{"keda.enabled=true", "keda.minReplicaCount=0"}, "with zero Chronos pods nothing fires"},
+		{[]string{"keda.enabled=true", "keda.maxReplicaCount=13"}, "more pods than partitions are idle"},
 		{[]string{"brokers="}, "the Kafka bootstrap brokers"},
 		// Overriding the memory limit alone left GOMEMLIMIT at 900MiB, above
 		// a 512Mi limit: the kernel kills the pod before Go collects harder.

@@ -19,27 +19,94 @@ import (
 	"github.com/chronos-scheduler/chronos/topology"
 )
 
-// scaledObject reads a ScaledObject manifest as KEDA does: its bounds and
-// its Kafka triggers, and the other triggers as they are.
-func scaledObject(t *testing.T, so map[string]any) (lag.ScaledObject, []map[string]any) {
+// scaledObject reads a ScaledObject manifest as KEDA does: its bounds, its
+// Kafka triggers and its lateness (prometheus) trigger; any other trigger
+// fails the test (lag.ScaledObject would not evaluate it).
+func scaledObject(t *testing.T, so map[string]any) lag.ScaledObject {
 	t.Helper()
 	out := lag.ScaledObject{MinReplicas: int64(get(so, "spec", "minReplicaCount").(int)), MaxReplicas: int64(get(so, "spec", "maxReplicaCount").(int))}
-	var others []map[string]any
 	for _, tr := range list(get(so, "spec", "triggers")) {
-		if str(get(tr, "type")) != "kafka" {
-			others = append(others, dict(tr))
-			continue
-		}
 		md := map[string]string{}
 		for k, v := range dict(get(tr, "metadata")) {
 			require.IsType(t, "", v, "trigger metadata %s: KEDA takes strings", k)
 			md[k] = v.(string)
 		}
-		kt, err := lag.ParseKafkaTrigger(md)
-		require.NoError(t, err)
-		out.Triggers = append(out.Triggers, kt)
+		switch typ := str(get(tr, "type")); typ {
+		case "kafka":
+			kt, err := lag.ParseKafkaTrigger(md)
+			require.NoError(t, err)
+			out.Triggers = append(out.Triggers, kt)
+		case "prometheus":
+			require.Nil(t, out.Lateness, "one prometheus trigger")
+			mt, _ := get(tr, "metricType").(string)
+			pt, err := lag.ParsePrometheusTrigger(mt, md)
+			require.NoError(t, err)
+			out.Lateness = &pt
+		default:
+			t.Fatalf("trigger type %s: not evaluated by lag.ScaledObject", typ)
+		}
 	}
-	return out, others
+	return out
+}
+
+// shippedScaledObject is the ScaledObject of
+// deploy/kubernetes/keda-scaledobject.yaml aimed at the chronos Deployment.
+func shippedScaledObject(t *testing.T) map[string]any {
+	t.Helper()
+	for _, d := range yamlDocs(t, "deploy/kubernetes/keda-scaledobject.yaml") {
+		if str(get(d, "spec", "scaleTargetRef", "name")) == "chronos" {
+			return d
+		}
+	}
+	t.Fatal("deploy/kubernetes/keda-scaledobject.yaml: no ScaledObject for the chronos Deployment")
+	return nil
+}
+
+// shippedFor is the shipped ScaledObject for env's partitions and prefix:
+// lag.ScaledObjectFor(env.Layout), after checking the manifest is
+// lag.ScaledObjectFor of the default layout it is written for.
+func shippedFor(t *testing.T, env *testenv.Env) lag.ScaledObject {
+	t.Helper()
+	require.Equal(t, lag.ScaledObjectFor(topology.Layout{}), scaledObject(t, shippedScaledObject(t)), "the manifest is ScaledObjectFor(12 partitions)")
+	return lag.ScaledObjectFor(env.Layout)
+}
+
+// admin is an admin client on env with its own metadata cache (env.Client's
+// saw the topics missing).
+func admin(t *testing.T, env *testenv.Env) *kadm.Client {
+	t.Helper()
+	cl, err := env.Kafka.NewKgo()
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+// measure is the lag of so's Kafka triggers now.
+func measure(t *testing.T, adm *kadm.Client, so lag.ScaledObject) []lag.Partition {
+	t.Helper()
+	var parts []lag.Partition
+	testenv.Eventually(t, 60*time.Second, func() (err error) { // a fresh broker's coordinator may not be up yet
+		parts, err = lag.Measure(context.Background(), adm, lag.Earliest, so.Targets()...)
+		return err
+	})
+	return parts
+}
+
+// kafkaAsks is the replica count so's Kafka triggers ask for now (without
+// the lateness trigger, as with Prometheus down), and each trigger's lag by
+// unprefixed topic.
+func kafkaAsks(t *testing.T, env *testenv.Env, adm *kadm.Client, so lag.ScaledObject) (int64, map[string]int64) {
+	t.Helper()
+	n, verdicts := so.Replicas(measure(t, adm, so), 0)
+	return n, byTopic(env, verdicts)
+}
+
+func byTopic(env *testenv.Env, verdicts []lag.Verdict) map[string]int64 {
+	out := map[string]int64{}
+	for _, v := range verdicts {
+		out[strings.TrimPrefix(v.Trigger.Topic, env.Layout.Prefix)] = v.Lag
+	}
+	return out
 }
 
 // requireKEDAVersion: the version a manifest names is the one the parity
@@ -84,36 +151,12 @@ func TestShippedScaledObjectSeesTheFanOut(t *testing.T) {
 	t.Parallel()
 	const partitions = 4
 	env := testenv.New(t, partitions)
-	var shipped map[string]any
-	for _, d := range yamlDocs(t, "deploy/kubernetes/keda-scaledobject.yaml") {
-		if str(get(d, "spec", "scaleTargetRef", "name")) == "chronos" {
-			shipped = d
-		}
-	}
-	so, _ := scaledObject(t, shipped)
+	so := shippedFor(t, env)
+	adm := admin(t, env)
 	names := topology.Names{}
-	for i, tr := range so.Triggers { // the manifest's names, on this test's prefix
-		require.True(t, strings.HasPrefix(tr.Topic, "chronos-"), tr.Topic)
-		so.Triggers[i].Group = strings.Replace(tr.Group, string(names.SchedulerGroup()), string(env.Layout.SchedulerGroup()), 1)
-		so.Triggers[i].Topic = env.Layout.Prefix + tr.Topic
-	}
-	cl, err := env.Kafka.NewKgo() // its own metadata cache: env.Client's saw the topics missing
-	require.NoError(t, err)
-	t.Cleanup(cl.Close)
-	adm := kadm.NewClient(cl)
 	asks := func() (int64, map[string]int64) {
 		t.Helper()
-		var parts []lag.Partition
-		testenv.Eventually(t, 60*time.Second, func() (err error) { // a fresh broker's coordinator may not be up yet
-			parts, err = lag.Measure(context.Background(), adm, lag.Earliest, so.Targets()...)
-			return err
-		})
-		n, verdicts := so.Replicas(parts, 0)
-		byTopic := map[string]int64{}
-		for _, v := range verdicts {
-			byTopic[strings.TrimPrefix(v.Trigger.Topic, env.Layout.Prefix)] = v.Lag
-		}
-		return n, byTopic
+		return kafkaAsks(t, env, adm, so)
 	}
 	jobs, shard := string(names.Jobs()), string(names.ShardTriggers())
 
@@ -131,7 +174,7 @@ func TestShippedScaledObjectSeesTheFanOut(t *testing.T) {
 		require.Zero(t, byTopic[shard])
 		burst = append(burst, n)
 	}
-	require.Equal(t, []int64{2, 3, 5}, burst, "ceil(150, 300, 450 / 100); KEDA caps at %d partitions only when 450/100 in integer division exceeds 4", partitions)
+	require.Equal(t, []int64{2, 3, 4}, burst, "ceil(150, 300, 450 / 100), then maxReplicaCount: the %d partitions", partitions)
 
 	// 2. An instance applies the commands; its dispatch is stuck.
 	g := &gate{Producer: scheduler.KgoProducer{Client: env.Client}, open: make(chan struct{}), called: make(chan struct{})}

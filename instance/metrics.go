@@ -1,11 +1,16 @@
 package instance
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chronos-scheduler/chronos/lag"
+)
 
 // registerGauges registers the gauges of the instance's parts, each kept
 // next to the state it reads, and chronos_ready, which reads the instance.
 func (s *Instance) registerGauges(reg prometheus.Registerer) {
 	reg.MustRegister(s.sched.JobsCollector(), s.sched.PartitionsGauge(), s.clock.LagGauge(s.cfg.Now),
+		&lag.Lateness{Watermarks: s.sched.Watermarks, Now: s.cfg.Now},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_ready",
 			Help: "1 when every group of this instance runs and has recovered its partitions."},
 			func() float64 {

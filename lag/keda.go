@@ -141,11 +141,13 @@ func Proposal(value float64, threshold float64, current int64) int64 {
 }
 
 // ScaledObject is the part of a KEDA ScaledObject that decides the replica
-// count: its bounds and its Kafka triggers. A value; safe for concurrent use.
+// count: its bounds, its Kafka triggers and its fan-out lateness trigger
+// (nil: none). A value; safe for concurrent use.
 type ScaledObject struct {
 	MinReplicas int64
 	MaxReplicas int64
 	Triggers    []KafkaTrigger
+	Lateness    *PrometheusTrigger
 }
 
 // Verdict is one trigger's part in a decision.
@@ -169,12 +171,28 @@ func (so ScaledObject) Targets() []Target {
 
 // Replicas is the replica count KEDA and the HPA ask for from parts, with
 // current replicas running (0: unknown, no tolerance): the largest proposal
-// of the triggers (the HPA takes the maximum over metrics), kept between
-// MinReplicas (at least 1) and MaxReplicas; 0 when MinReplicas is 0 and no
-// trigger is active (KEDA scales to zero).
+// of the Kafka triggers (the HPA takes the maximum over metrics), kept
+// between MinReplicas (at least 1) and MaxReplicas; 0 when MinReplicas is 0
+// and no trigger is active (KEDA scales to zero). The lateness trigger is
+// left out, as the HPA leaves out a metric it cannot read (Prometheus
+// down); ReplicasWith includes it.
 func (so ScaledObject) Replicas(parts []Partition, current int64) (int64, []Verdict) {
+	return so.replicas(parts, nil, current)
+}
+
+// ReplicasWith is Replicas with the lateness trigger's value too: lateness
+// is what its query returns (the largest chronos_fanout_lateness_seconds of
+// the instances). The HPA takes the largest of all the proposals.
+func (so ScaledObject) ReplicasWith(parts []Partition, lateness float64, current int64) (int64, []Verdict) {
+	return so.replicas(parts, &lateness, current)
+}
+
+func (so ScaledObject) replicas(parts []Partition, lateness *float64, current int64) (int64, []Verdict) {
 	verdicts := make([]Verdict, len(so.Triggers))
 	want, active := int64(math.MinInt64), false
+	if so.Lateness != nil && lateness != nil {
+		want, active = so.Lateness.Replicas(*lateness, current)
+	}
 	for i, tr := range so.Triggers {
 		v := Verdict{Trigger: tr}
 		for _, p := range parts {

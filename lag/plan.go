@@ -127,15 +127,20 @@ func (q *queue) oldest(now int) int {
 
 // Simulate runs load second by second against cap with a: the replicas
 // process fires and commands oldest first (their capacity shared in
-// proportion to the work waiting), KEDA's triggers see the backlog as lag
-// (commands on chronos-jobs; on chronos-shard-triggers one advance per
-// partition per second the oldest waiting fire is late), and every
-// SyncSeconds the HPA proposes, stabilizes and steps the count as
-// Autoscaler says. A count change pauses every replica for RebalancePause
-// and then leaves the moved partitions' share of the capacity idle while
-// their new owners recover them (the new pods on a scale-up, the remaining
-// ones on a scale-down, each its part of the jobs, in parallel). A model: it ignores the skew between
-// partitions and the loopback trigger.
+// proportion to the work waiting), and every SyncSeconds the HPA reads the
+// triggers as the code makes them: chronos-jobs holds the commands
+// waiting; chronos-shard-triggers one advance in flight per partition (a
+// fan-out that is behind still consumes every advance at once: only a stuck
+// one lets them pile up, which this throughput model never is); the
+// loopback one continuation per partition per second the oldest waiting
+// fire is late (a pass under way per advance that has not finished); and
+// the lateness trigger reads that age in seconds (the worst watermark). The
+// HPA proposes, stabilizes and steps the count as Autoscaler says. A count
+// change pauses every replica for RebalancePause and then leaves the moved
+// partitions' share of the capacity idle while their new owners recover
+// them (the new pods on a scale-up, the remaining ones on a scale-down,
+// each its part of the jobs, in parallel). A model: it spreads work evenly
+// over the partitions and ignores one-shot completions on the loopback.
 func Simulate(cap Capacity, a Autoscaler, load Load) Outcome {
 	out := Outcome{Load: load, CaughtUp: -1}
 	replicas := a.ScaledObject.Bound(a.ScaledObject.MinReplicas)
@@ -183,10 +188,10 @@ func Simulate(cap Capacity, a Autoscaler, load Load) Outcome {
 		if a.SyncSeconds <= 0 || t%a.SyncSeconds != 0 {
 			continue
 		}
-		// KEDA's metrics: lag as it would be measured now, spread evenly
-		// over the partitions.
-		parts := make([]Partition, 0, 2*a.Partitions)
-		behind := float64(fires.oldest(t)) * float64(a.Partitions)
+		// KEDA's metrics as they would be measured now, spread evenly over
+		// the partitions.
+		behind := float64(fires.oldest(t))
+		parts := make([]Partition, 0, len(s.Triggers)*a.Partitions)
 		for p := range a.Partitions {
 			for _, tr := range s.Triggers {
 				l := 0.0
@@ -194,12 +199,14 @@ func Simulate(cap Capacity, a Autoscaler, load Load) Outcome {
 				case strings.HasSuffix(tr.Topic, "chronos-jobs"):
 					l = cmds.total() / float64(a.Partitions)
 				case strings.HasSuffix(tr.Topic, "chronos-shard-triggers"):
-					l = behind / float64(a.Partitions)
+					l = 1
+				case strings.HasSuffix(tr.Topic, "chronos-scheduler-loop"):
+					l = behind
 				}
 				parts = append(parts, Partition{Group: tr.Group, Topic: tr.Topic, Partition: int32(p), Lag: int64(math.Round(l))})
 			}
 		}
-		want, _ := s.Replicas(parts, replicas)
+		want, _ := s.ReplicasWith(parts, behind, replicas)
 		recs = append(recs, rec{t, want})
 		next := stabilize(recs, t, replicas, a)
 		// Step policies: pods added (removed) in the last period.

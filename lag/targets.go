@@ -26,20 +26,30 @@ func ExecutorTargets(l topology.Layout, groups []string) []Target {
 }
 
 // ScaledObjectFor is the ScaledObject deploy/kubernetes/keda-scaledobject.yaml
-// ships for the chronos Deployment on layout l (a test keeps the two
-// equal): 1 to 12 replicas, the largest of three Kafka triggers on the
-// scheduler group, all earliest (the group starts at the oldest offset):
+// ships for the chronos Deployment on layout l (a test keeps the two equal
+// for the default 12 partitions; l.Partitions 0 means that default): 1
+// replica to one per partition, the largest of three Kafka triggers on the
+// scheduler group, all earliest (the group starts at the oldest offset),
+// and a prometheus trigger on the fan-out's lateness:
 //   - chronos-jobs, lagThreshold 100, activation 10: commands waiting;
-//   - chronos-shard-triggers, lagThreshold 20: "advance to T" messages
-//     waiting, about one per partition per clock resolution (1 s) the
-//     fan-out is behind, so a backlog here is fires getting late;
+//   - chronos-shard-triggers, lagThreshold FanoutSecondsPerReplica times
+//     the partitions: "advance to T" messages waiting, one per partition
+//     per second a stuck fan-out is behind (idle: up to about one per
+//     partition in flight, under the threshold whatever the partitions);
 //   - the loopback, lagThreshold 100: fan-out continuations and one-shot
-//     completions waiting behind a busy partition.
+//     completions waiting behind a busy partition;
+//   - LatenessQuery, threshold FanoutSecondsPerReplica: a replica per 5 s
+//     the worst partition's watermark is behind the wall clock, whether
+//     its fan-out is stuck or merely slow (which none of the lags shows).
 func ScaledObjectFor(l topology.Layout) ScaledObject {
 	s := string(l.SchedulerGroup())
-	return ScaledObject{MinReplicas: 1, MaxReplicas: 12, Triggers: []KafkaTrigger{
+	p := int64(l.Partitions)
+	if p <= 0 {
+		p = int64(topology.DefaultPartitions)
+	}
+	return ScaledObject{MinReplicas: 1, MaxReplicas: p, Triggers: []KafkaTrigger{
 		{Group: s, Topic: string(l.Jobs()), LagThreshold: 100, ActivationLagThreshold: 10, Policy: Earliest},
-		{Group: s, Topic: string(l.ShardTriggers()), LagThreshold: 20, Policy: Earliest},
+		{Group: s, Topic: string(l.ShardTriggers()), LagThreshold: FanoutSecondsPerReplica * p, Policy: Earliest},
 		{Group: s, Topic: string(l.SchedulerLoop()), LagThreshold: 100, Policy: Earliest},
-	}}
+	}, Lateness: &PrometheusTrigger{Query: LatenessQuery, Threshold: FanoutSecondsPerReplica}}
 }

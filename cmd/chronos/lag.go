@@ -24,21 +24,30 @@ func newLag() *cobra.Command {
 		minR       int64
 		maxR       int64
 		current    int64
+		lateness   float64
 	)
 	cmd := &cobra.Command{
 		Use:   "lag",
 		Short: "Print consumer-group lag per partition and the replicas KEDA would ask for",
-		Long: "Without --topic: the triggers of the shipped ScaledObject (deploy/kubernetes/keda-scaledobject.yaml:\n" +
-			"commands on chronos-jobs, the fan-out on chronos-shard-triggers and the loopback), each trigger's\n" +
-			"metric and proposal, and the largest, as KEDA and the HPA combine them. With --topic: one trigger\n" +
-			"with the --lag-threshold, --activation-lag-threshold and --offset-reset-policy given.",
+		Long: "Without --topic: the triggers of the shipped ScaledObject for --partitions (deploy/kubernetes/keda-scaledobject.yaml:\n" +
+			"commands on chronos-jobs, a stuck fan-out on chronos-shard-triggers, the loopback, and with --lateness the\n" +
+			"fan-out lateness trigger), each trigger's metric and proposal, and the largest, as KEDA and the HPA combine\n" +
+			"them. --lateness is what the lateness trigger's query returns (max(chronos_fanout_lateness_seconds), from\n" +
+			"Prometheus or the largest value on the pods' /metrics). With --topic: one trigger with the --lag-threshold,\n" +
+			"--activation-lag-threshold and --offset-reset-policy given.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if minR < 0 || maxR < 0 || current < 0 {
-				return fmt.Errorf("--min-replica-count %d, --max-replica-count %d, --current-replicas %d: want 0 or more", minR, maxR, current)
+			if minR < 0 || maxR < -1 || current < 0 {
+				return fmt.Errorf("--min-replica-count %d, --max-replica-count %d, --current-replicas %d: want 0 or more (-1: the partition count for --max-replica-count)", minR, maxR, current)
+			}
+			if lateness < 0 {
+				return fmt.Errorf("--lateness %g: want 0 or more seconds", lateness)
 			}
 			l := layout.layout()
 			so := lag.ScaledObjectFor(l)
+			if maxR == -1 {
+				maxR = so.MaxReplicas
+			}
 			if topic != "" {
 				if group == "" {
 					group = string(l.SchedulerGroup())
@@ -48,7 +57,10 @@ func newLag() *cobra.Command {
 				if err := tr.Validate(); err != nil {
 					return err
 				}
-				so.Triggers = []lag.KafkaTrigger{tr}
+				if cmd.Flags().Changed("lateness") {
+					return fmt.Errorf("--lateness needs the shipped triggers (no --topic)")
+				}
+				so.Triggers, so.Lateness = []lag.KafkaTrigger{tr}, nil
 			} else {
 				for _, f := range []string{"group", "lag-threshold", "activation-lag-threshold", "offset-reset-policy", "limit-to-partitions-with-lag"} {
 					if cmd.Flags().Changed(f) {
@@ -81,12 +93,24 @@ func newLag() *cobra.Command {
 				return err
 			}
 			want, verdicts := so.Replicas(parts, current)
+			if cmd.Flags().Changed("lateness") {
+				want, _ = so.ReplicasWith(parts, lateness, current)
+			}
 			largest := int64(0)
 			for i, v := range verdicts {
 				fmt.Fprintf(cmd.OutOrStdout(), "trigger %d, topic %s: lag %d, KEDA metric %d (lagThreshold %d), active %t (activationLagThreshold %d): %d replicas\n",
 					i, v.Trigger.Topic, v.Lag, v.Metric, v.Trigger.LagThreshold, v.Active, v.Trigger.ActivationLagThreshold, v.Replicas)
 				if i == 0 || v.Replicas > largest {
 					largest = v.Replicas
+				}
+			}
+			if tr := so.Lateness; tr != nil {
+				if !cmd.Flags().Changed("lateness") {
+					fmt.Fprintf(cmd.OutOrStdout(), "trigger %d, prometheus %s: not evaluated (give its value with --lateness)\n", len(verdicts), tr.Query)
+				} else {
+					n, active := tr.Replicas(lateness, current)
+					fmt.Fprintf(cmd.OutOrStdout(), "trigger %d, prometheus %s: %g s (threshold %g), active %t: %d replicas\n", len(verdicts), tr.Query, lateness, tr.Threshold, active, n)
+					largest = max(largest, n)
 				}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "KEDA (minReplicaCount %d, maxReplicaCount %d, current %d) would ask for %d replicas (the largest trigger alone: %d)\n",
@@ -102,7 +126,8 @@ func newLag() *cobra.Command {
 	fs.Int64Var(&activation, "activation-lag-threshold", 0, "with --topic: KEDA activationLagThreshold (decides only between 0 and 1 replicas)")
 	fs.StringVar(&policy, "offset-reset-policy", string(lag.Earliest), "with --topic: how a partition without a commit counts: earliest (the records still in it) or latest (1)")
 	fs.Int64Var(&minR, "min-replica-count", 1, "KEDA minReplicaCount (deploy/kubernetes sets 1)")
-	fs.Int64Var(&maxR, "max-replica-count", 12, "KEDA maxReplicaCount (deploy/kubernetes sets 12; 0: no cap but the partitions)")
+	fs.Int64Var(&maxR, "max-replica-count", -1, "KEDA maxReplicaCount (-1: --partitions, as deploy/kubernetes sets for 12; 0: no cap but KEDA's partition cap)")
+	fs.Float64Var(&lateness, "lateness", 0, "seconds the lateness trigger's query returns (max(chronos_fanout_lateness_seconds)); not given: that trigger is left out")
 	fs.Int64Var(&current, "current-replicas", 0, "replicas running now, for the HPA's 10% tolerance (0: unknown, no tolerance)")
 	fs.BoolVar(&withLag, "limit-to-partitions-with-lag", false, "with --topic: cap replicas at partitions with lag, as KEDA's option does")
 	layout.register(fs)

@@ -65,11 +65,20 @@ func TestLagCommandReportsTheBacklogThenZero(t *testing.T) {
 	for i := 0; i < 60; i++ {
 		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: "lt.chronos-shard-triggers", Partition: int32(i % 2), Value: []byte("{}")}).FirstErr())
 	}
-	out = run()
+	out = run("--partitions", "2")
 	require.Contains(t, out, "trigger 0, topic lt.chronos-jobs: lag 30, KEDA metric 30 (lagThreshold 100), active true (activationLagThreshold 10): 1 replicas")
-	require.Contains(t, out, "trigger 1, topic lt.chronos-shard-triggers: lag 60, KEDA metric 40 (lagThreshold 20), active true (activationLagThreshold 0): 2 replicas")
+	require.Contains(t, out, "trigger 1, topic lt.chronos-shard-triggers: lag 60, KEDA metric 20 (lagThreshold 10), active true (activationLagThreshold 0): 2 replicas",
+		"lagThreshold 5 s x 2 partitions; 60/10 = 6 above 2 partitions: capped at 20")
 	require.Contains(t, out, "trigger 2, topic lt.chronos-scheduler-loop: lag 0, KEDA metric 0 (lagThreshold 100), active false (activationLagThreshold 0): 0 replicas")
-	require.Contains(t, out, "would ask for 2 replicas (the largest trigger alone: 2)")
+	require.Contains(t, out, "trigger 3, prometheus max(chronos_fanout_lateness_seconds) or vector(0): not evaluated (give its value with --lateness)")
+	require.Contains(t, out, "KEDA (minReplicaCount 1, maxReplicaCount 2, current 0) would ask for 2 replicas (the largest trigger alone: 2)", "maxReplicaCount: the partitions")
+	out = run("--partitions", "6", "--lateness", "21.5")
+	require.Contains(t, out, "trigger 1, topic lt.chronos-shard-triggers: lag 60, KEDA metric 60 (lagThreshold 30), active true (activationLagThreshold 0): 2 replicas")
+	require.Contains(t, out, "trigger 3, prometheus max(chronos_fanout_lateness_seconds) or vector(0): 21.5 s (threshold 5), active true: 5 replicas")
+	require.Contains(t, out, "KEDA (minReplicaCount 1, maxReplicaCount 6, current 0) would ask for 5 replicas (the largest trigger alone: 5)")
+	root0 := newRoot()
+	root0.SetArgs([]string{"lag", "--brokers", b.Addrs()[0], "--topic", "x", "--lateness", "3"})
+	require.ErrorContains(t, root0.Execute(), "--lateness needs the shipped triggers")
 	root := newRoot()
 	root.SetArgs([]string{"lag", "--brokers", b.Addrs()[0], "--lag-threshold", "5"})
 	require.ErrorContains(t, root.Execute(), "--lag-threshold needs --topic")
@@ -99,6 +108,9 @@ func TestLagReplicaBoundsMatchTheManifests(t *testing.T) {
 	require.NotEmpty(t, files)
 	for _, bound := range []struct{ flag, key string }{{"min-replica-count", "minReplicaCount"}, {"max-replica-count", "maxReplicaCount"}} {
 		def := flags.Lookup(bound.flag).DefValue
+		if def == "-1" { // the partition count
+			def = flags.Lookup("partitions").DefValue
+		}
 		re := regexp.MustCompile(`(?m)^\s*` + bound.key + `:\s*(\d+)\s*$`)
 		for _, f := range files {
 			b, err := os.ReadFile(f)

@@ -1,0 +1,118 @@
+package lag
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// LatenessMetric is the gauge Lateness exports and the shipped
+// ScaledObject's prometheus trigger reads.
+const LatenessMetric = "chronos_fanout_lateness_seconds"
+
+// LatenessQuery is the shipped trigger's query: the worst partition of any
+// instance, 0 while no instance reports one.
+const LatenessQuery = "max(" + LatenessMetric + ") or vector(0)"
+
+// FanoutSecondsPerReplica is the fan-out lateness the shipped ScaledObject
+// answers with one more replica: the lateness trigger's threshold, and
+// (times the partition count) the chronos-shard-triggers lagThreshold.
+const FanoutSecondsPerReplica = 5
+
+var latenessDesc = prometheus.NewDesc(LatenessMetric,
+	"Wall time minus the shard watermark of each scheduler partition this instance owns: how long ago the time up to which every due fire "+
+		"has been dispatched was. 0-1 s when caught up (the clock resolution); grows a second a second while the fan-out is stuck or behind. "+
+		"0 before the partition's first completed advance.",
+	[]string{"partition"}, nil)
+
+// Lateness exports chronos_fanout_lateness_seconds{partition}: for each
+// scheduler partition the instance owns, Now minus the partition's shard
+// watermark (never negative; 0 while the watermark is zero). Unlike the fire
+// delay histogram it grows while a dispatch is stuck (nothing is recorded
+// until a fire goes out), has no sub-second floor from schedules finer than
+// the clock, and falls when more replicas share the work. Safe for
+// concurrent use.
+type Lateness struct {
+	// Watermarks returns the watermark of every owned partition
+	// (scheduler.Scheduler.Watermarks).
+	Watermarks func() map[int32]time.Time
+	// Now is the wall clock (default time.Now).
+	Now func() time.Time
+}
+
+// Describe implements prometheus.Collector.
+func (l *Lateness) Describe(ch chan<- *prometheus.Desc) { ch <- latenessDesc }
+
+// Collect implements prometheus.Collector.
+func (l *Lateness) Collect(ch chan<- prometheus.Metric) {
+	now := time.Now
+	if l.Now != nil {
+		now = l.Now
+	}
+	t := now()
+	for p, w := range l.Watermarks() {
+		ch <- prometheus.MustNewConstMetric(latenessDesc, prometheus.GaugeValue, LatenessOf(w, t), strconv.Itoa(int(p)))
+	}
+}
+
+// LatenessOf is a partition's lateness at now with watermark w: now - w in
+// seconds, never negative, 0 for a zero watermark.
+func LatenessOf(w, now time.Time) float64 {
+	if w.IsZero() || !now.After(w) {
+		return 0
+	}
+	return now.Sub(w).Seconds()
+}
+
+// ErrPrometheusTrigger reports prometheus trigger metadata Chronos does not
+// evaluate the way KEDA would.
+var ErrPrometheusTrigger = errors.New("lag: invalid prometheus trigger")
+
+// PrometheusTrigger is a `type: prometheus` trigger of a ScaledObject with
+// metricType AverageValue (KEDA's default): the HPA asks for
+// ceil(value / Threshold) replicas, value being what Query returns. A
+// value; safe for concurrent use.
+type PrometheusTrigger struct {
+	Query     string
+	Threshold float64
+	// ActivationThreshold: active above it (default 0); only decides
+	// between 0 and 1 replicas.
+	ActivationThreshold float64
+}
+
+// ParsePrometheusTrigger reads a prometheus trigger's metricType and
+// metadata as KEDA does; metricType must be AverageValue (or empty).
+func ParsePrometheusTrigger(metricType string, md map[string]string) (PrometheusTrigger, error) {
+	tr := PrometheusTrigger{Query: md["query"]}
+	var errs []error
+	if metricType != "" && metricType != "AverageValue" {
+		errs = append(errs, fmt.Errorf("%w: metricType %q: only AverageValue is evaluated", ErrPrometheusTrigger, metricType))
+	}
+	if tr.Query == "" || md["serverAddress"] == "" {
+		errs = append(errs, fmt.Errorf("%w: query and serverAddress are required", ErrPrometheusTrigger))
+	}
+	num := func(key string, dst *float64) {
+		if v, ok := md[key]; ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%w: %s %q is not a number", ErrPrometheusTrigger, key, v))
+			}
+			*dst = f
+		}
+	}
+	num("threshold", &tr.Threshold)
+	num("activationThreshold", &tr.ActivationThreshold)
+	if tr.Threshold <= 0 {
+		errs = append(errs, fmt.Errorf("%w: threshold %g must be positive", ErrPrometheusTrigger, tr.Threshold))
+	}
+	return tr, errors.Join(errs...)
+}
+
+// Replicas is the HPA's proposal for value (with current replicas running,
+// 0: unknown) and whether the trigger is active.
+func (tr PrometheusTrigger) Replicas(value float64, current int64) (int64, bool) {
+	return Proposal(max(value, 0), tr.Threshold, current), value > tr.ActivationThreshold
+}

@@ -1,0 +1,151 @@
+package lag_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-scheduler/chronos/lag"
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// TestLatenessGauge generates watermarks and clocks and checks the gauge
+// against its definition: now - watermark per owned partition, never
+// negative, 0 for a partition without a completed advance; and that it
+// grows a second a second while a watermark stands still (a stuck fan-out).
+func TestLatenessGauge(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(19, 3))
+	base := time.Date(2026, 11, 30, 23, 0, 0, 0, time.UTC)
+	for i := range 200 {
+		now := base.Add(time.Duration(rng.IntN(3600)) * time.Second)
+		ws := map[int32]time.Time{}
+		var want strings.Builder
+		want.WriteString("# HELP chronos_fanout_lateness_seconds " + help + "\n# TYPE chronos_fanout_lateness_seconds gauge\n")
+		for p := range int32(rng.IntN(6)) {
+			if rng.IntN(3) == 0 {
+				continue // not owned
+			}
+			var w time.Time
+			v := 0.0
+			switch rng.IntN(4) {
+			case 0: // never advanced
+			case 1: // ahead of the wall clock (a clock running ahead)
+				w = now.Add(time.Duration(rng.IntN(5000)) * time.Millisecond)
+			default:
+				d := time.Duration(rng.IntN(600_000)) * time.Millisecond
+				w, v = now.Add(-d), d.Seconds()
+			}
+			ws[p] = w
+			fmt.Fprintf(&want, "chronos_fanout_lateness_seconds{partition=\"%d\"} %g\n", p, v)
+		}
+		g := &lag.Lateness{Watermarks: func() map[int32]time.Time { return ws }, Now: func() time.Time { return now }}
+		if len(ws) == 0 {
+			require.Zero(t, testutil.CollectAndCount(g), "case %d", i)
+			continue
+		}
+		require.NoError(t, testutil.CollectAndCompare(g, strings.NewReader(want.String())), "case %d", i)
+	}
+
+	// Stuck: the watermark stands still, the wall clock moves on.
+	w := base
+	now := base
+	g := &lag.Lateness{Watermarks: func() map[int32]time.Time { return map[int32]time.Time{0: w} }, Now: func() time.Time { return now }}
+	for s := 1; s <= 30; s++ {
+		now = base.Add(time.Duration(s) * time.Second)
+		require.InDelta(t, float64(s), testutil.ToFloat64(g), 1e-9)
+	}
+}
+
+// help is the gauge's help text.
+const help = "Wall time minus the shard watermark of each scheduler partition this instance owns: how long ago the time up to which every due fire " +
+	"has been dispatched was. 0-1 s when caught up (the clock resolution); grows a second a second while the fan-out is stuck or behind. " +
+	"0 before the partition's first completed advance."
+
+// TestIdleFanOutAsksForTheMinimum (issue 19, adversary round): a system
+// whose fires are on time asks for minReplicaCount whatever its partition
+// count. Idle, about one advance per partition is in flight on
+// chronos-shard-triggers (two with the consumer's 1 s commit interval),
+// the loopback is empty and the worst partition's watermark is up to about
+// a second behind the wall clock. maxReplicaCount is the partition count.
+func TestIdleFanOutAsksForTheMinimum(t *testing.T) {
+	t.Parallel()
+	for _, partitions := range []int32{1, 4, 12, 24, 48, 100, 1000} {
+		l := topology.Layout{Partitions: partitions}
+		so := lag.ScaledObjectFor(l)
+		require.Equal(t, int64(partitions), so.MaxReplicas, "%d partitions", partitions)
+		for inFlight := int64(0); inFlight <= 2; inFlight++ {
+			var parts []lag.Partition
+			for _, tr := range so.Triggers {
+				for p := range partitions {
+					var lg int64
+					if tr.Topic == string(l.ShardTriggers()) {
+						lg = inFlight
+					}
+					parts = append(parts, lag.Partition{Group: tr.Group, Topic: tr.Topic, Partition: p, Lag: lg})
+				}
+			}
+			for _, late := range []float64{0, 0.5, 1.2} {
+				got, _ := so.ReplicasWith(parts, late, 1)
+				require.Equal(t, int64(1), got, "%d partitions, %d advances in flight each, %.1f s lateness", partitions, inFlight, late)
+			}
+		}
+	}
+}
+
+// TestFanOutThresholdsAgree: with every partition L seconds behind, the
+// stuck fan-out's advances (L per partition on chronos-shard-triggers) and
+// the lateness trigger ask for the same count, ceil(L / 5), capped at the
+// partitions, whatever the partition count.
+func TestFanOutThresholdsAgree(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(19, 4))
+	for range 500 {
+		partitions := int32(1 + rng.IntN(64))
+		behind := int64(rng.IntN(400))
+		l := topology.Layout{Partitions: partitions}
+		so := lag.ScaledObjectFor(l)
+		var parts []lag.Partition
+		for p := range partitions {
+			parts = append(parts, lag.Partition{Group: string(l.SchedulerGroup()), Topic: string(l.ShardTriggers()), Partition: p, Lag: behind})
+		}
+		stuck, _ := so.Replicas(parts, 0)
+		slow, _ := so.ReplicasWith(nil, float64(behind), 0)
+		want := so.Bound((behind + lag.FanoutSecondsPerReplica - 1) / lag.FanoutSecondsPerReplica)
+		require.Equal(t, want, stuck, "%d partitions %d s behind, stuck", partitions, behind)
+		require.Equal(t, want, slow, "%d partitions %d s behind, slow", partitions, behind)
+	}
+}
+
+func TestParsePrometheusTrigger(t *testing.T) {
+	t.Parallel()
+	ok := map[string]string{"serverAddress": "http://p:9090", "query": "max(x)", "threshold": "5", "activationThreshold": "0.5"}
+	tr, err := lag.ParsePrometheusTrigger("AverageValue", ok)
+	require.NoError(t, err)
+	require.Equal(t, lag.PrometheusTrigger{Query: "max(x)", Threshold: 5, ActivationThreshold: 0.5}, tr)
+	n, active := tr.Replicas(11, 0)
+	require.Equal(t, int64(3), n)
+	require.True(t, active)
+	n, active = tr.Replicas(0.4, 0)
+	require.Equal(t, int64(1), n, "ceil(0.4 / 5)")
+	require.False(t, active)
+	for _, c := range []struct {
+		metricType string
+		md         map[string]string
+		want       string
+	}{
+		{"Value", ok, "only AverageValue"},
+		{"", map[string]string{"serverAddress": "a", "query": "q"}, "threshold 0 must be positive"},
+		{"", map[string]string{"query": "q", "threshold": "1"}, "serverAddress are required"},
+		{"", map[string]string{"serverAddress": "a", "query": "q", "threshold": "five"}, `threshold "five" is not a number`},
+	} {
+		_, err := lag.ParsePrometheusTrigger(c.metricType, c.md)
+		require.ErrorIs(t, err, lag.ErrPrometheusTrigger)
+		require.ErrorContains(t, err, c.want)
+	}
+}
