@@ -198,6 +198,7 @@ func TestHelmOptions(t *testing.T) {
 	require.Equal(t, lag.ScaledObjectFor(topology.Layout{Partitions: 48}), wide)
 	noProm := scaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.prometheusServerAddress="), "ScaledObject"))
 	require.Nil(t, noProm.Lateness)
+	require.Nil(t, noProm.FireRate)
 	require.Len(t, noProm.Triggers, 3)
 
 	// The ServiceMonitor selects the Service and scrapes its named port.

@@ -37,11 +37,19 @@ func scaledObject(t *testing.T, so map[string]any) lag.ScaledObject {
 			require.NoError(t, err)
 			out.Triggers = append(out.Triggers, kt)
 		case "prometheus":
-			require.Nil(t, out.Lateness, "one prometheus trigger")
 			mt, _ := get(tr, "metricType").(string)
 			pt, err := lag.ParsePrometheusTrigger(mt, md)
 			require.NoError(t, err)
-			out.Lateness = &pt
+			switch {
+			case strings.Contains(pt.Query, lag.LatenessMetric):
+				require.Nil(t, out.Lateness, "one lateness trigger")
+				out.Lateness = &pt
+			case strings.Contains(pt.Query, "chronos_fires_total"):
+				require.Nil(t, out.FireRate, "one fire-rate trigger")
+				out.FireRate = &pt
+			default:
+				t.Fatalf("prometheus query %s: not evaluated by lag.ScaledObject", pt.Query)
+			}
 		default:
 			t.Fatalf("trigger type %s: not evaluated by lag.ScaledObject", typ)
 		}

@@ -141,13 +141,22 @@ func Proposal(value float64, threshold float64, current int64) int64 {
 }
 
 // ScaledObject is the part of a KEDA ScaledObject that decides the replica
-// count: its bounds, its Kafka triggers and its fan-out lateness trigger
-// (nil: none). A value; safe for concurrent use.
+// count: its bounds, its Kafka triggers, and its two prometheus triggers,
+// on the fan-out's lateness and on the fire rate (nil: none). A value; safe
+// for concurrent use.
 type ScaledObject struct {
 	MinReplicas int64
 	MaxReplicas int64
 	Triggers    []KafkaTrigger
 	Lateness    *PrometheusTrigger
+	FireRate    *PrometheusTrigger
+}
+
+// Observed are the values the prometheus triggers' queries return: the
+// worst chronos_fanout_lateness_seconds and the fires per second.
+type Observed struct {
+	Lateness float64
+	FireRate float64
 }
 
 // Verdict is one trigger's part in a decision.
@@ -180,18 +189,25 @@ func (so ScaledObject) Replicas(parts []Partition, current int64) (int64, []Verd
 	return so.replicas(parts, nil, current)
 }
 
-// ReplicasWith is Replicas with the lateness trigger's value too: lateness
-// is what its query returns (the largest chronos_fanout_lateness_seconds of
-// the instances). The HPA takes the largest of all the proposals.
-func (so ScaledObject) ReplicasWith(parts []Partition, lateness float64, current int64) (int64, []Verdict) {
-	return so.replicas(parts, &lateness, current)
+// ReplicasWith is Replicas with the prometheus triggers too, their queries
+// returning obs. The HPA takes the largest of all the proposals.
+func (so ScaledObject) ReplicasWith(parts []Partition, obs Observed, current int64) (int64, []Verdict) {
+	return so.replicas(parts, &obs, current)
 }
 
-func (so ScaledObject) replicas(parts []Partition, lateness *float64, current int64) (int64, []Verdict) {
+func (so ScaledObject) replicas(parts []Partition, obs *Observed, current int64) (int64, []Verdict) {
 	verdicts := make([]Verdict, len(so.Triggers))
 	want, active := int64(math.MinInt64), false
-	if so.Lateness != nil && lateness != nil {
-		want, active = so.Lateness.Replicas(*lateness, current)
+	if obs != nil {
+		for _, p := range []struct {
+			tr *PrometheusTrigger
+			v  float64
+		}{{so.Lateness, obs.Lateness}, {so.FireRate, obs.FireRate}} {
+			if p.tr != nil {
+				n, a := p.tr.Replicas(p.v, current)
+				want, active = max(want, n), active || a
+			}
+		}
 	}
 	for i, tr := range so.Triggers {
 		v := Verdict{Trigger: tr}

@@ -17,6 +17,17 @@ const LatenessMetric = "chronos_fanout_lateness_seconds"
 // instance, 0 while no instance reports one.
 const LatenessQuery = "max(" + LatenessMetric + ") or vector(0)"
 
+// FireRateQuery is the shipped load trigger's query: the fires per second
+// of the whole system over the last 2 minutes (0 while none reports).
+const FireRateQuery = "sum(rate(chronos_fires_total[2m])) or vector(0)"
+
+// FiresPerReplica is the shipped load trigger's threshold: the fire rate
+// one replica is asked to carry, about half the lowest rate one replica was
+// measured to dispatch (98,000/s on 2 cores, docs/performance.md). It keeps
+// the count a steady load needs once the backlog is gone, so the HPA does
+// not walk back down into it. Set it from chronos bench on your nodes.
+const FiresPerReplica = 50000
+
 // FanoutSecondsPerReplica is the fan-out lateness the shipped ScaledObject
 // answers with one more replica: the lateness trigger's threshold, and
 // (times the partition count) the chronos-shard-triggers lagThreshold.

@@ -91,7 +91,7 @@ func TestIdleFanOutAsksForTheMinimum(t *testing.T) {
 				}
 			}
 			for _, late := range []float64{0, 0.5, 1.2} {
-				got, _ := so.ReplicasWith(parts, late, 1)
+				got, _ := so.ReplicasWith(parts, lag.Observed{Lateness: late, FireRate: lag.FiresPerReplica / 2}, 1)
 				require.Equal(t, int64(1), got, "%d partitions, %d advances in flight each, %.1f s lateness", partitions, inFlight, late)
 			}
 		}
@@ -115,7 +115,7 @@ func TestFanOutThresholdsAgree(t *testing.T) {
 			parts = append(parts, lag.Partition{Group: string(l.SchedulerGroup()), Topic: string(l.ShardTriggers()), Partition: p, Lag: behind})
 		}
 		stuck, _ := so.Replicas(parts, 0)
-		slow, _ := so.ReplicasWith(nil, float64(behind), 0)
+		slow, _ := so.ReplicasWith(nil, lag.Observed{Lateness: float64(behind)}, 0)
 		want := so.Bound((behind + lag.FanoutSecondsPerReplica - 1) / lag.FanoutSecondsPerReplica)
 		require.Equal(t, want, stuck, "%d partitions %d s behind, stuck", partitions, behind)
 		require.Equal(t, want, slow, "%d partitions %d s behind, slow", partitions, behind)

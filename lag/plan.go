@@ -133,8 +133,10 @@ func (q *queue) oldest(now int) int {
 // fan-out that is behind still consumes every advance at once: only a stuck
 // one lets them pile up, which this throughput model never is); the
 // loopback one continuation per partition per second the oldest waiting
-// fire is late (a pass under way per advance that has not finished); and
-// the lateness trigger reads that age in seconds (the worst watermark). The
+// fire is late (a pass under way per advance that has not finished); the
+// lateness trigger reads that age in seconds (the worst watermark); the
+// fire-rate trigger the fires dispatched per second over the last 2
+// minutes. The
 // HPA proposes, stabilizes and steps the count as Autoscaler says. A count
 // change pauses every replica for RebalancePause and then leaves the moved
 // partitions' share of the capacity idle while their new owners recover
@@ -147,8 +149,9 @@ func Simulate(cap Capacity, a Autoscaler, load Load) Outcome {
 	out.Steps = []Step{{0, replicas}}
 	out.PeakReplicas = replicas
 	var fires, cmds queue
-	var recs []rec    // the HPA's recommendations
-	var changes []rec // scale events (at, delta)
+	var fired []float64 // fires dispatched in each second, for the rate
+	var recs []rec      // the HPA's recommendations
+	var changes []rec   // scale events (at, delta)
 	pausedUntil, recoveringUntil := -1, -1
 	recoveringShare := 0.0
 	s := a.ScaledObject
@@ -169,6 +172,7 @@ func Simulate(cap Capacity, a Autoscaler, load Load) Outcome {
 			capacity *= 1 - recoveringShare
 		}
 		fw, cw := fires.total()/cap.FiresPerSecond, cmds.total()/cap.CommandsPerSecond
+		waiting := fires.total()
 		if work := fw + cw; work > 0 {
 			share := math.Min(1, capacity/work)
 			if o := fires.take(fires.total() * share); o >= 0 {
@@ -178,6 +182,7 @@ func Simulate(cap Capacity, a Autoscaler, load Load) Outcome {
 				out.MaxCommandWait = math.Max(out.MaxCommandWait, float64(t-o))
 			}
 		}
+		fired = append(fired, waiting-fires.total())
 		if fires.total()+cmds.total() < 1 {
 			if out.CaughtUp < 0 {
 				out.CaughtUp = t
@@ -206,7 +211,15 @@ func Simulate(cap Capacity, a Autoscaler, load Load) Outcome {
 				parts = append(parts, Partition{Group: tr.Group, Topic: tr.Topic, Partition: int32(p), Lag: int64(math.Round(l))})
 			}
 		}
-		want, _ := s.ReplicasWith(parts, behind, replicas)
+		// rate(chronos_fires_total[2m]): the fires of the last 120 s (or
+		// of the run so far) per second.
+		from := max(0, len(fired)-120)
+		var recent float64
+		for _, n := range fired[from:] {
+			recent += n
+		}
+		obs := Observed{Lateness: behind, FireRate: recent / float64(len(fired)-from)}
+		want, _ := s.ReplicasWith(parts, obs, replicas)
 		recs = append(recs, rec{t, want})
 		next := stabilize(recs, t, replicas, a)
 		// Step policies: pods added (removed) in the last period.

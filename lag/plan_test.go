@@ -80,6 +80,19 @@ func TestScalingPlanInDocs(t *testing.T) {
 	require.Greater(t, outs[2].PeakReplicas, int64(1), "a bulk import scales out")
 	require.Greater(t, outs[3].PeakReplicas, int64(1), "an overload scales out")
 	require.Less(t, outs[4].MaxFireLateness, outs[3].MaxFireLateness, "starting at 2 keeps the overload's fires less late")
+	// Issue 19, adversary round: the overload flapped (scaled down into its
+	// backlog every 300 s). The fire-rate trigger holds the count it needs.
+	for _, o := range outs {
+		for k := 1; k < len(o.Steps); k++ {
+			if o.Load.CommandsPerSecond == 0 && o.Load.Burst == 0 {
+				require.GreaterOrEqual(t, o.Steps[k].Replicas, o.Steps[k-1].Replicas, "%s: a steady load never scales down: %v", o.Load.Name, o.Steps)
+			}
+		}
+		if o.Load.Name == loads[3].Name {
+			require.Equal(t, int64((o.Load.FiresPerSecond+lag.FiresPerReplica-1)/lag.FiresPerReplica), o.Steps[len(o.Steps)-1].Replicas,
+				"the overload settles at ceil(fire rate / FiresPerReplica)")
+		}
+	}
 }
 
 // TestSimulateObeysTheHPA generates loads and autoscalers and checks the

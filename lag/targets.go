@@ -40,7 +40,10 @@ func ExecutorTargets(l topology.Layout, groups []string) []Target {
 //     completions waiting behind a busy partition;
 //   - LatenessQuery, threshold FanoutSecondsPerReplica: a replica per 5 s
 //     the worst partition's watermark is behind the wall clock, whether
-//     its fan-out is stuck or merely slow (which none of the lags shows).
+//     its fan-out is stuck or merely slow (which none of the lags shows);
+//   - FireRateQuery, threshold FiresPerReplica: a replica per 50,000 fires
+//     a second, the count a steady load needs, so that once the backlog is
+//     gone the HPA does not walk back down into it.
 func ScaledObjectFor(l topology.Layout) ScaledObject {
 	s := string(l.SchedulerGroup())
 	p := int64(l.Partitions)
@@ -51,5 +54,6 @@ func ScaledObjectFor(l topology.Layout) ScaledObject {
 		{Group: s, Topic: string(l.Jobs()), LagThreshold: 100, ActivationLagThreshold: 10, Policy: Earliest},
 		{Group: s, Topic: string(l.ShardTriggers()), LagThreshold: FanoutSecondsPerReplica * p, Policy: Earliest},
 		{Group: s, Topic: string(l.SchedulerLoop()), LagThreshold: 100, Policy: Earliest},
-	}, Lateness: &PrometheusTrigger{Query: LatenessQuery, Threshold: FanoutSecondsPerReplica}}
+	}, Lateness: &PrometheusTrigger{Query: LatenessQuery, Threshold: FanoutSecondsPerReplica},
+		FireRate: &PrometheusTrigger{Query: FireRateQuery, Threshold: FiresPerReplica}}
 }

@@ -25,6 +25,7 @@ func newLag() *cobra.Command {
 		maxR       int64
 		current    int64
 		lateness   float64
+		fireRate   float64
 	)
 	cmd := &cobra.Command{
 		Use:   "lag",
@@ -40,9 +41,10 @@ func newLag() *cobra.Command {
 			if minR < 0 || maxR < -1 || current < 0 {
 				return fmt.Errorf("--min-replica-count %d, --max-replica-count %d, --current-replicas %d: want 0 or more (-1: the partition count for --max-replica-count)", minR, maxR, current)
 			}
-			if lateness < 0 {
-				return fmt.Errorf("--lateness %g: want 0 or more seconds", lateness)
+			if lateness < 0 || fireRate < 0 {
+				return fmt.Errorf("--lateness %g, --fire-rate %g: want 0 or more", lateness, fireRate)
 			}
+			observed := cmd.Flags().Changed("lateness") || cmd.Flags().Changed("fire-rate")
 			l := layout.layout()
 			so := lag.ScaledObjectFor(l)
 			if maxR == -1 {
@@ -57,10 +59,10 @@ func newLag() *cobra.Command {
 				if err := tr.Validate(); err != nil {
 					return err
 				}
-				if cmd.Flags().Changed("lateness") {
-					return fmt.Errorf("--lateness needs the shipped triggers (no --topic)")
+				if observed {
+					return fmt.Errorf("--lateness and --fire-rate need the shipped triggers (no --topic)")
 				}
-				so.Triggers, so.Lateness = []lag.KafkaTrigger{tr}, nil
+				so.Triggers, so.Lateness, so.FireRate = []lag.KafkaTrigger{tr}, nil, nil
 			} else {
 				for _, f := range []string{"group", "lag-threshold", "activation-lag-threshold", "offset-reset-policy", "limit-to-partitions-with-lag"} {
 					if cmd.Flags().Changed(f) {
@@ -93,8 +95,8 @@ func newLag() *cobra.Command {
 				return err
 			}
 			want, verdicts := so.Replicas(parts, current)
-			if cmd.Flags().Changed("lateness") {
-				want, _ = so.ReplicasWith(parts, lateness, current)
+			if observed {
+				want, _ = so.ReplicasWith(parts, lag.Observed{Lateness: lateness, FireRate: fireRate}, current)
 			}
 			largest := int64(0)
 			for i, v := range verdicts {
@@ -104,14 +106,23 @@ func newLag() *cobra.Command {
 					largest = v.Replicas
 				}
 			}
-			if tr := so.Lateness; tr != nil {
-				if !cmd.Flags().Changed("lateness") {
-					fmt.Fprintf(cmd.OutOrStdout(), "trigger %d, prometheus %s: not evaluated (give its value with --lateness)\n", len(verdicts), tr.Query)
+			i := len(verdicts)
+			for _, p := range []struct {
+				tr   *lag.PrometheusTrigger
+				flag string
+				v    float64
+			}{{so.Lateness, "lateness", lateness}, {so.FireRate, "fire-rate", fireRate}} {
+				if p.tr == nil {
+					continue
+				}
+				if !observed {
+					fmt.Fprintf(cmd.OutOrStdout(), "trigger %d, prometheus %s: not evaluated (give its value with --%s)\n", i, p.tr.Query, p.flag)
 				} else {
-					n, active := tr.Replicas(lateness, current)
-					fmt.Fprintf(cmd.OutOrStdout(), "trigger %d, prometheus %s: %g s (threshold %g), active %t: %d replicas\n", len(verdicts), tr.Query, lateness, tr.Threshold, active, n)
+					n, active := p.tr.Replicas(p.v, current)
+					fmt.Fprintf(cmd.OutOrStdout(), "trigger %d, prometheus %s: %g (threshold %g), active %t: %d replicas\n", i, p.tr.Query, p.v, p.tr.Threshold, active, n)
 					largest = max(largest, n)
 				}
+				i++
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "KEDA (minReplicaCount %d, maxReplicaCount %d, current %d) would ask for %d replicas (the largest trigger alone: %d)\n",
 				minR, maxR, current, want, largest)
@@ -127,7 +138,8 @@ func newLag() *cobra.Command {
 	fs.StringVar(&policy, "offset-reset-policy", string(lag.Earliest), "with --topic: how a partition without a commit counts: earliest (the records still in it) or latest (1)")
 	fs.Int64Var(&minR, "min-replica-count", 1, "KEDA minReplicaCount (deploy/kubernetes sets 1)")
 	fs.Int64Var(&maxR, "max-replica-count", -1, "KEDA maxReplicaCount (-1: --partitions, as deploy/kubernetes sets for 12; 0: no cap but KEDA's partition cap)")
-	fs.Float64Var(&lateness, "lateness", 0, "seconds the lateness trigger's query returns (max(chronos_fanout_lateness_seconds)); not given: that trigger is left out")
+	fs.Float64Var(&lateness, "lateness", 0, "seconds the lateness trigger's query returns (max(chronos_fanout_lateness_seconds)); with neither it nor --fire-rate the prometheus triggers are left out")
+	fs.Float64Var(&fireRate, "fire-rate", 0, "fires per second the load trigger's query returns (sum(rate(chronos_fires_total[2m])))")
 	fs.Int64Var(&current, "current-replicas", 0, "replicas running now, for the HPA's 10% tolerance (0: unknown, no tolerance)")
 	fs.BoolVar(&withLag, "limit-to-partitions-with-lag", false, "with --topic: cap replicas at partitions with lag, as KEDA's option does")
 	layout.register(fs)
