@@ -118,7 +118,7 @@ var routeTable = []route{
 	{"PUT /v1/jobs/{id}", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.putJob })},
 	{"POST /v1/buckets/{bucket}/trigger", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.triggerBucket })},
 	{"DELETE /v1/jobs/{id}", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.deleteJob })},
-	{"POST /v1/jobs/{id}/pause", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.op(codecs.OpPause) })},
+	{"POST /v1/jobs/{id}/pause", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.pause })},
 	{"POST /v1/jobs/{id}/resume", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.op(codecs.OpResume) })},
 	{"POST /v1/jobs/{id}/fire", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.fire })},
 	{"GET /v1/whoami", v1(RoleRead, func(*Server) http.HandlerFunc { return whoami })},

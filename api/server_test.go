@@ -240,6 +240,9 @@ func TestMalformedRequestsProduceNothing(t *testing.T) {
 		{"wrong method post job", request{method: "POST", path: "/v1/jobs/x", body: `{"every":"1m"}`}, 405, "method_not_allowed", ""},
 		{"wrong method pause", request{method: "PUT", path: "/v1/jobs/x/pause"}, 405, "method_not_allowed", ""},
 		{"wrong method healthz", request{method: "DELETE", path: "/healthz"}, 405, "method_not_allowed", ""},
+		{"pause unknown field", request{method: "POST", path: "/v1/jobs/x/pause", body: `{"reason":"r"}`}, 400, codecs.CodeUnknownField, "reason"},
+		{"pause over-long note", request{method: "POST", path: "/v1/jobs/x/pause", body: `{"note":"` + strings.Repeat("n", codecs.MaxNoteBytes+1) + `"}`},
+			400, codecs.CodeInvalidField, "note"},
 		{"fire bad json", request{method: "POST", path: "/v1/jobs/x/fire", body: `{"trigger_id":`}, 400, codecs.CodeMalformed, ""},
 		{"fire unknown field", request{method: "POST", path: "/v1/jobs/x/fire", body: `{"trigger":"t"}`},
 			400, codecs.CodeUnknownField, "trigger"},
@@ -295,7 +298,7 @@ func TestOps(t *testing.T) {
 		t.Run(tc.op, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, nil)
-			// A body on these ops is ignored.
+			// An empty body or {} on these ops is no body.
 			for i, body := range []string{"", "{}"} {
 				resp, b := f.do(t, request{method: tc.method, path: "/v1/jobs/job%201" + tc.suffix, body: body})
 				a := decodeAccepted(t, resp, b)
@@ -309,6 +312,18 @@ func TestOps(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPauseNote: a pause's note reaches the command on chronos-jobs.
+func TestPauseNote(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	resp, b := f.do(t, request{method: http.MethodPost, path: "/v1/jobs/j/pause", body: `{"note":"billing down ä"}`})
+	a := decodeAccepted(t, resp, b)
+	require.Equal(t, codecs.OpPause, a.Op)
+	recs := f.prod.records()
+	require.Len(t, recs, 1)
+	require.Equal(t, codecs.Command{Op: codecs.OpPause, ID: "j", Note: "billing down ä"}, decodeRecord(t, recs[0], "j"))
 }
 
 func TestFire(t *testing.T) {

@@ -3,6 +3,7 @@ package codecs
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 )
 
 // Command operations on chronos-jobs.
@@ -29,6 +30,32 @@ type CommandMsg struct {
 	// this (0: the job must not exist); otherwise it is rejected with
 	// version_conflict. Not allowed on fire.
 	IfVersion *uint64 `json:"if_version,omitempty"`
+	// Note says why a job is paused (pause only; at most MaxNoteBytes).
+	Note string `json:"note,omitempty"`
+}
+
+// MaxNoteBytes bounds a pause note.
+const MaxNoteBytes = 1024
+
+// ActorHeader is the record header naming who sent a command (the API
+// sets it to the token's name; the history group and a pause's note read
+// it).
+const ActorHeader = "chronos-actor"
+
+// PauseBody is the optional body of POST /v1/jobs/{id}/pause.
+type PauseBody struct {
+	Note string `json:"note,omitempty"`
+}
+
+// DecodePauseBody parses a PauseBody with the wire format's strict rules.
+// It does not validate the note (the command built from it is decoded
+// again before it is produced).
+func DecodePauseBody(b []byte) (PauseBody, error) {
+	var p PauseBody
+	if err := strictUnmarshal(b, &p, pauseBodyShape); err != nil {
+		return PauseBody{}, err
+	}
+	return p, nil
 }
 
 // Command is a validated command.
@@ -43,6 +70,8 @@ type Command struct {
 	Payload []byte
 	// IfVersion, when set, is the version the job must have.
 	IfVersion *uint64
+	// Note is a pause's reason (pause only).
+	Note string
 }
 
 // EncodeCommand marshals a command message; it sets V. Payloads are
@@ -88,7 +117,13 @@ func DecodeCommand(key, value []byte, lim Limits) (Command, error) {
 	if err := validate(id); err != nil {
 		return Command{}, err
 	}
-	c := Command{Op: m.Op, ID: id, IfVersion: m.IfVersion}
+	c := Command{Op: m.Op, ID: id, IfVersion: m.IfVersion, Note: m.Note}
+	if m.Note != "" && m.Op != OpPause {
+		return Command{}, errorf(CodeUnknownField, "note", "only pause takes a note")
+	}
+	if len(m.Note) > MaxNoteBytes || !utf8.ValidString(m.Note) {
+		return Command{}, errorf(CodeInvalidField, "note", "a note is at most %d bytes of UTF-8, got %d bytes", MaxNoteBytes, len(m.Note))
+	}
 	if m.Op == OpFire && m.IfVersion != nil {
 		return Command{}, errorf(CodeUnknownField, "if_version", "fire does not take if_version")
 	}

@@ -28,7 +28,9 @@ func FuzzDecodeCommand(f *testing.F) {
 		{"a‮b", `{"v":1,"op":"delete"}`},
 		{"j", `{"v":1,"op":"fire","trigger_id":"x@2026-01-01T00:00:00Z"}`},
 		{"j", `{"v":1,"op":"put","job":{"at":"0001-01-01T00:00:00Z"}}`},
-		{"j", `{"v":1,"op":"put","job":{"every":"1m","jitter":"30s"}}`},
+		{"j", `{"v":1,"op":"put","job":{"every":"1m","jitter":"30s","max_fires":3}}`},
+		{"j", `{"v":1,"op":"pause","note":"disk full \u00e4"}`},
+		{"j", `{"v":1,"op":"resume","note":"x"}`},
 		{"j", `{"v":1,"op":"put","job":{"cron":"*/5 * * * *","jitter":"6m"}}`},
 	} {
 		f.Add([]byte(s[0]), []byte(s[1]))
@@ -42,7 +44,7 @@ func FuzzDecodeCommand(f *testing.F) {
 			require.NotEmpty(t, e.Code)
 			return
 		}
-		m := codecs.CommandMsg{Op: c.Op, ID: c.ID, TriggerID: c.TriggerID, Payload: c.Payload}
+		m := codecs.CommandMsg{Op: c.Op, ID: c.ID, TriggerID: c.TriggerID, Payload: c.Payload, Note: c.Note}
 		if c.Op == codecs.OpPut {
 			m.Job = ptr(c.Job.Def())
 		}

@@ -23,7 +23,9 @@ const (
 	MaxMisfireGrace     = 7 * 24 * time.Hour
 	DefaultMaxPayload   = 64 << 10
 	MaxIDLen            = 256
-	MaxBucketLen        = 256
+	// MaxMaxFires is the largest max_fires.
+	MaxMaxFires  = 100_000
+	MaxBucketLen = 256
 )
 
 // Limits bounds what a command may carry. The zero value is not valid; use
@@ -53,6 +55,9 @@ type JobDef struct {
 	// Jitter delays each scheduled fire by a deterministic offset in
 	// [0, jitter) derived from its fire_id (see JitterOffset).
 	Jitter string `json:"jitter,omitempty"`
+	// MaxFires, when set (1 to MaxMaxFires), stops the job after that many
+	// scheduled times (docs/schedules.md#max_fires).
+	MaxFires int `json:"max_fires,omitempty"`
 }
 
 // DSTDef is a cron job's daylight-saving policy as written in JSON:
@@ -114,6 +119,10 @@ func (d JobDef) Validate(lim Limits) (Job, error) {
 			return Job{}, err
 		}
 	}
+	if d.MaxFires < 0 || d.MaxFires > MaxMaxFires {
+		return Job{}, errorf(CodeInvalidField, "max_fires", "want 1 to %d (0 or absent: no limit), got %d", MaxMaxFires, d.MaxFires)
+	}
+	j.MaxFires = d.MaxFires
 	return j, nil
 }
 
@@ -189,6 +198,7 @@ func (j Job) Def() JobDef {
 	if j.Jitter > 0 {
 		d.Jitter = j.Jitter.String()
 	}
+	d.MaxFires = j.MaxFires
 	return d
 }
 

@@ -66,7 +66,7 @@ func knownFormat(f byte) bool {
 
 // hasFormat4 reports whether r has a field only format 4 holds.
 func (r *JobRecord) hasFormat4() bool {
-	return r.Job.Jitter != 0 || r.Job.MaxFires != 0 || r.Used != 0 || !r.LimitEnd.IsZero() || r.Pause != (PauseNote{})
+	return r.Job.Jitter != 0 || r.Job.MaxFires != 0 || r.Used != 0 || r.Quota != 0 || !r.LimitEnd.IsZero() || r.Pause != (PauseNote{})
 }
 
 // JobRecord is the table value of one job.
@@ -95,6 +95,10 @@ type JobRecord struct {
 	// (Job.MaxFires) counted before NotBefore, under earlier definitions
 	// or before a pause; 0 without a limit.
 	Used uint64
+	// Quota is how many scheduled times the fire limit allotted the job
+	// when it was last made active (at most MaxFires - Used; fewer when
+	// its schedule has fewer left); 0 without a limit.
+	Quota uint64
 	// LimitEnd, when set, is the last scheduled time the job's fire limit
 	// allows: its schedule ends there (see JobSchedule).
 	LimitEnd time.Time
@@ -173,6 +177,7 @@ func EncodeJobRecord(r *JobRecord) []byte {
 		w = binary.AppendVarint(w, int64(r.Job.Jitter))
 		w = binary.AppendUvarint(w, uint64(r.Job.MaxFires))
 		w = binary.AppendUvarint(w, r.Used)
+		w = binary.AppendUvarint(w, r.Quota)
 		w = appendTime(w, r.LimitEnd)
 		w = appendBytes(w, []byte(r.Pause.Note))
 		w = appendBytes(w, []byte(r.Pause.By))
@@ -207,6 +212,7 @@ func DecodeJobRecord(b []byte) (*JobRecord, error) {
 		r.Job.Jitter = time.Duration(rd.varint())
 		r.Job.MaxFires = int(min(rd.uvarint(), math.MaxInt32))
 		r.Used = rd.uvarint()
+		r.Quota = rd.uvarint()
 		r.LimitEnd = rd.time()
 		r.Pause = PauseNote{Note: string(rd.bytes()), By: string(rd.bytes())}
 	}

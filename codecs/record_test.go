@@ -50,7 +50,7 @@ func sampleRecords() []codecs.JobRecord {
 		// A jitter, a fire limit, a pause note (format 4), with and without a DST policy.
 		{Version: 11, Status: codecs.StatusActive, Job: codecs.Job{Spec: schedule.Spec{Every: time.Minute}, Jitter: 30 * time.Second}},
 		{Version: 12, Status: codecs.StatusPaused, Job: codecs.Job{Spec: schedule.Spec{Cron: "0 * * * *", DST: schedule.DST{Gap: schedule.GapSkip}},
-			Jitter: time.Nanosecond, MaxFires: 7}, Used: 3, LimitEnd: t0, Pause: codecs.PauseNote{Note: "maintenance ä", By: "token:ops"}},
+			Jitter: time.Nanosecond, MaxFires: 7}, Used: 3, Quota: 4, LimitEnd: t0, Pause: codecs.PauseNote{Note: "maintenance ä", By: "token:ops"}},
 		{Version: 13, Status: codecs.StatusPaused, Job: codecs.Job{Spec: schedule.Spec{At: t0}}, Pause: codecs.PauseNote{By: "x"}},
 	}
 }
@@ -64,7 +64,7 @@ func TestJobRecordDSTFormat(t *testing.T) {
 		b := codecs.EncodeJobRecord(&r)
 		want := byte(2)
 		switch {
-		case r.Job.Jitter != 0 || r.Job.MaxFires != 0 || r.Used != 0 || !r.LimitEnd.IsZero() || r.Pause != (codecs.PauseNote{}):
+		case r.Job.Jitter != 0 || r.Job.MaxFires != 0 || r.Used != 0 || r.Quota != 0 || !r.LimitEnd.IsZero() || r.Pause != (codecs.PauseNote{}):
 			want = 4
 		case !r.Job.Spec.DST.IsZero():
 			want = 3

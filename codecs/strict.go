@@ -17,11 +17,12 @@ type shape map[string]shape
 var (
 	jobDefShape = shape{"cron": nil, "every": nil, "at": nil, "tz": nil, "start": nil, "end": nil,
 		"payload": nil, "bucket": nil, "misfire_policy": nil, "misfire_grace": nil,
-		"dst": {"gap": nil, "overlap": nil}, "jitter": nil}
+		"dst": {"gap": nil, "overlap": nil}, "jitter": nil, "max_fires": nil}
 	commandShape = shape{"v": nil, "op": nil, "id": nil, "job": jobDefShape, "trigger_id": nil,
-		"payload": nil, "if_version": nil}
+		"payload": nil, "if_version": nil, "note": nil}
 	bucketTriggerShape = shape{"v": nil, "bucket": nil, "trigger_id": nil, "payload": nil}
 	triggerBodyShape   = shape{"trigger_id": nil, "payload": nil}
+	pauseBodyShape     = shape{"note": nil}
 )
 
 // strictUnmarshal decodes exactly one JSON value into v and rejects what

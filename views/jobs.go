@@ -83,6 +83,21 @@ type Job struct {
 	NextFires []time.Time `json:"next_fires"`
 	// LastFire is the latest scheduled fire the job's shard has passed.
 	LastFire *LastFire `json:"last_fire,omitempty"`
+	// RemainingFires is how many scheduled times the job's max_fires still
+	// allows (absent without a limit).
+	RemainingFires *uint64 `json:"remaining_fires,omitempty"`
+	// Pause says why and by whom a paused job was paused (absent when it
+	// is not paused, or was paused without a note or an actor).
+	Pause *Pause `json:"pause,omitempty"`
+}
+
+// Pause is a paused job's note.
+type Pause struct {
+	Note string `json:"note,omitempty"`
+	// By is who paused it: the API token's name, as the history shows it.
+	By string `json:"by,omitempty"`
+	// At is when it was paused (the pause command's record time).
+	At time.Time `json:"at"`
 }
 
 // LastFire is a job's latest scheduled fire.
@@ -137,6 +152,9 @@ func (j *Jobs) record(id string) (*codecs.JobRecord, error) {
 func (j *Jobs) readModel(id string, rec *codecs.JobRecord) (*Job, error) {
 	out := &Job{ID: id, Version: rec.Version, Status: rec.Status.String(), Job: rec.Job.Def(),
 		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt, NextFires: []time.Time{}}
+	if rec.Status == codecs.StatusPaused && rec.Pause != (codecs.PauseNote{}) {
+		out.Pause = &Pause{Note: rec.Pause.Note, By: rec.Pause.By, At: rec.UpdatedAt}
+	}
 	sched, err := j.schedules.Get(rec.Job.Spec)
 	if err != nil {
 		return out, nil
@@ -150,6 +168,9 @@ func (j *Jobs) readModel(id string, rec *codecs.JobRecord) (*Job, error) {
 	h := rec.HandledThrough(w)
 	if rec.Status == codecs.StatusCompleted && w.Before(h) {
 		h = w
+	}
+	if n, ok := rec.RemainingFires(id, sched, h); ok {
+		out.RemainingFires = &n
 	}
 	// h is a due time; a jittered job's fires show their scheduled times.
 	sched = codecs.JobSchedule(id, rec, sched)

@@ -96,15 +96,24 @@ func newJobs() *cobra.Command {
 		{"pause", http.MethodPost, "/pause", "Pause a job (no fires until resumed)"},
 		{"resume", http.MethodPost, "/resume", "Resume a paused job (fires missed while paused are not owed)"},
 	} {
-		cmd.AddCommand(&cobra.Command{
+		var note string
+		sub := &cobra.Command{
 			Use: op.name + " ID", Short: op.short, Args: cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				if err := api.mustExist(args[0], op.name == "delete"); err != nil {
 					return err
 				}
-				return api.do(cmd.OutOrStdout(), op.method, "/v1/jobs/"+url.PathEscape(args[0])+op.suffix, nil)
+				var body []byte
+				if note != "" {
+					body, _ = json.Marshal(codecs.PauseBody{Note: note})
+				}
+				return api.do(cmd.OutOrStdout(), op.method, "/v1/jobs/"+url.PathEscape(args[0])+op.suffix, body)
 			},
-		})
+		}
+		if op.name == "pause" {
+			sub.Flags().StringVar(&note, "note", "", "why the job is paused (shown by jobs get with who paused it)")
+		}
+		cmd.AddCommand(sub)
 	}
 	cmd.AddCommand(newJobsFire(&api), newJobsGet(&api), newJobsList(&api), newJobsImport(&api), newJobsFires(&api), newJobsHistory(&api))
 	return cmd
@@ -192,6 +201,7 @@ func newJobsPut(api *apiClient) *cobra.Command {
 	fs.StringVar(&def.MisfirePolicy, "misfire", "", "policy for fires later than the grace: skip, fire_once (default) or fire_all")
 	fs.StringVar(&def.MisfireGrace, "misfire-grace", "", "fires later than this follow the misfire policy (default 60s)")
 	fs.StringVar(&dst.Gap, "dst-gap", "", "cron only: a wall time skipped by a DST gap fires when the gap ends (shift, default) or not at all (skip)")
+	fs.IntVar(&def.MaxFires, "max-fires", 0, "stop after this many scheduled times (1 to 100000; 0: no limit)")
 	fs.StringVar(&def.Jitter, "jitter", "", "delay each fire by a deterministic offset in [0, jitter) from its fire_id (at most 1h and the schedule's gap)")
 	fs.StringVar(&dst.Overlap, "dst-overlap", "", "cron only: a wall time repeated when clocks go back fires at its first (default), last or both occurrences")
 	return cmd

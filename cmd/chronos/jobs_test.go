@@ -96,6 +96,13 @@ func TestJobsCommands(t *testing.T) {
 			func(t *testing.T, c codecs.Command, _ httpapi.Accepted) { require.Equal(t, codecs.OpDelete, c.Op) }},
 		{"pause", []string{"pause", "j"}, "j",
 			func(t *testing.T, c codecs.Command, _ httpapi.Accepted) { require.Equal(t, codecs.OpPause, c.Op) }},
+		{"pause with a note", []string{"pause", "j", "--note", "billing down, INC-4711"}, "j",
+			func(t *testing.T, c codecs.Command, _ httpapi.Accepted) {
+				require.Equal(t, codecs.OpPause, c.Op)
+				require.Equal(t, "billing down, INC-4711", c.Note)
+			}},
+		{"put with max fires", []string{"put", "few", "--every", "1m", "--max-fires", "3"}, "few",
+			func(t *testing.T, c codecs.Command, _ httpapi.Accepted) { require.Equal(t, 3, c.Job.MaxFires) }},
 		{"resume", []string{"resume", "j"}, "j",
 			func(t *testing.T, c codecs.Command, _ httpapi.Accepted) { require.Equal(t, codecs.OpResume, c.Op) }},
 		{"fire", []string{"fire", "j"}, "j",
@@ -150,6 +157,7 @@ func TestJobsErrors(t *testing.T) {
 		{"bad tz", "", []string{"put", "j", "--cron", "* * * * *", "--tz", "Nowhere/Land"}, 1, []string{"tz:", "Nowhere/Land"}},
 		{"bad calendar item", "", []string{"put", "j", "--cron", "0 0 * * 1#6"}, 1, []string{"400", "invalid_schedule", "cron:", "d#n"}},
 		{"dst on every", "", []string{"put", "j", "--every", "1m", "--dst-gap", "skip"}, 1, []string{"400", "invalid_schedule", "dst:", "cron schedules only"}},
+		{"max fires negative", "", []string{"put", "j", "--every", "1m", "--max-fires", "-1"}, 1, []string{"400", "max_fires:"}},
 		{"jitter over the period", "", []string{"put", "j", "--every", "1m", "--jitter", "2m"}, 1, []string{"400", "jitter:", "longer than the period"}},
 		{"bad dst overlap", "", []string{"put", "j", "--cron", "@daily", "--dst-overlap", "twice"}, 1, []string{"dst:", "want first, last or both"}},
 		{"put invalid payload", "", []string{"put", "j", "--every", "1m", "--payload", "{nope"}, 1, []string{"--payload is not valid JSON"}},

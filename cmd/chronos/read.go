@@ -96,6 +96,15 @@ func printJob(out io.Writer, j *views.Job) {
 	row("bucket", shown(j.Job.Bucket))
 	row("misfire", j.Job.MisfirePolicy+" after "+j.Job.MisfireGrace)
 	row("payload", string(j.Job.Payload))
+	if j.Job.Jitter != "" {
+		row("jitter", j.Job.Jitter)
+	}
+	if j.RemainingFires != nil {
+		row("max fires", fmt.Sprintf("%d (%d remaining)", j.Job.MaxFires, *j.RemainingFires))
+	}
+	if p := j.Pause; p != nil {
+		row("paused", p.At.Format(time.RFC3339)+" by "+shown(p.By)+": "+shown(p.Note))
+	}
 	if j.LastFire != nil {
 		row("last fire", j.LastFire.ScheduledAt.Format(time.RFC3339)+"  ("+shown(j.LastFire.FireID)+")")
 	}

@@ -33,7 +33,8 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 	if err != nil {
 		return cmd.Op, invalid(err)
 	}
-	in := commandInput{Cmd: cmd, TS: ctx.Timestamp().UTC(), Partition: ctx.Partition(), Offset: ctx.Offset()}
+	in := commandInput{Cmd: cmd, TS: ctx.Timestamp().UTC(), Partition: ctx.Partition(), Offset: ctx.Offset(),
+		Actor: codecs.Truncate(string(ctx.Headers()[codecs.ActorHeader]), codecs.HistoryActorBytes)}
 	in.Old, in.Tomb = liveRecord(cur)
 	if err := checkCommand(cmd, in.Old); err != nil {
 		return cmd.Op, err

@@ -20,6 +20,7 @@ type commandInput struct {
 	Shard     codecs.ShardRecord
 	Handled   time.Time // see owedUpTo; zero when it says nothing is owed
 	TS        time.Time // the command's record time, UTC
+	Actor     string    // the command's ActorHeader (who sent it), for a pause's note
 	Partition int32
 	Offset    int64
 }
@@ -121,6 +122,7 @@ func applyCommand(in commandInput, schedules *schedule.Cache) (commandEffect, er
 		// still go out; NotBefore keeps ts for that.
 		rec := *old
 		rec.Status, rec.Version, rec.UpdatedAt, rec.Through, rec.NotBefore = codecs.StatusPaused, old.Version+1, ts, in.Handled, ts
+		rec.Pause = codecs.PauseNote{Note: cmd.Note, By: in.Actor}
 		return commandEffect{Record: &rec}, nil
 	case codecs.OpResume:
 		if old.Status != codecs.StatusPaused {
@@ -134,6 +136,7 @@ func applyCommand(in commandInput, schedules *schedule.Cache) (commandEffect, er
 		}
 		rec := *old
 		rec.Version, rec.UpdatedAt = old.Version+1, ts
+		rec.Used = limitUsed(schedules, cmd.ID, old, in.Handled)
 		activate(cmd.ID, &rec, from, in.Shard, schedules)
 		return commandEffect{Record: &rec}, nil
 	case codecs.OpFire:
@@ -179,6 +182,10 @@ func putRecord(in commandInput, schedules *schedule.Cache) *codecs.JobRecord {
 		// A changed jitter moves due times: the new definition owes the
 		// scheduled times the old one had not handled.
 		from = rebase(schedules, cmd.ID, old, rec, from)
+		if old.Status != codecs.StatusCompleted && rec.Job.MaxFires > 0 {
+			// The times its fire limit counted stay counted.
+			rec.Used = limitUsed(schedules, cmd.ID, old, in.Handled)
+		}
 	}
 	activate(cmd.ID, rec, from, in.Shard, schedules)
 	return rec
@@ -193,7 +200,11 @@ func putRecord(in commandInput, schedules *schedule.Cache) *codecs.JobRecord {
 // no fire after from completes the job; an invalid one leaves it active
 // (the indexer logs it; the job never fires).
 func activate(key string, rec *codecs.JobRecord, from time.Time, shard codecs.ShardRecord, schedules *schedule.Cache) {
-	rec.Status, rec.NotBefore, rec.Through = codecs.StatusActive, from, time.Time{}
+	rec.Status, rec.NotBefore, rec.Through, rec.Pause = codecs.StatusActive, from, time.Time{}, codecs.PauseNote{}
+	if allot(schedules, key, rec, from) {
+		rec.Status = codecs.StatusCompleted
+		return
+	}
 	sched, err := jobSchedule(schedules, key, rec)
 	if err != nil {
 		return
