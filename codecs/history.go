@@ -87,31 +87,38 @@ func AppendHistory(dst []byte, h *History) []byte {
 	dst = binary.AppendVarint(dst, h.CommandOffset)
 	dst = binary.AppendUvarint(dst, uint64(len(h.Fires)))
 	for i := range h.Fires {
-		f := &h.Fires[i]
-		dst = appendStr(dst, f.Suffix)
-		dst = appendTime(dst, f.ScheduledAt)
-		flags := byte(0)
-		if f.Dispatched {
-			flags = 1
-		}
-		dst = append(dst, flags, codeOf(triggerCodes, f.Trigger), codeOf(statusCodes, f.Status))
-		dst = appendTime(dst, f.FiredAt)
-		dst = binary.AppendVarint(dst, f.Missed)
-		dst = appendStr(dst, f.Bucket)
-		dst = binary.AppendUvarint(dst, uint64(f.Attempt))
-		dst = appendTime(dst, f.StartedAt)
-		dst = appendTime(dst, f.FinishedAt)
-		dst = appendStr(dst, f.Error)
+		dst = appendFire(dst, &h.Fires[i])
 	}
 	dst = binary.AppendUvarint(dst, uint64(len(h.Changes)))
-	for _, c := range h.Changes {
-		dst = binary.AppendVarint(dst, c.Offset)
-		dst = appendTime(dst, c.At)
-		dst = append(dst, codeOf(opCodes, c.Op))
-		dst = appendStr(dst, c.Actor)
-		dst = appendStr(dst, c.Detail)
+	for i := range h.Changes {
+		dst = appendChange(dst, &h.Changes[i])
 	}
 	return dst
+}
+
+func appendFire(dst []byte, f *FireEntry) []byte {
+	dst = appendStr(dst, f.Suffix)
+	dst = appendTime(dst, f.ScheduledAt)
+	flags := byte(0)
+	if f.Dispatched {
+		flags = 1
+	}
+	dst = append(dst, flags, codeOf(triggerCodes, f.Trigger), codeOf(statusCodes, f.Status))
+	dst = appendTime(dst, f.FiredAt)
+	dst = binary.AppendVarint(dst, f.Missed)
+	dst = appendStr(dst, f.Bucket)
+	dst = binary.AppendUvarint(dst, uint64(f.Attempt))
+	dst = appendTime(dst, f.StartedAt)
+	dst = appendTime(dst, f.FinishedAt)
+	return appendStr(dst, f.Error)
+}
+
+func appendChange(dst []byte, c *Change) []byte {
+	dst = binary.AppendVarint(dst, c.Offset)
+	dst = appendTime(dst, c.At)
+	dst = append(dst, codeOf(opCodes, c.Op))
+	dst = appendStr(dst, c.Actor)
+	return appendStr(dst, c.Detail)
 }
 
 // ErrHistoryRecord is returned by DecodeHistory for bytes that are not a
@@ -132,36 +139,44 @@ func DecodeHistory(b []byte) (History, error) {
 	n := r.count(12)
 	h.Fires = make([]FireEntry, 0, n)
 	for range n {
-		var f FireEntry
-		f.Suffix = r.str()
-		f.ScheduledAt = r.time()
-		flags, trig, st := r.byte(), r.byte(), r.byte()
-		f.Dispatched, f.Trigger, f.Status = flags == 1, r.code(triggerCodes, trig), r.code(statusCodes, st)
-		if flags > 1 && r.err == nil {
-			r.err = errors.New("bad flags")
-		}
-		f.FiredAt = r.time()
-		f.Missed = r.varint()
-		f.Bucket = r.str()
-		f.Attempt = int(min(r.uvarint(), MaxAttempt))
-		f.StartedAt, f.FinishedAt = r.time(), r.time()
-		f.Error = r.str()
-		h.Fires = append(h.Fires, f)
+		h.Fires = append(h.Fires, r.fire())
 	}
 	n = r.count(5)
 	h.Changes = make([]Change, 0, n)
 	for range n {
-		var c Change
-		c.Offset = r.varint()
-		c.At = r.time()
-		c.Op = r.code(opCodes, r.byte())
-		c.Actor, c.Detail = r.str(), r.str()
-		h.Changes = append(h.Changes, c)
+		h.Changes = append(h.Changes, r.change())
 	}
 	if r.err != nil || len(r.b) != 0 {
 		return History{CommandOffset: -1}, ErrHistoryRecord
 	}
 	return h, nil
+}
+
+func (r *reader) fire() FireEntry {
+	var f FireEntry
+	f.Suffix = r.str()
+	f.ScheduledAt = r.time()
+	flags, trig, st := r.byte(), r.byte(), r.byte()
+	f.Dispatched, f.Trigger, f.Status = flags == 1, r.code(triggerCodes, trig), r.code(statusCodes, st)
+	if flags > 1 && r.err == nil {
+		r.err = errors.New("bad flags")
+	}
+	f.FiredAt = r.time()
+	f.Missed = r.varint()
+	f.Bucket = r.str()
+	f.Attempt = int(min(r.uvarint(), MaxAttempt))
+	f.StartedAt, f.FinishedAt = r.time(), r.time()
+	f.Error = r.str()
+	return f
+}
+
+func (r *reader) change() Change {
+	var c Change
+	c.Offset = r.varint()
+	c.At = r.time()
+	c.Op = r.code(opCodes, r.byte())
+	c.Actor, c.Detail = r.str(), r.str()
+	return c
 }
 
 func appendStr(dst []byte, s string) []byte {

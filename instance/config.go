@@ -191,6 +191,17 @@ func FetchBufferRecords(bytes, largest int) int {
 	return min(max(bytes/largest, 1), 256)
 }
 
+// The history group's stores and the history view's, per partition: a
+// block cache of HistoryStoreCacheBytes and up to two memtables of
+// HistoryStoreMemTableBytes each. Small on purpose: a history record is a
+// few KiB, read and rewritten by one fold at a time, and nothing on the
+// fire path waits for these stores (issue 13: with the view's defaults,
+// 8 MiB and 4 MiB, twice P stores held tens of MiB more).
+const (
+	HistoryStoreCacheBytes    = 1 << 20
+	HistoryStoreMemTableBytes = 2 << 20
+)
+
 // ErrNoCredentials is why an instance with RequireAuth refuses to start.
 var ErrNoCredentials = errors.New("instance: the HTTP API has no credentials: give --tokens-file (make tokens with `chronos tokens new`) " +
 	"or CHRONOS_API_TOKEN, or pass --insecure-no-auth to let anyone who reaches --http-addr create, change and fire jobs")

@@ -18,6 +18,7 @@ import (
 	"github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/console"
 	"github.com/chronos-scheduler/chronos/lag"
+	"github.com/chronos-scheduler/chronos/store"
 	"github.com/chronos-scheduler/chronos/views"
 )
 
@@ -46,12 +47,16 @@ func newHTTP(s *Instance) (*httpParts, error) {
 	}
 	var hist *views.History
 	if !cfg.History.Off {
-		if hist, err = views.NewHistory(cfg.Kafka, cfg.Layout, filepath.Join(cfg.DataDir, "history-view"), s.log.With("component", "history-view")); err != nil {
+		if hist, err = views.NewHistory(cfg.Kafka, cfg.Layout, filepath.Join(cfg.DataDir, "history-view"),
+			store.Options{CacheSize: HistoryStoreCacheBytes, MemTableSize: HistoryStoreMemTableBytes}, s.log.With("component", "history-view")); err != nil {
 			return nil, err
 		}
 	}
 	gatherer, _ := cfg.Registerer.(prometheus.Gatherer) // Validate checked it
 	targets := append(lag.Targets(cfg.Layout), lag.ExecutorTargets(cfg.Layout, cfg.LagExecutorGroups)...)
+	if !cfg.History.Off {
+		targets = append(targets, lag.HistoryTargets(cfg.Layout)...)
+	}
 	cfg.Registerer.MustRegister(&lag.Collector{Admin: kadm.NewClient(s.kgo), Policy: lag.Earliest, Targets: targets})
 	srv := &api.Server{Names: cfg.Layout.Names, Limits: cfg.Limits, Producer: s.kgo, Ready: s.Ready,
 		Gatherer: gatherer, Token: cfg.HTTP.Token, Tokens: tokens, Jobs: jobs, AllowedOrigins: cfg.HTTP.AllowedOrigins,

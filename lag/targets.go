@@ -16,6 +16,15 @@ func Targets(l topology.Layout) []Target {
 	}
 }
 
+// HistoryTargets are the history group's inputs on layout l (issue 13):
+// dispatch events, results and commands. Not a scaling trigger: the
+// history group is off the fire path, its lag is how far behind the fire
+// and change history is.
+func HistoryTargets(l topology.Layout) []Target {
+	h := string(l.HistoryGroup())
+	return []Target{{Group: h, Topic: string(l.Dispatch())}, {Group: h, Topic: string(l.Results())}, {Group: h, Topic: string(l.Jobs())}}
+}
+
 // ExecutorTargets are executors' consumer groups on l's dispatch topic.
 func ExecutorTargets(l topology.Layout, groups []string) []Target {
 	out := make([]Target, len(groups))

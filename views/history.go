@@ -24,11 +24,13 @@ type History struct {
 	partitions int32
 }
 
-// NewHistory creates the view; Run keeps it up to date.
-func NewHistory(kafka clients.Config, layout topology.Layout, dataDir string, log *slog.Logger) (*History, error) {
-	builder := store.Builder(dataDir, store.Options{Logger: func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }})
-	opts := append(kafka.GokaViewOptions(), goka.WithViewStorageBuilder(builder), goka.WithViewAutoReconnect())
-	v, err := goka.NewView(kafka.Brokers, layout.HistoryTable(), new(codec.Bytes), opts...)
+// NewHistory creates the view, its partition stores in dataDir with opts
+// (a Logger is set from log); Run keeps it up to date.
+func NewHistory(kafka clients.Config, layout topology.Layout, dataDir string, opts store.Options, log *slog.Logger) (*History, error) {
+	opts.Logger = func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }
+	builder := store.Builder(dataDir, opts)
+	vopts := append(kafka.GokaViewOptions(), goka.WithViewStorageBuilder(builder), goka.WithViewAutoReconnect())
+	v, err := goka.NewView(kafka.Brokers, layout.HistoryTable(), new(codec.Bytes), vopts...)
 	if err != nil {
 		return nil, fmt.Errorf("views: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	httpapi "github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/store"
 	"github.com/chronos-scheduler/chronos/testenv"
 	"github.com/chronos-scheduler/chronos/views"
 )
@@ -33,7 +34,7 @@ func TestJobsFiresHistoryAndNext(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	jobs, err := views.NewJobs(env.Kafka, env.Layout, t.TempDir(), log)
 	require.NoError(t, err)
-	hist, err := views.NewHistory(env.Kafka, env.Layout, t.TempDir(), log)
+	hist, err := views.NewHistory(env.Kafka, env.Layout, t.TempDir(), store.Options{}, log)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)

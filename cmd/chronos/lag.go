@@ -33,7 +33,7 @@ func newLag() *cobra.Command {
 		Long: "Without --topic: the triggers of the shipped ScaledObject for --partitions (deploy/kubernetes/keda-scaledobject.yaml:\n" +
 			"commands on chronos-jobs, a stuck fan-out on chronos-shard-triggers, the loopback, and with --lateness the\n" +
 			"fan-out lateness trigger), each trigger's metric and proposal, and the largest, as KEDA and the HPA combine\n" +
-			"them. --lateness is what the lateness trigger's query returns (max(chronos_fanout_lateness_seconds), from\n" +
+			"them; the history group's lag is listed too (no trigger watches it). --lateness is what the lateness trigger's query returns (max(chronos_fanout_lateness_seconds), from\n" +
 			"Prometheus or the largest value on the pods' /metrics). With --topic: one trigger with the --lag-threshold,\n" +
 			"--activation-lag-threshold and --offset-reset-policy given.",
 		Args: cobra.NoArgs,
@@ -82,9 +82,17 @@ func newLag() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			shown := parts
+			if topic == "" { // and the history group's, which no trigger watches
+				hist, err := lag.Measure(ctx, adm, lag.Earliest, lag.HistoryTargets(l)...)
+				if err != nil {
+					return err
+				}
+				shown = append(shown[:len(shown):len(shown)], hist...)
+			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "GROUP\tTOPIC\tPARTITION\tSTART\tEND\tCOMMITTED\tLAG")
-			for _, p := range parts {
+			for _, p := range shown {
 				committed := fmt.Sprint(p.Committed)
 				if p.Committed < 0 {
 					committed = "-"

@@ -9,6 +9,11 @@
 // record is bounded: Fires fires and Changes commands, each entry cut to a
 // fixed size (no payload is stored), see codecs.History.
 //
+// Each dispatch event, result and command is folded into the job's record
+// in place (codecs.FoldFire, codecs.FoldChange): only the entry it changes
+// is decoded, and a dispatch event is read only up to its payload
+// (dispatchHead), which the history never needs.
+//
 // Input policy: a result or dispatch record that cannot be decoded, or
 // whose key does not hash to the partition it arrived on, goes to
 // chronos-rejects like every other input (processors/inputs). A command on
@@ -152,20 +157,20 @@ func (h *History) StorageBuilder() storage.Builder {
 	})
 }
 
-// current decodes the message key's history; an unreadable record (written
-// by hand or by a bug) is logged and read as empty, so it cannot stop the
-// partition.
-func (h *History) current(ctx goka.Context) codecs.History {
+// fold applies one fold (codecs.FoldFire or FoldChange) to the message
+// key's record and writes it back when it changed. An unreadable record
+// (written by hand or by a bug) is logged and folded as empty, so it
+// cannot stop the partition.
+func (h *History) fold(ctx goka.Context, f func(rec []byte) ([]byte, bool, error)) {
 	v, _ := ctx.Value().([]byte)
-	rec, err := codecs.DecodeHistory(v)
+	out, changed, err := f(v)
 	if err != nil {
 		h.cfg.Logger.Error("unreadable history record; starting the job's history afresh", "job", ctx.Key(), "err", err)
+		out, changed, err = f(nil)
 	}
-	return rec
-}
-
-func (h *History) store(ctx goka.Context, rec *codecs.History) {
-	ctx.SetValue(codecs.AppendHistory(nil, rec))
+	if err == nil && changed {
+		ctx.SetValue(out)
+	}
 }
 
 // partitionErr is the reject reason of a record keyed for another partition.
@@ -192,9 +197,9 @@ func (h *History) onResult(ctx goka.Context, msg any) {
 		h.cfg.Inputs.Reject(ctx, raw, err)
 		return
 	}
-	rec := h.current(ctx)
-	mergeResult(&rec, r, h.cfg.Fires)
-	h.store(ctx, &rec)
+	h.fold(ctx, func(rec []byte) ([]byte, bool, error) {
+		return codecs.FoldFire(rec, r.ScheduledAt, r.Suffix, h.cfg.Fires, func(f *codecs.FireEntry) { applyResult(f, r) })
+	})
 }
 
 func (h *History) onDispatch(ctx goka.Context, msg any) {
@@ -207,20 +212,24 @@ func (h *History) onDispatch(ctx goka.Context, msg any) {
 		h.cfg.Inputs.Reject(ctx, raw, err)
 		return
 	}
-	rec := h.current(ctx)
-	mergeDispatch(&rec, suffix, d, h.cfg.Fires)
-	h.store(ctx, &rec)
+	h.fold(ctx, func(rec []byte) ([]byte, bool, error) {
+		return codecs.FoldFire(rec, d.ScheduledAt.UTC(), suffix, h.cfg.Fires, func(f *codecs.FireEntry) { applyDispatch(f, d) })
+	})
 }
 
-// decodeDispatch decodes a dispatch event keyed key and returns its fire_id
-// suffix.
+// decodeDispatch decodes a dispatch event keyed key, all but its payload
+// (see dispatchHead), and returns its fire_id suffix.
 func decodeDispatch(key string, raw []byte) (codecs.Dispatch, string, error) {
 	if raw == nil {
 		return codecs.Dispatch{}, "", &codecs.Error{Code: codecs.CodeTombstone, Reason: "a null value (tombstone) is not a dispatch event"}
 	}
-	d, err := codecs.DecodeDispatch(raw)
-	if err != nil {
-		return d, "", err
+	d, ok := dispatchHead(raw)
+	if !ok {
+		var err error
+		if d, err = codecs.DecodeDispatch(raw); err != nil {
+			return d, "", err
+		}
+		d.Payload = nil
 	}
 	job, _, _, ok := codecs.ParseFireID(d.FireID)
 	if !ok || job != key || d.JobID != key {
@@ -241,10 +250,8 @@ func (h *History) onCommand(ctx goka.Context, msg any) {
 	if err != nil || h.partitionErr(ctx) != nil || codecs.CheckRecordTime(ctx.Timestamp()) != nil {
 		return // the scheduler group rejects it
 	}
-	rec := h.current(ctx)
-	c := codecs.Change{Offset: ctx.Offset(), At: ctx.Timestamp().UTC(), Op: cmd.Op, Actor: string(ctx.Headers()[ActorHeader]), Detail: detail(cmd)}
-	mergeChange(&rec, c, h.cfg.Changes)
-	h.store(ctx, &rec)
+	c := boundChange(codecs.Change{Offset: ctx.Offset(), At: ctx.Timestamp().UTC(), Op: cmd.Op, Actor: string(ctx.Headers()[ActorHeader]), Detail: detail(cmd)})
+	h.fold(ctx, func(rec []byte) ([]byte, bool, error) { return codecs.FoldChange(rec, c, h.cfg.Changes) })
 }
 
 // detail summarizes a command for the history: a put's schedule and

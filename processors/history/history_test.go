@@ -16,6 +16,7 @@ import (
 	"github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/processors/history"
+	"github.com/chronos-scheduler/chronos/store"
 	"github.com/chronos-scheduler/chronos/testenv"
 	"github.com/chronos-scheduler/chronos/topology"
 	"github.com/chronos-scheduler/chronos/views"
@@ -27,7 +28,7 @@ func TestActorHeaderIsTheAPIs(t *testing.T) {
 
 // historyView runs a view of the history table until the test ends.
 func historyView(t *testing.T, env *testenv.Env) *views.History {
-	v, err := views.NewHistory(env.Kafka, env.Layout, t.TempDir(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	v, err := views.NewHistory(env.Kafka, env.Layout, t.TempDir(), store.Options{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -43,18 +43,25 @@ func slot(h *codecs.History, k fireKey, keep int) *codecs.FireEntry {
 	copy(h.Fires[i+1:], h.Fires[i:])
 	h.Fires[i] = codecs.FireEntry{Suffix: k.suffix, ScheduledAt: k.at}
 	if over := len(h.Fires) - keep; over > 0 {
+		// More than keep (keep was lowered since the record was written):
+		// the oldest go, the new one too if it is among them.
 		h.Fires = append(h.Fires[:0], h.Fires[over:]...)
-		i -= over
+		if i -= over; i < 0 {
+			return nil
+		}
 	}
 	return &h.Fires[i]
 }
 
 // mergeDispatch folds a dispatch event of the job into h.
 func mergeDispatch(h *codecs.History, suffix string, d codecs.Dispatch, keep int) {
-	f := slot(h, fireKey{d.ScheduledAt.UTC(), suffix}, keep)
-	if f == nil {
-		return
+	if f := slot(h, fireKey{d.ScheduledAt.UTC(), suffix}, keep); f != nil {
+		applyDispatch(f, d)
 	}
+}
+
+// applyDispatch folds a dispatch event into its fire's entry.
+func applyDispatch(f *codecs.FireEntry, d codecs.Dispatch) {
 	fired := d.FiredAt.UTC()
 	if !f.Dispatched || fired.Before(f.FiredAt) {
 		f.FiredAt = fired
@@ -71,10 +78,13 @@ func mergeDispatch(h *codecs.History, suffix string, d codecs.Dispatch, keep int
 // before started, finished_at, status, error), so that the order of
 // arrival does not matter.
 func mergeResult(h *codecs.History, r codecs.Result, keep int) {
-	f := slot(h, fireKey{r.ScheduledAt, r.Suffix}, keep)
-	if f == nil {
-		return
+	if f := slot(h, fireKey{r.ScheduledAt, r.Suffix}, keep); f != nil {
+		applyResult(f, r)
 	}
+}
+
+// applyResult folds a result into its fire's entry (see mergeResult).
+func applyResult(f *codecs.FireEntry, r codecs.Result) {
 	errText := codecs.Truncate(r.Error, codecs.HistoryErrorBytes)
 	switch {
 	case r.Attempt < f.Attempt:
@@ -112,10 +122,16 @@ func mergeChange(h *codecs.History, c codecs.Change, keep int) {
 		return
 	}
 	h.CommandOffset = c.Offset
-	c.Actor = codecs.Truncate(c.Actor, codecs.HistoryActorBytes)
-	c.Detail = codecs.Truncate(c.Detail, codecs.HistoryDetailBytes)
+	c = boundChange(c)
 	h.Changes = append(h.Changes, c)
 	if over := len(h.Changes) - keep; over > 0 {
 		h.Changes = append(h.Changes[:0], h.Changes[over:]...)
 	}
+}
+
+// boundChange cuts a change's strings to their bounds.
+func boundChange(c codecs.Change) codecs.Change {
+	c.Actor = codecs.Truncate(c.Actor, codecs.HistoryActorBytes)
+	c.Detail = codecs.Truncate(c.Detail, codecs.HistoryDetailBytes)
+	return c
 }

@@ -201,3 +201,107 @@ func TestMergeChange(t *testing.T) {
 		require.Equal(t, want, got)
 	}
 }
+
+// TestFoldMatchesDecodeMergeEncode folds random sequences of a job's
+// dispatch events, results and commands into a record both ways: in place
+// (codecs.FoldFire, codecs.FoldChange: what the group does) and by
+// decoding the record, merging and encoding it again (the definition,
+// checked against the oracle by TestMergeMatchesOracle). The records must
+// be equal byte for byte after every step, whatever keep is, including
+// keep lowered below what a record already holds.
+func TestFoldMatchesDecodeMergeEncode(t *testing.T) {
+	t.Parallel()
+	for seed := range uint64(300) {
+		rng := rand.New(rand.NewPCG(seed, 13))
+		ins := genInputs(rng, "job-1")
+		order := slices.Clone(ins)
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for range rng.IntN(len(order) + 1) {
+			order = append(order, order[rng.IntN(len(order))])
+		}
+		keepFires, keepChanges := 1+rng.IntN(30), 1+rng.IntN(8)
+		var folded, merged []byte
+		offset := int64(0)
+		for step, in := range order {
+			if rng.IntN(20) == 0 { // the setting changed between two records
+				keepFires, keepChanges = 1+rng.IntN(30), 1+rng.IntN(8)
+			}
+			h, err := codecs.DecodeHistory(merged)
+			require.NoError(t, err)
+			var out []byte
+			var changed bool
+			switch {
+			case rng.IntN(6) == 0:
+				offset += rng.Int64N(3) - 1 // sometimes a command processed again
+				c := codecs.Change{Offset: offset, At: time.Unix(offset, 0).UTC(), Op: codecs.OpPut,
+					Actor: strings.Repeat("a", rng.IntN(200)), Detail: strings.Repeat("é", rng.IntN(200))}
+				mergeChange(&h, c, keepChanges)
+				out, changed, err = codecs.FoldChange(folded, boundChange(c), keepChanges)
+			case in.d != nil:
+				d := *in.d
+				mergeDispatch(&h, in.suffix, d, keepFires)
+				out, changed, err = codecs.FoldFire(folded, d.ScheduledAt.UTC(), in.suffix, keepFires, func(f *codecs.FireEntry) { applyDispatch(f, d) })
+			default:
+				r := *in.r
+				mergeResult(&h, r, keepFires)
+				out, changed, err = codecs.FoldFire(folded, r.ScheduledAt, r.Suffix, keepFires, func(f *codecs.FireEntry) { applyResult(f, r) })
+			}
+			require.NoError(t, err)
+			want := codecs.AppendHistory(nil, &h)
+			require.Equal(t, !slices.Equal(want, orEmpty(merged)), changed, "seed %d step %d: changed", seed, step)
+			if changed {
+				folded = out
+			} else {
+				require.Equal(t, folded, out, "seed %d step %d: unchanged record returned as is", seed, step)
+			}
+			require.Equal(t, want, orEmpty(folded), "seed %d step %d", seed, step)
+			merged = want
+		}
+	}
+}
+
+// orEmpty is b, or for no record the encoding of an empty history (what
+// both stand for).
+func orEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return codecs.AppendHistory(nil, &codecs.History{CommandOffset: -1})
+	}
+	return b
+}
+
+// TestFoldRefusesUnreadableRecords: every strict prefix of a record, and
+// a record with a byte changed into an invalid code, is refused as
+// DecodeHistory refuses it, and the fold does not panic.
+func TestFoldRefusesUnreadableRecords(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(5, 5))
+	for seed := range 100 {
+		var h codecs.History
+		h.CommandOffset = -1
+		for _, in := range genInputs(rng, "job-1") {
+			if in.d != nil {
+				mergeDispatch(&h, in.suffix, *in.d, 20)
+			} else {
+				mergeResult(&h, *in.r, 20)
+			}
+		}
+		mergeChange(&h, codecs.Change{Offset: 1, Op: codecs.OpPut, Actor: "a", Detail: "d"}, 5)
+		b := codecs.AppendHistory(nil, &h)
+		apply := func(*codecs.FireEntry) {}
+		for range 20 {
+			bad := slices.Clone(b[:rng.IntN(len(b))])
+			if rng.IntN(2) == 0 {
+				bad = slices.Clone(b)
+				bad[rng.IntN(len(bad))] = byte(rng.IntN(256))
+			}
+			_, decodeErr := codecs.DecodeHistory(bad)
+			_, _, fireErr := codecs.FoldFire(bad, time.Unix(0, 0), "x", 20, apply)
+			_, _, changeErr := codecs.FoldChange(bad, codecs.Change{Offset: 1 << 40}, 5)
+			if len(bad) == 0 {
+				decodeErr = nil
+			}
+			require.Equal(t, decodeErr != nil, fireErr != nil, "seed %d: %x", seed, bad)
+			require.Equal(t, decodeErr != nil, changeErr != nil, "seed %d: %x", seed, bad)
+		}
+	}
+}
