@@ -82,13 +82,12 @@ func newLag() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			shown := parts
+			shown, histErr := parts, error(nil)
 			if topic == "" { // and the history group's, which no trigger watches
-				hist, err := lag.Measure(ctx, adm, lag.Earliest, lag.HistoryTargets(l)...)
-				if err != nil {
-					return err
+				var hist []lag.Partition
+				if hist, histErr = lag.Measure(ctx, adm, lag.Earliest, lag.HistoryTargets(l)...); histErr == nil {
+					shown = append(shown[:len(shown):len(shown)], hist...)
 				}
-				shown = append(shown[:len(shown):len(shown)], hist...)
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "GROUP\tTOPIC\tPARTITION\tSTART\tEND\tCOMMITTED\tLAG")
@@ -101,6 +100,9 @@ func newLag() *cobra.Command {
 			}
 			if err := w.Flush(); err != nil {
 				return err
+			}
+			if histErr != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "history group %s: lag not measured: %v\n", l.HistoryGroup(), histErr)
 			}
 			want, verdicts := so.Replicas(parts, current)
 			if observed {

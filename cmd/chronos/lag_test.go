@@ -62,6 +62,12 @@ func TestLagCommandReportsTheBacklogThenZero(t *testing.T) {
 		_, err = adm.CreateTopic(ctx, 2, 1, nil, topic)
 		require.NoError(t, err)
 	}
+	out = run() // without the history group's topics: said, not an error
+	require.Contains(t, out, "history group lt.chronos-history: lag not measured")
+	for _, topic := range []string{"lt.chronos-dispatch", "lt.chronos-results"} {
+		_, err = adm.CreateTopic(ctx, 2, 1, nil, topic)
+		require.NoError(t, err)
+	}
 	for i := 0; i < 60; i++ {
 		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: "lt.chronos-shard-triggers", Partition: int32(i % 2), Value: []byte("{}")}).FirstErr())
 	}
@@ -73,6 +79,11 @@ func TestLagCommandReportsTheBacklogThenZero(t *testing.T) {
 	require.Contains(t, out, "trigger 3, prometheus max(chronos_fanout_lateness_seconds) or vector(0): not evaluated (give its value with --lateness)")
 	require.Contains(t, out, "trigger 4, prometheus sum(rate(chronos_fires_total[2m])) or vector(0): not evaluated (give its value with --fire-rate)")
 	require.Contains(t, out, "KEDA (minReplicaCount 1, maxReplicaCount 2, current 0) would ask for 2 replicas (the largest trigger alone: 2)", "maxReplicaCount: the partitions")
+	// The history group's lag is listed too: 15 commands per partition on
+	// chronos-jobs it has not consumed, nothing on its other inputs.
+	require.Equal(t, 2, strings.Count(out, "lt.chronos-history    lt.chronos-jobs"), out)
+	require.Equal(t, 2, strings.Count(out, "lt.chronos-history    lt.chronos-dispatch"), out)
+	require.NotContains(t, out, "lag not measured")
 	out = run("--partitions", "6", "--lateness", "21.5")
 	require.Contains(t, out, "trigger 1, topic lt.chronos-shard-triggers: lag 60, KEDA metric 60 (lagThreshold 30), active true (activationLagThreshold 0): 2 replicas")
 	require.Contains(t, out, "trigger 3, prometheus max(chronos_fanout_lateness_seconds) or vector(0): 21.5 (threshold 5), active true: 5 replicas")
