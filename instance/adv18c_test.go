@@ -232,3 +232,80 @@ func stuckPartition(t *testing.T, perPart, recordBytes int) {
 		cap(pcs[0].Messages()), recordBytes, float64(kept)/(1<<20), float64(bound)/(1<<20))
 	require.LessOrEqual(t, kept, bound, "a busy partition keeps more than its records and 1 MiB of fetch")
 }
+
+// TestAdv18cHeaderFloodAmplifies: broken promise of docs/configuration.md
+// ("Memory": the consumers of topics others write hold --fetch-buffer-bytes
+// per partition, counted at max.message.bytes). A record's size on the wire
+// says little about its size in sarama: each record header costs 2 bytes on
+// the wire (empty key, null value) and a *RecordHeader (pointer + 48-byte
+// struct) once decoded. Anyone with Write on chronos-jobs can send records
+// of ~1 MB, each with ~400,000 empty headers, all under max.message.bytes;
+// the consumer decodes every header of the whole fetch response at once.
+//
+// A consumer with the instance's sarama configuration reads partition 0 and
+// takes nothing (a busy callback); what it keeps is the live heap then
+// minus the live heap once it has been drained: 85.5 MiB for 12 such
+// records (~9.6 MB on the wire) against 5 MiB documented.
+//
+// End to end (embedded broker, 12 partitions, 48 records of 400,000 empty
+// headers, ~800 kB each, 38 MB in all, sent with franz-go to chronos-jobs):
+// `chronos dev` went from 52 MB to 1.99 GB peak RSS and its scheduler group
+// was restarted twice (session lost); the same 48 records as plain 800 kB
+// values peaked at 132 MB. With the 512 MiB recipe (GOMEMLIMIT=460MiB,
+// --no-history) it peaked at 1.19 GB and cycled (RSS up to ~1.1 GB, the
+// scheduler group restarted, the records fetched again) with 8 of 48
+// records rejected after 70 s: in a 512 MiB pod it is OOM-killed, and
+// consumes the same records again on each restart.
+//
+// Run: go test -tags adversary18c -count=1 -run TestAdv18cHeaderFlood ./instance/
+func TestAdv18cHeaderFloodAmplifies(t *testing.T) {
+	const records, headers = 12, 400_000
+	tenv := testenv.New(t, 1)
+	cfg := instance.Default()
+	cfg.Layout = tenv.Layout
+	kc := tenv.Kafka
+	var err error
+	kc.FetchBuffer, err = instance.ConsumerFetchBuffer(context.Background(), cfg, kadm.NewClient(tenv.Client))
+	require.NoError(t, err)
+	kc.FetchBytes = cfg.FetchBufferBytes
+	topic := string(tenv.Layout.Jobs())
+	hs := make([]kgo.RecordHeader, headers)
+	for i := 0; i < records; i++ {
+		r := &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("flood-%d", i)), Value: []byte("{}"), Headers: hs}
+		require.NoError(t, tenv.Client.ProduceSync(context.Background(), r).FirstErr())
+	}
+	hs = nil
+	live := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	c, err := sarama.NewConsumer(kc.Brokers, kc.Sarama())
+	require.NoError(t, err)
+	defer c.Close()
+	pc, err := c.ConsumePartition(topic, 0, sarama.OffsetOldest)
+	require.NoError(t, err)
+	defer pc.AsyncClose()
+	testenv.Eventually(t, 2*time.Minute, func() error {
+		if got := len(pc.Messages()); got < cap(pc.Messages()) {
+			return fmt.Errorf("%d of %d buffered", got, cap(pc.Messages()))
+		}
+		return nil
+	})
+	stuck := live()
+	for n := 0; n < records; n++ {
+		select {
+		case <-pc.Messages():
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("%d of %d records", n, records)
+		}
+	}
+	drained := live()
+	kept := int64(stuck) - int64(drained)
+	bound := int64(cfg.FetchBufferBytes + 1<<20)
+	t.Logf("one partition, %d records of %d empty headers (~%d kB each on the wire), %d buffered: %.1f MiB kept live (documented: %.1f MiB)",
+		records, headers, 2*headers/1000, cap(pc.Messages()), float64(kept)/(1<<20), float64(bound)/(1<<20))
+	require.LessOrEqual(t, kept, bound, "header-heavy records held far beyond --fetch-buffer-bytes")
+}
