@@ -330,6 +330,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"JobList":         reflect.TypeFor[api.JobList](),
 		"Accepted":        reflect.TypeFor[api.Accepted](),
 		"TriggerAccepted": reflect.TypeFor[api.TriggerAccepted](),
+		"Backfill":        reflect.TypeFor[codecs.BackfillStatus](),
 		"Problem":         reflect.TypeFor[api.Problem](),
 		"Whoami":          reflect.TypeFor[api.Whoami](),
 		"ImportResult":    reflect.TypeFor[api.ImportResult](),

@@ -121,6 +121,8 @@ var routeTable = []route{
 	{"POST /v1/jobs/{id}/pause", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.pause })},
 	{"POST /v1/jobs/{id}/resume", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.op(codecs.OpResume) })},
 	{"POST /v1/jobs/{id}/fire", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.fire })},
+	{"POST /v1/jobs/{id}/backfill", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.backfill })},
+	{"DELETE /v1/jobs/{id}/backfill", v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.cancelBackfill })},
 	{"GET /v1/whoami", v1(RoleRead, func(*Server) http.HandlerFunc { return whoami })},
 	{"POST " + ImportPath, v1(RoleWrite, func(s *Server) http.HandlerFunc { return s.importJobs })},
 	{"GET /healthz", func(*Server) http.Handler {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"unicode/utf8"
+	"time"
 )
 
 // Command operations on chronos-jobs.
@@ -32,6 +33,9 @@ type CommandMsg struct {
 	IfVersion *uint64 `json:"if_version,omitempty"`
 	// Note says why a job is paused (pause only; at most MaxNoteBytes).
 	Note string `json:"note,omitempty"`
+	// From and To are a backfill's range [from, to) (backfill only).
+	From string `json:"from,omitempty"`
+	To   string `json:"to,omitempty"`
 }
 
 // MaxNoteBytes bounds a pause note.
@@ -72,6 +76,8 @@ type Command struct {
 	IfVersion *uint64
 	// Note is a pause's reason (pause only).
 	Note string
+	// From and To are a backfill's range [From, To) (backfill only).
+	From, To time.Time
 }
 
 // EncodeCommand marshals a command message; it sets V. Payloads are
@@ -99,7 +105,8 @@ func marshalUnescaped(v any) ([]byte, error) {
 // record key (the job id); an "id" in the value must equal it.
 func DecodeCommand(key, value []byte, lim Limits) (Command, error) {
 	var m CommandMsg
-	if err := strictUnmarshal(value, &m, commandShape); err != nil {
+	var err error
+	if err = strictUnmarshal(value, &m, commandShape); err != nil {
 		return Command{}, err
 	}
 	if m.V != CommandVersion {
@@ -114,7 +121,7 @@ func DecodeCommand(key, value []byte, lim Limits) (Command, error) {
 		// Ids stored under the rules of earlier releases can be deleted.
 		validate = validateLegacyID
 	}
-	if err := validate(id); err != nil {
+	if err = validate(id); err != nil {
 		return Command{}, err
 	}
 	c := Command{Op: m.Op, ID: id, IfVersion: m.IfVersion, Note: m.Note}
@@ -146,9 +153,16 @@ func DecodeCommand(key, value []byte, lim Limits) (Command, error) {
 			return Command{}, err
 		}
 		c.TriggerID, c.Payload = m.TriggerID, p
-	case OpDelete, OpPause, OpResume:
+	case OpBackfill:
+		if c.From, c.To, err = ParseBackfillRange(m.From, m.To); err != nil {
+			return Command{}, err
+		}
+	case OpDelete, OpPause, OpResume, OpCancelBackfill:
 	default:
-		return Command{}, errorf(CodeUnknownOp, "op", "unknown op %q; want put, delete, pause, resume or fire", m.Op)
+		return Command{}, errorf(CodeUnknownOp, "op", "unknown op %q; want put, delete, pause, resume, fire, backfill or cancel_backfill", m.Op)
+	}
+	if m.Op != OpBackfill && (m.From != "" || m.To != "") {
+		return Command{}, errorf(CodeUnknownField, "from", "only backfill takes from and to")
 	}
 	if m.Op != OpPut && m.Job != nil {
 		return Command{}, errorf(CodeUnknownField, "job", "only put takes a job definition")

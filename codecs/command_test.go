@@ -41,6 +41,15 @@ func TestDecodeCommandRejects(t *testing.T) {
 		field string
 	}{
 		{"empty value", "j", ``, nil, codecs.CodeMalformed, ""},
+		{"backfill without from", "j", `{"v":1,"op":"backfill","to":"2026-01-01T00:00:00Z"}`, nil, codecs.CodeInvalidField, "from"},
+		{"backfill without to", "j", `{"v":1,"op":"backfill","from":"2026-01-01T00:00:00Z"}`, nil, codecs.CodeInvalidField, "to"},
+		{"backfill bad time", "j", `{"v":1,"op":"backfill","from":"yesterday","to":"2026-01-01T00:00:00Z"}`, nil, codecs.CodeInvalidField, "from"},
+		{"backfill zero time", "j", `{"v":1,"op":"backfill","from":"0001-01-01T00:00:00Z","to":"2026-01-01T00:00:00Z"}`, nil, codecs.CodeInvalidField, "from"},
+		{"backfill empty range", "j", `{"v":1,"op":"backfill","from":"2026-01-01T01:00:00+01:00","to":"2026-01-01T00:00:00Z"}`, nil, codecs.CodeInvalidField, "to"},
+		{"backfill from as a number", "j", `{"v":1,"op":"backfill","from":1,"to":"2026-01-01T00:00:00Z"}`, nil, codecs.CodeMalformed, "from"},
+		{"from on another op", "j", `{"v":1,"op":"pause","from":"2026-01-01T00:00:00Z"}`, nil, codecs.CodeUnknownField, "from"},
+		{"to on cancel", "j", `{"v":1,"op":"cancel_backfill","to":"2026-01-01T00:00:00Z"}`, nil, codecs.CodeUnknownField, "from"},
+		{"backfill From", "j", `{"v":1,"op":"backfill","From":"2026-01-01T00:00:00Z","to":"2026-01-02T00:00:00Z"}`, nil, codecs.CodeUnknownField, "From"},
 		{"malformed json", "j", `{"v":1,"op":"put"`, nil, codecs.CodeMalformed, ""},
 		{"not an object", "j", `[1,2]`, nil, codecs.CodeMalformed, ""},
 		{"garbage", "j", `put j`, nil, codecs.CodeMalformed, ""},
@@ -151,6 +160,9 @@ func TestDecodeCommandValid(t *testing.T) {
 		value string
 		want  codecs.Command
 	}{
+		{"backfill", "j1", `{"v":1,"op":"backfill","from":"2026-01-01T00:00:00+02:00","to":"2026-01-01T00:00:00.5Z"}`,
+			codecs.Command{Op: codecs.OpBackfill, ID: "j1", From: mustTime(t, "2025-12-31T22:00:00Z"), To: mustTime(t, "2026-01-01T00:00:00.5Z")}},
+		{"cancel backfill", "j1", `{"v":1,"op":"cancel_backfill"}`, codecs.Command{Op: codecs.OpCancelBackfill, ID: "j1"}},
 		{"put cron defaults", "j1", `{"v":1,"op":"put","job":{"cron":"*/5 * * * *"}}`,
 			codecs.Command{Op: codecs.OpPut, ID: "j1", Job: def(codecs.Job{Spec: schedule.Spec{Cron: "*/5 * * * *"}})}},
 		{"put cron with tz and bounds", "j1", `{"v":1,"op":"put","id":"j1","job":{"cron":"0 9 * * 1-5","tz":"Europe/Berlin","start":"2026-01-01T00:00:00Z","end":"2027-01-01T00:00:00+01:00"}}`,

@@ -34,6 +34,8 @@ type Dispatch struct {
 	Bucket    string          `json:"bucket,omitempty"`
 	TriggerID string          `json:"trigger_id,omitempty"`
 	Payload   json.RawMessage `json:"payload,omitempty"`
+	// Backfill marks a fire dispatched by a backfill (omitted when false).
+	Backfill bool `json:"backfill,omitempty"`
 }
 
 // ScheduledFireID is the fire id of a scheduled fire: "<job id>@<scheduled
@@ -98,6 +100,9 @@ func AppendDispatch(dst []byte, d *Dispatch) []byte {
 	if len(d.Payload) > 0 {
 		dst = append(dst, `,"payload":`...)
 		dst = append(dst, d.Payload...)
+	}
+	if d.Backfill {
+		dst = append(dst, `,"backfill":true`...)
 	}
 	return append(dst, '}')
 }

@@ -32,6 +32,10 @@ func FuzzDecodeCommand(f *testing.F) {
 		{"j", `{"v":1,"op":"pause","note":"disk full \u00e4"}`},
 		{"j", `{"v":1,"op":"resume","note":"x"}`},
 		{"j", `{"v":1,"op":"put","job":{"cron":"*/5 * * * *","jitter":"6m"}}`},
+		{"j", `{"v":1,"op":"backfill","from":"2026-01-01T00:00:00+02:00","to":"2026-01-02T00:00:00.5Z"}`},
+		{"j", `{"v":1,"op":"backfill","from":"2026-01-02T00:00:00Z","to":"2026-01-01T00:00:00Z"}`},
+		{"j", `{"v":1,"op":"cancel_backfill","if_version":3}`},
+		{"j", `{"v":1,"op":"pause","from":"2026-01-01T00:00:00Z"}`},
 	} {
 		f.Add([]byte(s[0]), []byte(s[1]))
 	}
@@ -44,9 +48,13 @@ func FuzzDecodeCommand(f *testing.F) {
 			require.NotEmpty(t, e.Code)
 			return
 		}
-		m := codecs.CommandMsg{Op: c.Op, ID: c.ID, TriggerID: c.TriggerID, Payload: c.Payload, Note: c.Note}
+		m := codecs.CommandMsg{Op: c.Op, ID: c.ID, TriggerID: c.TriggerID, Payload: c.Payload, Note: c.Note, IfVersion: c.IfVersion}
 		if c.Op == codecs.OpPut {
 			m.Job = ptr(c.Job.Def())
+		}
+		if c.Op == codecs.OpBackfill {
+			require.True(t, c.From.Before(c.To), "a decoded backfill's range is not empty")
+			m.From, m.To = c.From.Format(time.RFC3339Nano), c.To.Format(time.RFC3339Nano)
 		}
 		b, err := codecs.EncodeCommand(m)
 		require.NoError(t, err)

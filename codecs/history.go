@@ -68,7 +68,7 @@ const historyMagic, historyVersion = 'H', 1
 var (
 	statusCodes  = []string{"", StatusStarted, StatusSucceeded, StatusFailed, StatusSkipped}
 	triggerCodes = []string{"", TriggerSchedule, TriggerBucket, TriggerManual}
-	opCodes      = []string{"", OpPut, OpDelete, OpPause, OpResume, OpFire}
+	opCodes      = []string{"", OpPut, OpDelete, OpPause, OpResume, OpFire, OpBackfill, OpCancelBackfill}
 )
 
 func codeOf(list []string, s string) byte {

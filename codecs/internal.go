@@ -19,6 +19,13 @@ const (
 	KindComplete = "complete" // loopback: mark a one-shot job completed
 	KindSettle   = "settle"   // loopback: record how far a job that owed fires has been handled
 	KindPurge    = "purge"    // loopback: remove a deleted job's tombstone after its retention
+	// Backfills (loopback only): a step of a job's backfill (job key; T
+	// is the shard time that sends it, TriggerID the backfill's ID), and a
+	// shard's registry of backfills in progress gaining or losing one
+	// (shard key; Job and TriggerID name it).
+	KindBackfill      = "backfill"
+	KindBackfillJoin  = "backfill_join"
+	KindBackfillLeave = "backfill_leave"
 )
 
 // ShardTrigger is a chronos-shard-triggers record (key = a shard key) and
@@ -37,6 +44,8 @@ type ShardTrigger struct {
 	// Complete, settle and purge: the job version concerned (settle: T is
 	// how far the job has now been handled).
 	Version uint64 `json:"version,omitempty"`
+	// Job is the job of a backfill_join or backfill_leave.
+	Job string `json:"job,omitempty"`
 }
 
 // EncodeInternal marshals an internal message (Tick or ShardTrigger).
@@ -67,7 +76,7 @@ func DecodeShardTrigger(b []byte) (ShardTrigger, error) {
 		return ShardTrigger{}, jsonError(err)
 	}
 	switch s.Kind {
-	case KindAdvance, KindBucket, KindComplete, KindSettle, KindPurge:
+	case KindAdvance, KindBucket, KindComplete, KindSettle, KindPurge, KindBackfill, KindBackfillJoin, KindBackfillLeave:
 	default:
 		return ShardTrigger{}, errorf(CodeUnknownOp, "kind", "unknown shard trigger kind %q", s.Kind)
 	}

@@ -57,11 +57,16 @@ const (
 	recordFormat1 = 1
 	recordFormat3 = 3
 	recordFormat4 = 4
+	// Format 5 is format 4 (its fields always written) followed by tagged
+	// extensions to the end of the record (tag byte, length-prefixed body;
+	// see readExtensions): written only when the record has one (a
+	// backfill in progress).
+	recordFormat5 = 5
 )
 
 // knownFormat reports whether f is a job record format this release reads.
 func knownFormat(f byte) bool {
-	return f == recordFormat || f == recordFormat1 || f == recordFormat3 || f == recordFormat4
+	return f == recordFormat || f == recordFormat1 || f == recordFormat3 || f == recordFormat4 || f == recordFormat5
 }
 
 // hasFormat4 reports whether r has a field only format 4 holds.
@@ -104,6 +109,9 @@ type JobRecord struct {
 	LimitEnd time.Time
 	// Pause is why and by whom the job was paused (zero: no note).
 	Pause PauseNote
+	// Backfill is the job's backfill in progress (nil: none). It does not
+	// change Version; a put or delete of the job drops it.
+	Backfill *Backfill
 }
 
 // PauseNote says why and by whom a job was paused.
@@ -133,6 +141,9 @@ type ShardRecord struct {
 	// (zero: none). A command applied meanwhile treats the times up to it
 	// as the old definition's (see the scheduler's put).
 	Advancing time.Time
+	// Backfills are the backfills in progress of this shard's jobs, sorted
+	// by job: each completed advance sends each one a step.
+	Backfills []BackfillRef
 }
 
 // ErrNotJob is returned by DecodeJobRecord for a value of another kind.
@@ -146,6 +157,8 @@ func EncodeJobRecord(r *JobRecord) []byte {
 	w := make([]byte, 0, 64+len(r.Job.Payload)+len(r.Job.Spec.Cron)+len(r.Job.Bucket))
 	format := byte(recordFormat)
 	switch {
+	case r.Backfill != nil:
+		format = recordFormat5
 	case r.hasFormat4():
 		format = recordFormat4
 	case !r.Job.Spec.DST.IsZero():
@@ -173,7 +186,7 @@ func EncodeJobRecord(r *JobRecord) []byte {
 		w = appendBytes(w, []byte(s.DST.Gap))
 		w = appendBytes(w, []byte(s.DST.Overlap))
 	}
-	if format == recordFormat4 {
+	if format >= recordFormat4 {
 		w = binary.AppendVarint(w, int64(r.Job.Jitter))
 		w = binary.AppendUvarint(w, uint64(r.Job.MaxFires))
 		w = binary.AppendUvarint(w, r.Used)
@@ -181,6 +194,9 @@ func EncodeJobRecord(r *JobRecord) []byte {
 		w = appendTime(w, r.LimitEnd)
 		w = appendBytes(w, []byte(r.Pause.Note))
 		w = appendBytes(w, []byte(r.Pause.By))
+	}
+	if r.Backfill != nil {
+		w = appendBackfill(w, r.Backfill)
 	}
 	return w
 }
@@ -208,13 +224,16 @@ func DecodeJobRecord(b []byte) (*JobRecord, error) {
 	if b[1] >= recordFormat3 {
 		r.Job.Spec.DST = schedule.DST{Gap: string(rd.bytes()), Overlap: string(rd.bytes())}
 	}
-	if b[1] == recordFormat4 {
+	if b[1] >= recordFormat4 {
 		r.Job.Jitter = time.Duration(rd.varint())
 		r.Job.MaxFires = int(min(rd.uvarint(), math.MaxInt32))
 		r.Used = rd.uvarint()
 		r.Quota = rd.uvarint()
 		r.LimitEnd = rd.time()
 		r.Pause = PauseNote{Note: string(rd.bytes()), By: string(rd.bytes())}
+	}
+	if b[1] == recordFormat5 {
+		readExtensions(&rd, r)
 	}
 	if rd.err != nil {
 		return nil, fmt.Errorf("codecs: corrupt job record: %w", rd.err)
@@ -229,7 +248,11 @@ func DecodeJobRecord(b []byte) (*JobRecord, error) {
 }
 
 // EncodeShardRecord returns the binary encoding of r.
+// Format 3 (written only with backfills in progress) adds Backfills.
 func EncodeShardRecord(r ShardRecord) []byte {
+	if len(r.Backfills) > 0 {
+		return appendBackfillRefs(appendTime(appendTime([]byte{tagShard, recordFormat3}, r.Watermark), r.Advancing), r.Backfills)
+	}
 	return appendTime(appendTime([]byte{tagShard, recordFormat}, r.Watermark), r.Advancing)
 }
 
@@ -238,13 +261,16 @@ func DecodeShardRecord(b []byte) (ShardRecord, error) {
 	if len(b) == 0 {
 		return ShardRecord{}, nil
 	}
-	if len(b) < 2 || b[0] != tagShard || (b[1] != recordFormat && b[1] != recordFormat1) {
+	if len(b) < 2 || b[0] != tagShard || (b[1] != recordFormat && b[1] != recordFormat1 && b[1] != recordFormat3) {
 		return ShardRecord{}, errors.New("codecs: not a shard record")
 	}
 	rd := reader{b: b[2:]}
 	r := ShardRecord{Watermark: rd.time()}
 	if b[1] >= recordFormat {
 		r.Advancing = rd.time()
+	}
+	if b[1] == recordFormat3 {
+		r.Backfills = readBackfillRefs(&rd)
 	}
 	if rd.err != nil || len(rd.b) != 0 {
 		return ShardRecord{}, errors.New("codecs: corrupt shard record")

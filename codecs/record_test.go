@@ -52,6 +52,12 @@ func sampleRecords() []codecs.JobRecord {
 		{Version: 12, Status: codecs.StatusPaused, Job: codecs.Job{Spec: schedule.Spec{Cron: "0 * * * *", DST: schedule.DST{Gap: schedule.GapSkip}},
 			Jitter: time.Nanosecond, MaxFires: 7}, Used: 3, Quota: 4, LimitEnd: t0, Pause: codecs.PauseNote{Note: "maintenance ä", By: "token:ops"}},
 		{Version: 13, Status: codecs.StatusPaused, Job: codecs.Job{Spec: schedule.Spec{At: t0}}, Pause: codecs.PauseNote{By: "x"}},
+		// A backfill in progress (format 5), with and without a DST policy.
+		{Version: 11, Status: codecs.StatusActive, Job: codecs.Job{Spec: schedule.Spec{Every: time.Minute}, Payload: []byte(`{"b":1}`), Jitter: time.Second},
+			Backfill: &codecs.Backfill{ID: "b-3-17", From: t0, To: t0.Add(time.Hour), Next: t0.Add(time.Minute), Done: 1, Total: 60}},
+		{Version: 12, Status: codecs.StatusPaused, Job: codecs.Job{Spec: schedule.Spec{Cron: "30 1 * * *", TZ: "Europe/Berlin",
+			DST: schedule.DST{Gap: schedule.GapSkip, Overlap: schedule.OverlapFirst}}}, Through: t0,
+			Backfill: &codecs.Backfill{ID: "b-0-0", From: time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), To: t0, LastStep: t0, Total: 1 << 40}},
 	}
 }
 
@@ -68,6 +74,9 @@ func TestJobRecordDSTFormat(t *testing.T) {
 			want = 4
 		case !r.Job.Spec.DST.IsZero():
 			want = 3
+		}
+		if r.Backfill != nil {
+			want = 5
 		}
 		require.Equal(t, want, b[1], "record %d", i)
 		st, ok := codecs.JobStatus(b)
@@ -109,9 +118,13 @@ func TestJobRecordTruncated(t *testing.T) {
 				require.Nil(t, got)
 			})
 		}
-		// Trailing bytes are an error too.
+		// Trailing bytes are an error too (in format 4, a truncated extension).
 		_, err := codecs.DecodeJobRecord(append(b[:len(b):len(b)], 0))
-		require.ErrorContains(t, err, "trailing")
+		if r.Backfill == nil {
+			require.ErrorContains(t, err, "trailing")
+		} else {
+			require.ErrorContains(t, err, "truncated")
+		}
 	}
 }
 
@@ -168,7 +181,28 @@ func TestShardRecord(t *testing.T) {
 		_, err = codecs.DecodeShardRecord(append(b, 0))
 		require.Error(t, err)
 	}
-	got, err := codecs.DecodeShardRecord(nil)
+	// Backfills in progress (format 3).
+	refs := codecs.WithBackfill(codecs.WithBackfill(nil, "z", "b-1-2"), "a\x00", "b-1-9")
+	refs = codecs.WithBackfill(refs, "z", "b-1-5") // replaces z's
+	require.Equal(t, []codecs.BackfillRef{{Job: "a\x00", ID: "b-1-9"}, {Job: "z", ID: "b-1-5"}}, refs)
+	require.Equal(t, refs, codecs.WithoutBackfill(refs, "z", "b-1-2"), "another backfill of the job stays")
+	require.Equal(t, refs[:1], codecs.WithoutBackfill(refs, "z", "b-1-5"))
+	require.Nil(t, codecs.WithoutBackfill(refs[:1], "a\x00", "b-1-9"))
+	sr := codecs.ShardRecord{Watermark: time.Unix(5, 0).UTC(), Advancing: time.Unix(6, 0).UTC(), Backfills: refs}
+	b := codecs.EncodeShardRecord(sr)
+	require.Equal(t, byte(3), b[1])
+	got, err := codecs.DecodeShardRecord(b)
+	require.NoError(t, err)
+	require.Equal(t, sr, got)
+	for n := 1; n < len(b); n++ {
+		_, err := codecs.DecodeShardRecord(b[:n])
+		require.Error(t, err, "truncated to %d", n)
+	}
+	_, err = codecs.DecodeShardRecord(append(b, 0))
+	require.Error(t, err)
+	require.Equal(t, byte(2), codecs.EncodeShardRecord(codecs.ShardRecord{Watermark: sr.Watermark})[1], "format 2 without backfills")
+
+	got, err = codecs.DecodeShardRecord(nil)
 	require.NoError(t, err)
 	require.Zero(t, got)
 	for _, bad := range [][]byte{{'J', 1, 0}, {'S', 2, 0}, {'S'}, {'S', 1, 7}} {

@@ -19,7 +19,7 @@ var (
 		"payload": nil, "bucket": nil, "misfire_policy": nil, "misfire_grace": nil,
 		"dst": {"gap": nil, "overlap": nil}, "jitter": nil, "max_fires": nil}
 	commandShape = shape{"v": nil, "op": nil, "id": nil, "job": jobDefShape, "trigger_id": nil,
-		"payload": nil, "if_version": nil, "note": nil}
+		"payload": nil, "if_version": nil, "note": nil, "from": nil, "to": nil}
 	bucketTriggerShape = shape{"v": nil, "bucket": nil, "trigger_id": nil, "payload": nil}
 	triggerBodyShape   = shape{"trigger_id": nil, "payload": nil}
 	pauseBodyShape     = shape{"note": nil}

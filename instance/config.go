@@ -82,6 +82,9 @@ type Fanout struct {
 	// Budget is how long one callback keeps firing chunks before it
 	// continues through the loopback (default scheduler.DefaultChunkBudget).
 	Budget time.Duration
+	// BackfillRate is the most fires per second (of shard time) one
+	// backfill dispatches (default scheduler.DefaultBackfillRate).
+	BackfillRate int
 }
 
 // History configures the history group (chronos-history): each job's last
@@ -165,7 +168,7 @@ func Default(brokers ...string) Config {
 		DataDir:          "./.chronos",
 		Limits:           codecs.DefaultLimits(),
 		FetchBufferBytes: DefaultFetchBufferBytes,
-		Fanout:           Fanout{ChunkSize: scheduler.DefaultChunkSize, ChunkBytes: scheduler.DefaultChunkBytes, Budget: scheduler.DefaultChunkBudget},
+		Fanout:           Fanout{ChunkSize: scheduler.DefaultChunkSize, ChunkBytes: scheduler.DefaultChunkBytes, Budget: scheduler.DefaultChunkBudget, BackfillRate: scheduler.DefaultBackfillRate},
 		Store:            Store{CacheBytes: defaultCacheBytes, MemTableBytes: scheduler.DefaultMemTableSize},
 		Clock:            Clock{Resolution: clock.DefaultResolution, MaxAhead: clock.DefaultMaxAhead},
 		History:          History{Fires: history.DefaultFires, Changes: history.DefaultChanges},

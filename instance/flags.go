@@ -25,6 +25,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&c.Fanout.ChunkSize, "fanout-chunk", c.Fanout.ChunkSize, "due jobs fired per produce-and-ack round")
 	fs.IntVar(&c.Fanout.ChunkBytes, "fanout-chunk-bytes", c.Fanout.ChunkBytes, "most bytes of dispatch events a fan-out chunk builds before producing them")
 	fs.DurationVar(&c.Fanout.Budget, "fanout-budget", c.Fanout.Budget, "how long one callback keeps firing chunks before continuing through the loopback")
+	fs.IntVar(&c.Fanout.BackfillRate, "backfill-rate", c.Fanout.BackfillRate, "most fires per second one backfill dispatches")
 	fs.IntVar(&c.FetchBufferBytes, "fetch-buffer-bytes", c.FetchBufferBytes, "bytes of records each consumer holds ahead of its callbacks per partition, counted at the largest record --max-payload allows")
 	fs.IntVar(&c.Limits.MaxPayload, "max-payload", c.Limits.MaxPayload, "largest job payload in bytes")
 	fs.BoolVar(&c.Store.Sync, "sync-store", c.Store.Sync, "fsync every partition store write")

@@ -17,7 +17,7 @@ func TestRegisterFlagsBindsEverySetting(t *testing.T) {
 	t.Parallel()
 	args := map[string]string{
 		"data-dir": "/d", "log-level": "debug", "resolution": "2s", "clock-max-ahead": "-1s",
-		"fanout-chunk": "7", "fanout-chunk-bytes": "4096", "fanout-budget": "1s", "max-payload": "1000", "fetch-buffer-bytes": "4194304",
+		"fanout-chunk": "7", "fanout-chunk-bytes": "4096", "fanout-budget": "1s", "backfill-rate": "12", "max-payload": "1000", "fetch-buffer-bytes": "4194304",
 		"sync-store": "true", "store-cache-bytes": "1024", "store-memtable-bytes": "2048",
 		"lag-executor-groups": "e1,e2", "pprof-addr": "127.0.0.1:6060",
 		"no-history": "true", "history-fires": "10", "history-changes": "11",
@@ -44,7 +44,7 @@ func TestRegisterFlagsBindsEverySetting(t *testing.T) {
 	want := Default()
 	want.DataDir, want.LogLevel = "/d", -4
 	want.Clock.Resolution, want.Clock.MaxAhead = 2*time.Second, -time.Second
-	want.Fanout.ChunkSize, want.Fanout.ChunkBytes, want.Fanout.Budget = 7, 4096, time.Second
+	want.Fanout.ChunkSize, want.Fanout.ChunkBytes, want.Fanout.Budget, want.Fanout.BackfillRate = 7, 4096, time.Second, 12
 	want.Limits.MaxPayload, want.FetchBufferBytes = 1000, 4194304
 	want.Store.Sync, want.Store.CacheBytes, want.Store.MemTableBytes = true, 1024, 2048
 	want.LagExecutorGroups, want.PprofAddr = []string{"e1", "e2"}, "127.0.0.1:6060"

@@ -136,7 +136,7 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 	}
 	sched, err := scheduler.New(scheduler.Config{Layout: cfg.Layout, DataDir: cfg.DataDir,
 		Store:  store.Options{Sync: cfg.Store.Sync, CacheSize: cfg.cacheBytes(), MemTableSize: cfg.Store.MemTableBytes, OnFatal: fatal.report, FS: cfg.Store.FS},
-		Limits: cfg.Limits, ChunkSize: cfg.Fanout.ChunkSize, ChunkBytes: cfg.Fanout.ChunkBytes, ChunkBudget: cfg.Fanout.Budget, Producer: producer, Now: cfg.Now,
+		Limits: cfg.Limits, ChunkSize: cfg.Fanout.ChunkSize, ChunkBytes: cfg.Fanout.ChunkBytes, ChunkBudget: cfg.Fanout.Budget, BackfillRate: cfg.Fanout.BackfillRate, Producer: producer, Now: cfg.Now,
 		Logger: cfg.Logger.With("group", "scheduler"), Metrics: metrics, Inputs: in})
 	if err != nil {
 		return nil, err

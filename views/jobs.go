@@ -89,6 +89,8 @@ type Job struct {
 	// Pause says why and by whom a paused job was paused (absent when it
 	// is not paused, or was paused without a note or an actor).
 	Pause *Pause `json:"pause,omitempty"`
+	// Backfill is the job's backfill in progress (absent: none).
+	Backfill *codecs.BackfillStatus `json:"backfill,omitempty"`
 }
 
 // Pause is a paused job's note.
@@ -151,7 +153,7 @@ func (j *Jobs) record(id string) (*codecs.JobRecord, error) {
 
 func (j *Jobs) readModel(id string, rec *codecs.JobRecord) (*Job, error) {
 	out := &Job{ID: id, Version: rec.Version, Status: rec.Status.String(), Job: rec.Job.Def(),
-		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt, NextFires: []time.Time{}}
+		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt, NextFires: []time.Time{}, Backfill: rec.Backfill.Status()}
 	if rec.Status == codecs.StatusPaused && rec.Pause != (codecs.PauseNote{}) {
 		out.Pause = &Pause{Note: rec.Pause.Note, By: rec.Pause.By, At: rec.UpdatedAt}
 	}

@@ -123,7 +123,7 @@ func jobHistory(ctx context.Context, kafka clients.Config, topic, id string) ([]
 
 // knownOps are the ops history prints as sent (others print as "?": a
 // hostile record's op is not echoed to a terminal).
-var knownOps = []string{codecs.OpPut, codecs.OpDelete, codecs.OpPause, codecs.OpResume, codecs.OpFire}
+var knownOps = []string{codecs.OpPut, codecs.OpDelete, codecs.OpPause, codecs.OpResume, codecs.OpFire, codecs.OpBackfill, codecs.OpCancelBackfill}
 
 func entryOf(r *kgo.Record) historyEntry {
 	e := historyEntry{Partition: r.Partition, Offset: r.Offset, Actor: "-", Op: "?"}

@@ -115,7 +115,7 @@ func newJobs() *cobra.Command {
 		}
 		cmd.AddCommand(sub)
 	}
-	cmd.AddCommand(newJobsFire(&api), newJobsGet(&api), newJobsList(&api), newJobsImport(&api), newJobsFires(&api), newJobsHistory(&api))
+	cmd.AddCommand(newJobsFire(&api), newJobsGet(&api), newJobsList(&api), newJobsImport(&api), newJobsFires(&api), newJobsHistory(&api), newJobsBackfill(&api))
 	return cmd
 }
 

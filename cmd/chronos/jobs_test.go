@@ -113,6 +113,16 @@ func TestJobsCommands(t *testing.T) {
 				require.Equal(t, a.TriggerID, c.TriggerID)
 				require.Nil(t, c.Payload)
 			}},
+		{"backfill", []string{"backfill", "j", "--from", "2026-01-01T00:00:00+01:00", "--to", "2026-01-02T00:00:00Z"}, "j",
+			func(t *testing.T, c codecs.Command, _ httpapi.Accepted) {
+				require.Equal(t, codecs.OpBackfill, c.Op)
+				require.Equal(t, "2025-12-31T23:00:00Z", c.From.Format(time.RFC3339))
+				require.Equal(t, "2026-01-02T00:00:00Z", c.To.Format(time.RFC3339))
+			}},
+		{"backfill cancel", []string{"backfill", "j", "--cancel"}, "j",
+			func(t *testing.T, c codecs.Command, _ httpapi.Accepted) {
+				require.Equal(t, codecs.OpCancelBackfill, c.Op)
+			}},
 		{"fire with trigger and payload", []string{"fire", "j", "--trigger-id", "x", "--payload", `{"b": [1]}`}, "j",
 			func(t *testing.T, c codecs.Command, a httpapi.Accepted) {
 				require.Equal(t, "x", c.TriggerID)

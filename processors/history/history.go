@@ -278,6 +278,8 @@ func detail(c codecs.Command) string {
 		return out
 	case codecs.OpFire:
 		return c.TriggerID
+	case codecs.OpBackfill:
+		return "from " + c.From.Format(time.RFC3339Nano) + " to " + c.To.Format(time.RFC3339Nano)
 	}
 	return ""
 }

@@ -59,6 +59,9 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 	if eff.Record != nil {
 		s.setValue(ctx, codecs.EncodeJobRecord(eff.Record))
 	}
+	if eff.Loop != nil {
+		ctx.Loopback(s.shardKeys[ctx.Partition()], codecs.EncodeInternal(*eff.Loop))
+	}
 	return cmd.Op, nil
 }
 

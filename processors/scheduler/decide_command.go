@@ -30,6 +30,9 @@ type commandInput struct {
 type commandEffect struct {
 	Record *codecs.JobRecord
 	Fire   *manualFire
+	// Loop goes to the shard's key through the loopback (a backfill
+	// joining or leaving its registry; nil: none).
+	Loop *codecs.ShardTrigger
 }
 
 // manualFire is a manual fire of the job at its command's time.
@@ -61,7 +64,8 @@ func checkCommand(cmd codecs.Command, old *codecs.JobRecord) error {
 				Reason: fmt.Sprintf("job %q is at version %d, not %d", cmd.ID, have, *cmd.IfVersion)}
 		}
 	}
-	if old == nil && (cmd.Op == codecs.OpPause || cmd.Op == codecs.OpResume || cmd.Op == codecs.OpFire) {
+	if old == nil && (cmd.Op == codecs.OpPause || cmd.Op == codecs.OpResume || cmd.Op == codecs.OpFire ||
+		cmd.Op == codecs.OpBackfill || cmd.Op == codecs.OpCancelBackfill) {
 		return &codecs.Error{Code: codecs.CodeUnknownJob, Field: "id", Reason: "no job " + strconv.Quote(cmd.ID)}
 	}
 	return nil
@@ -150,6 +154,10 @@ func applyCommand(in commandInput, schedules *schedule.Cache) (commandEffect, er
 			f.Payload = cmd.Payload
 		}
 		return commandEffect{Fire: f}, nil
+	case codecs.OpBackfill:
+		return startBackfill(in, schedules)
+	case codecs.OpCancelBackfill:
+		return cancelBackfill(in), nil
 	}
 	return commandEffect{}, nil
 }

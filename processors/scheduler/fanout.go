@@ -48,6 +48,10 @@ func (s *Scheduler) loop(ctx goka.Context, raw []byte) error {
 		return s.purge(ctx, tr.Version)
 	case codecs.KindSettle:
 		return s.settle(ctx, tr)
+	case codecs.KindBackfill:
+		return s.stepBackfill(ctx, tr)
+	case codecs.KindBackfillJoin, codecs.KindBackfillLeave:
+		return s.backfillRegistry(ctx, tr)
 	}
 	return s.trigger(ctx, tr)
 }
@@ -132,7 +136,9 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 			return nil
 		}
 	}
-	s.setValue(ctx, codecs.EncodeShardRecord(passDone(shard, t)))
+	done := passDone(shard, t)
+	s.setValue(ctx, codecs.EncodeShardRecord(done))
+	stepBackfills(ctx, done.Backfills, t)
 	return nil
 }
 

@@ -75,6 +75,9 @@ type Config struct {
 	ChunkBytes int
 	// MaxCatchUp bounds the late fires a fire_all job dispatches per advance (default 100).
 	MaxCatchUp int
+	// BackfillRate is the most fires per second of shard time one backfill
+	// dispatches (default DefaultBackfillRate; 1..MaxBackfillRate).
+	BackfillRate int
 	// Producer produces dispatch events (required).
 	Producer Producer
 	// Now is the wall clock for fired_at (default time.Now). Fire decisions
@@ -105,6 +108,9 @@ func (c *Config) setDefaults() {
 	if c.MaxCatchUp == 0 {
 		c.MaxCatchUp = DefaultMaxCatchUp
 	}
+	if c.BackfillRate == 0 {
+		c.BackfillRate = DefaultBackfillRate
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -133,6 +139,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxCatchUp < 1 {
 		errs = append(errs, fmt.Errorf("scheduler: max catch-up %d, want >= 1", c.MaxCatchUp))
+	}
+	if c.BackfillRate < 1 || c.BackfillRate > MaxBackfillRate {
+		errs = append(errs, fmt.Errorf("scheduler: backfill rate %d, want 1..%d", c.BackfillRate, MaxBackfillRate))
 	}
 	if c.Limits.MaxPayload < 1 || c.Limits.MaxPayload > 16<<20 {
 		errs = append(errs, fmt.Errorf("scheduler: max payload %d, want 1..16MiB", c.Limits.MaxPayload))
