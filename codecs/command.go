@@ -3,8 +3,8 @@ package codecs
 import (
 	"bytes"
 	"encoding/json"
-	"unicode/utf8"
 	"time"
+	"unicode/utf8"
 )
 
 // Command operations on chronos-jobs.

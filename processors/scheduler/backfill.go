@@ -33,8 +33,9 @@ const (
 	// the time since the last one (also bounded by ChunkBytes).
 	maxBackfillStep = 10_000
 	// maxBackfillElapsed bounds the shard time one step makes up for
-	// (after an outage the shard's time jumps).
-	maxBackfillElapsed = time.Hour
+	// (after an outage the shard's time jumps): the largest clock
+	// resolution, so a step of an ordinary advance is never cut by it.
+	maxBackfillElapsed = time.Minute
 )
 
 // planBackfill returns the times of s from next (a time of s, or zero) that
@@ -100,6 +101,17 @@ func cancelBackfill(in commandInput) commandEffect {
 	rec := *in.Old
 	rec.Backfill = nil
 	return commandEffect{Record: &rec, Loop: &codecs.ShardTrigger{Kind: codecs.KindBackfillLeave, T: in.TS, Job: in.Cmd.ID, TriggerID: in.Old.Backfill.ID}}
+}
+
+// resumedBackfill is b (nil: none) for a job being resumed: its next step
+// dispatches one second's worth, not the time it was paused.
+func resumedBackfill(b *codecs.Backfill) *codecs.Backfill {
+	if b == nil {
+		return nil
+	}
+	r := *b
+	r.LastStep = time.Time{}
+	return &r
 }
 
 // backfillStep is what one step of a backfill does.

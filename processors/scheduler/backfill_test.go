@@ -213,6 +213,17 @@ func TestStartBackfillRefuses(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, commandEffect{}, eff)
 
+	// A resume keeps it, and its next step counts one second, not the pause.
+	pausedBusy := busy
+	pausedBusy.Status, pausedBusy.Through, pausedBusy.NotBefore = codecs.StatusPaused, cmdSec(-5), cmdSec(-5)
+	pausedBusy.Backfill = &codecs.Backfill{ID: "b-0-1", From: cmdSec(-100), To: cmdSec(-50), Next: cmdSec(-90), Total: 5, Done: 1, LastStep: cmdSec(-5)}
+	eff, err = applyCommand(commandInput{Cmd: codecs.Command{Op: codecs.OpResume, ID: "j"}, Old: &pausedBusy, TS: cmdSec(0), Handled: cmdSec(0)}, cache)
+	require.NoError(t, err)
+	want := *pausedBusy.Backfill
+	want.LastStep = time.Time{}
+	require.Equal(t, &want, eff.Record.Backfill)
+	require.Equal(t, cmdSec(-5), pausedBusy.Backfill.LastStep, "the decision changed its input")
+
 	// A put drops it; a pause keeps it.
 	eff, err = applyCommand(commandInput{Cmd: codecs.Command{Op: codecs.OpPut, ID: "j", Job: every10()}, Old: &busy, TS: cmdSec(0), Handled: cmdSec(0)}, cache)
 	require.NoError(t, err)
@@ -231,5 +242,5 @@ func TestStepBudget(t *testing.T) {
 	require.Equal(t, 50, stepBudget(t0, t0.Add(500*time.Millisecond), 100, 1000))
 	require.Equal(t, 0, stepBudget(t0, t0.Add(5*time.Millisecond), 100, 1000))
 	require.Equal(t, 1000, stepBudget(t0, t0.Add(time.Minute), 100, 1000))
-	require.Equal(t, 3600*MaxBackfillRate, stepBudget(t0, t0.Add(1000*time.Hour), MaxBackfillRate, 1<<40))
+	require.Equal(t, 60*MaxBackfillRate, stepBudget(t0, t0.Add(1000*time.Hour), MaxBackfillRate, 1<<40), "an outage is made up for one minute at most")
 }

@@ -141,6 +141,7 @@ func applyCommand(in commandInput, schedules *schedule.Cache) (commandEffect, er
 		rec := *old
 		rec.Version, rec.UpdatedAt = old.Version+1, ts
 		rec.Used = limitUsed(schedules, cmd.ID, old, in.Handled)
+		rec.Backfill = resumedBackfill(old.Backfill)
 		activate(cmd.ID, &rec, from, in.Shard, schedules)
 		return commandEffect{Record: &rec}, nil
 	case codecs.OpFire:
