@@ -133,6 +133,37 @@ func (r *JobRecord) HandledThrough(w time.Time) time.Time {
 	return w
 }
 
+// Due returns when the job is next due in its shard's due index, given the
+// shard's watermark w and the job's parsed schedule (nil when its schedule
+// does not parse); zero: never. It is the one rule for a record's next due
+// time: the scheduler's index, the read API's next fires and a command's
+// decision whether a job owes fires behind its shard's time all use it, so
+// an index rebuilt from the table alone, on any instance, is the index
+// kept up to date record by record.
+//
+//   - active: the schedule's first time after HandledThrough(w);
+//   - paused: the first time after Through, if it is at or before the pause
+//     (NotBefore): a fire it owed before the pause (none without Through);
+//   - deleted: the tombstone's purge, DeletedRetention after NotBefore;
+//   - completed, or active or paused without a schedule: never.
+func (r *JobRecord) Due(w time.Time, sched schedule.Schedule) time.Time {
+	switch r.Status {
+	case StatusDeleted:
+		return r.NotBefore.Add(DeletedRetention)
+	case StatusActive:
+		if sched != nil {
+			return sched.Next(r.HandledThrough(w))
+		}
+	case StatusPaused:
+		if sched != nil && !r.Through.IsZero() {
+			if first := sched.Next(r.Through); !first.IsZero() && !first.After(r.NotBefore) {
+				return first
+			}
+		}
+	}
+	return time.Time{}
+}
+
 // ShardRecord is the table value under a shard key: the time the shard has
 // fired up to, and the time of an advance in progress.
 type ShardRecord struct {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -286,13 +287,21 @@ func TestAdv17bCleanRebalanceMidAdvanceLeavesStaleEntries(t *testing.T) {
 				}
 				dups = append(dups, dupFires(t, ds, id)...)
 			}
-			// Known and open (docs/reliability.md, "Open: duplicates after a
-			// clean rebalance in the middle of an advance"): the new owner
-			// rebuilds from a watermark the advance has not moved yet, so the
-			// next advance sends again what the old owner had sent (same
-			// payload). Nothing may be missing and no fire_id may carry two
-			// payloads (checked above); the duplicates are counted.
-			t.Logf("OPEN: %d of %d fire_ids dispatched twice after a clean rebalance mid-advance", len(dups), n)
+			// docs/reliability.md, "A clean rebalance in the middle of an
+			// advance": when the pass completes on the new owner, the entries
+			// it fired behind its cursor are re-derived under the new
+			// watermark, so the next advance sends none of them again. Still
+			// open: the update consumed during the continuation continues
+			// from z-0000's stale entry, owing :10 again (same fire_id).
+			allowed := map[string]bool{}
+			if variant == "update" {
+				allowed[codecs.ScheduledFireID("z-0000", t0.Add(10*time.Second))] = true
+			}
+			for _, d := range dups {
+				f, _, _ := strings.Cut(d, " x")
+				require.Truef(t, allowed[f], "%s dispatched twice after a clean rebalance mid-advance (all repeats: %v)", d, dups)
+			}
+			t.Logf("%d of %d fire_ids dispatched twice after a clean rebalance mid-advance: %v", len(dups), n, dups)
 		})
 	}
 }

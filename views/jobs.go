@@ -181,7 +181,11 @@ func (j *Jobs) readModel(id string, rec *codecs.JobRecord) (*Job, error) {
 		out.LastFire = &LastFire{ScheduledAt: last, FireID: codecs.ScheduledFireID(id, last)}
 	}
 	if rec.Status == codecs.StatusActive {
-		out.NextFires = schedule.NextN(sched, h, 5)
+		// Its next fire is its due time, by the scheduler index's rule
+		// (codecs.JobRecord.Due); a jittered one shows its scheduled times.
+		if first := rec.Due(w, sched); !first.IsZero() {
+			out.NextFires = append(append(out.NextFires, first), schedule.NextN(sched, first, 4)...)
+		}
 		for i, t := range out.NextFires {
 			out.NextFires[i] = codecs.Scheduled(sched, t)
 		}

@@ -218,13 +218,17 @@ func activate(key string, rec *codecs.JobRecord, from time.Time, shard codecs.Sh
 	if err != nil {
 		return
 	}
-	first := sched.Next(from)
-	if first.IsZero() {
-		rec.Status = codecs.StatusCompleted
-		return
-	}
-	if !first.After(later(shard.Watermark, shard.Advancing)) {
-		rec.Through = from
+	// Owing everything after from, it is due at its first time after it
+	// (the same rule as the index's, codecs.JobRecord.Due).
+	rec.Through = from
+	first := rec.Due(shard.Watermark, sched)
+	switch {
+	case first.IsZero():
+		rec.Status, rec.Through = codecs.StatusCompleted, time.Time{}
+	case first.After(later(shard.Watermark, shard.Advancing)):
+		// Nothing owed behind the shard's time: an ordinary job, due at
+		// the same first time from max(NotBefore, watermark).
+		rec.Through = time.Time{}
 	}
 }
 

@@ -85,13 +85,15 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 		return fmt.Errorf("scheduler: no open store for partition %d", p)
 	}
 	shard := s.decodeShard(ctx.Key(), valueBytes(ctx))
-	if err := s.ensureIndex(st, shard.Watermark); err != nil {
+	rebuilt, err := s.rebuildIfBehind(st, shard.Watermark)
+	if err != nil {
 		return err
 	}
 	cursor, fromStart, skip := passStart(tr, shard)
 	if skip {
 		return nil // already fired up to T; an owed entry waits for the next advance
 	}
+	inherited := s.passes.note(p, st, tr.T, cursor != (store.Due{}), rebuilt)
 	// Each pass (a trigger, then its continuations) fires up to its own T
 	// from the start of the due index; only a completed pass moves the
 	// watermark, to its T. A pass is never retargeted to a later advance
@@ -134,6 +136,17 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 			}
 			ctx.Loopback(ctx.Key(), codecs.EncodeInternal(next))
 			return nil
+		}
+	}
+	if inherited {
+		// This store followed the pass only from the middle: what the pass
+		// fired behind its cursor may be due again here (see rederive.go).
+		moved, err := rederive(st, t, s.schedules)
+		if err != nil {
+			return fmt.Errorf("scheduler: re-deriving the due index after a pass: %w", err)
+		}
+		if moved > 0 {
+			s.cfg.Logger.Info("re-derived due entries a pass fired before this store followed it", "partition", p, "t", t, "moved", moved)
 		}
 	}
 	done := passDone(shard, t)
@@ -179,19 +192,25 @@ func (s *Scheduler) advanceChunk(ctx goka.Context, st *store.Store, t time.Time,
 // is ahead of what this store indexed: another instance fired this shard
 // while this one did not own it, so local due entries may be stale.
 func (s *Scheduler) ensureIndex(st *store.Store, w time.Time) error {
+	_, err := s.rebuildIfBehind(st, w)
+	return err
+}
+
+// rebuildIfBehind is ensureIndex, and reports whether it rebuilt.
+func (s *Scheduler) rebuildIfBehind(st *store.Store, w time.Time) (bool, error) {
 	indexed, err := st.IndexedUpTo()
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !w.After(indexed) {
-		return nil
+		return false, nil
 	}
 	start := time.Now()
 	if err := st.RebuildIndexes(w); err != nil {
-		return fmt.Errorf("scheduler: rebuilding index: %w", err)
+		return false, fmt.Errorf("scheduler: rebuilding index: %w", err)
 	}
 	s.cfg.Logger.Info("rebuilt due index", "watermark", w, "indexed_up_to", indexed, "took", time.Since(start))
-	return nil
+	return true, nil
 }
 
 // recordGroup is how many job records fireChunk and fireBucket read at

@@ -163,6 +163,7 @@ type Scheduler struct {
 	schedules *schedule.Cache
 	stores    store.Registry
 	fence     *fence
+	passes    passes
 }
 
 // New returns a scheduler for cfg.
@@ -248,10 +249,12 @@ func (s *Scheduler) OpenStores() int { return s.stores.Len() }
 // Store returns the open store of a partition, or nil.
 func (s *Scheduler) Store(p int32) *store.Store { return s.stores.Get(p) }
 
-// indexer derives a job's index entries: its bucket, and while active its
-// first fire after the time it has been handled through (the record's
-// Through when it owes fires behind the watermark, else the later of the
-// shard watermark and the job's NotBefore).
+// indexer derives a job's index entries: its bucket, and its due time by
+// the one rule for it, codecs.JobRecord.Due (for an active job, its first
+// fire after the time it has been handled through: the record's Through
+// when it owes fires behind the watermark, else the later of the shard
+// watermark and the job's NotBefore). The entries are a function of the
+// record and the shard's watermark alone, so a rebuild gives them back.
 //
 // Each store gets its own indexer, which caches the shard watermark: every
 // write of the shard record goes through Set and so through the indexer,
@@ -273,36 +276,30 @@ func (s *Scheduler) indexer(shardKey string) store.Indexer {
 			s.cfg.Logger.Error("undecodable job record; it will not fire", "job", key, "err", err)
 			return store.Entry{}, nil
 		}
-		if rec.Status == codecs.StatusDeleted {
-			// A tombstone is due once its retention has passed: the
-			// advance that reaches it purges it.
-			return store.Entry{Due: rec.NotBefore.Add(codecs.DeletedRetention)}, nil
-		}
+		// A tombstone is due once its retention has passed (the advance
+		// that reaches it purges it); a paused job only for a fire it owed
+		// before the pause; an active one from where it has been handled
+		// through (codecs.JobRecord.Due).
 		e := store.Entry{Bucket: rec.Job.Bucket}
-		if rec.Status == codecs.StatusPaused {
-			// Paused: due only for a fire it owed before the pause.
-			if sched, err := jobSchedule(s.schedules, key, rec); err == nil && !rec.Through.IsZero() {
-				if first := sched.Next(rec.Through); !first.IsZero() && !first.After(rec.NotBefore) {
-					e.Due = first
+		var sched schedule.Schedule
+		switch rec.Status {
+		case codecs.StatusDeleted:
+			e.Bucket = ""
+		case codecs.StatusActive, codecs.StatusPaused:
+			if sched, err = jobSchedule(s.schedules, key, rec); err != nil {
+				sched = nil
+				if rec.Status == codecs.StatusActive {
+					s.cfg.Logger.Error("job record with an invalid schedule; it will not fire", "job", key, "err", err)
 				}
 			}
-			return e, nil
 		}
-		if rec.Status != codecs.StatusActive {
-			return e, nil
-		}
-		if !cached {
+		if rec.Status == codecs.StatusActive && !cached {
 			if w, err = s.watermark(r, shardKey); err != nil {
 				return store.Entry{}, err
 			}
 			cached = true
 		}
-		sched, err := jobSchedule(s.schedules, key, rec)
-		if err != nil {
-			s.cfg.Logger.Error("job record with an invalid schedule; it will not fire", "job", key, "err", err)
-			return e, nil
-		}
-		e.Due = sched.Next(rec.HandledThrough(w))
+		e.Due = rec.Due(w, sched)
 		return e, nil
 	}
 }

@@ -1,0 +1,97 @@
+package scheduler
+
+import (
+	"sync"
+	"time"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/schedule"
+	"github.com/chronos-scheduler/chronos/store"
+)
+
+// An advance spread over several callbacks may change hands in the middle:
+// a clean rebalance, a crash, a restart reopen the partition's store, whose
+// due index is then derived (restored, or rebuilt by ensureIndex) from a
+// table whose watermark the pass has not moved yet. Every job the pass had
+// already fired, behind its cursor, is then due again at the time it fired.
+// The continuation does not fire them again (its cursor is past them), and
+// when the pass completes they are re-derived from their records under the
+// new watermark: the index is again the one a rebuild from the table gives,
+// and the next advance does not send them again. Entries still owed behind
+// the cursor (a command applied during the pass: its record says so in
+// Through) derive to where they are and stay.
+
+// passes remembers, per partition, the pass its open store began (saw with
+// no cursor), so that a continuation can tell whether its store followed the
+// whole pass. Safe for concurrent use.
+type passes struct {
+	mu sync.Mutex
+	by map[int32]passState
+}
+
+type passState struct {
+	st        *store.Store
+	t         time.Time
+	inherited bool
+}
+
+// note records a callback of the pass to t on partition p's store st (with
+// a cursor: a continuation) and reports whether st has followed the pass
+// only from the middle (opened, or rebuilt, since it began).
+func (ps *passes) note(p int32, st *store.Store, t time.Time, continuation, rebuilt bool) (inherited bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.by == nil {
+		ps.by = map[int32]passState{}
+	}
+	cur, ok := ps.by[p]
+	switch {
+	case !continuation:
+		cur = passState{st: st, t: t}
+	case !ok || cur.st != st || !cur.t.Equal(t) || rebuilt:
+		cur = passState{st: st, t: t, inherited: true}
+	}
+	ps.by[p] = cur
+	return cur.inherited
+}
+
+// rederive moves every due entry at or before t whose record, under the
+// watermark t, is due elsewhere (codecs.JobRecord.Due), in batches, each
+// stored with indexedUpTo t. Called when a pass to t completes on a store
+// that followed it only from the middle.
+func rederive(st *store.Store, t time.Time, schedules *schedule.Cache) (moved int, err error) {
+	after := store.Due{}
+	for {
+		due, err := st.DueUpTo(t, after, recordGroup)
+		if err != nil || len(due) == 0 {
+			return moved, err
+		}
+		keys := make([]string, len(due))
+		for i, d := range due {
+			keys[i] = d.Key
+		}
+		values, err := st.GetMany(keys)
+		if err != nil {
+			return moved, err
+		}
+		var moves []store.Move
+		for i, d := range due {
+			rec, err := codecs.DecodeJobRecord(values[i])
+			if err != nil {
+				continue // the advance that reaches it removes it
+			}
+			var sched schedule.Schedule
+			if s, err := jobSchedule(schedules, d.Key, rec); err == nil {
+				sched = s
+			}
+			if to := rec.Due(t, sched); !to.Equal(d.At) {
+				moves = append(moves, store.Move{Key: d.Key, To: to})
+			}
+		}
+		if err := st.ApplyMoves(moves, t); err != nil {
+			return moved, err
+		}
+		moved += len(moves)
+		after = due[len(due)-1]
+	}
+}
