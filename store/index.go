@@ -156,6 +156,13 @@ func (s *Store) ApplyMoves(moves []Move, indexedUpTo time.Time) (err error) {
 	defer s.mu.RUnlock()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	if s.deferIndex {
+		// Moves on an index a deferred recovery has not built yet would
+		// mark a partial index current: build it first (see rebuildLocked).
+		if err := s.rebuildLocked(s.storedIndexedUpTo()); err != nil {
+			return fmt.Errorf("store: indexing the recovered table before moves: %w", err)
+		}
+	}
 	b := s.db.NewBatch()
 	defer b.Close()
 	if err := s.addMoves(b, moves); err != nil {
@@ -310,6 +317,14 @@ func (s *Store) RebuildIndexes(indexedUpTo time.Time) (err error) {
 func (s *Store) rebuild(indexedUpTo time.Time) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	return s.rebuildLocked(indexedUpTo)
+}
+
+// rebuildLocked is rebuild with s.wmu held. It ends a deferred recovery's
+// deferral: the rebuild indexes the whole table, and every later write
+// maintains the indexes itself (MarkRecovered then has nothing to build).
+func (s *Store) rebuildLocked(indexedUpTo time.Time) error {
+	s.deferIndex = false
 	b := s.db.NewBatch()
 	for _, p := range []byte{prefixDue, prefixReverse, prefixBucket} {
 		if err := b.DeleteRange([]byte{p}, []byte{p + 1}, nil); err != nil {

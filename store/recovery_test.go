@@ -102,3 +102,46 @@ func TestDeferredRebuildErrorFailsMarkRecovered(t *testing.T) {
 	require.NoError(t, s.Set("a", []byte("x")), "a deferred Set does not run the indexer")
 	require.ErrorIs(t, s.MarkRecovered(), boom)
 }
+
+// A store whose indexes are used before its deferred rebuild ran (goka's
+// markRecovered returns on a cancelled context while MarkRecovered still
+// runs, or has not run yet) must not hold a partial index that says it is
+// current: an explicit rebuild or a move ends the deferral, and every later
+// write is indexed. Without it, a job put after the scheduler's first
+// rebuild stays out of the due index (never fires) while ApplyMoves marks
+// the index current, until MarkRecovered happens to run.
+func TestIndexUseBeforeMarkRecoveredEndsTheDeferral(t *testing.T) {
+	t.Parallel()
+	for _, first := range []string{"rebuild", "moves"} {
+		t.Run(first, func(t *testing.T) {
+			t.Parallel()
+			s := newMemStore(t, deferOpts(vfs.NewMem()))
+			require.NoError(t, s.Set("a", val(at(10), "")))
+			switch first {
+			case "rebuild":
+				require.NoError(t, s.RebuildIndexes(at(1)))
+			case "moves":
+				require.NoError(t, s.ApplyMoves([]Move{{Key: "a", To: at(20)}}, at(1)))
+			}
+			require.NoError(t, s.Set("b", val(at(15), "b1")))
+			due, err := s.DueUpTo(at(100), Due{}, 0)
+			require.NoError(t, err)
+			want := map[string][]Due{
+				"rebuild": {{At: at(10), Key: "a"}, {At: at(15), Key: "b"}},
+				"moves":   {{At: at(15), Key: "b"}, {At: at(20), Key: "a"}},
+			}[first]
+			require.Equal(t, want, due)
+			keys, err := s.BucketKeys("b1", "", 0)
+			require.NoError(t, err)
+			require.Equal(t, []string{"b"}, keys)
+			checkConsistent(t, s)
+			require.NoError(t, s.MarkRecovered())
+			due, err = s.DueUpTo(at(100), Due{}, 0)
+			require.NoError(t, err)
+			if first == "rebuild" {
+				require.Equal(t, want, due, "MarkRecovered after the deferral ended rebuilds nothing")
+			}
+			checkConsistent(t, s)
+		})
+	}
+}

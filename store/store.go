@@ -60,7 +60,11 @@ type Options struct {
 	// table only until MarkRecovered, which then builds the indexes in one
 	// pass over the table: much faster than maintaining them record by
 	// record while goka replays a whole changelog. Reads of the indexes
-	// before MarkRecovered see nothing (goka processes no input before it).
+	// before MarkRecovered see nothing. goka can return from a recovery
+	// whose context was cancelled while MarkRecovered still runs, so the
+	// deferral also ends at the first RebuildIndexes or ApplyMoves (each
+	// builds the whole index first); every write after that is indexed.
+	// Default false.
 	DeferIndexOnRecovery bool
 	// OnFatal is called once when a write hits a fatal storage error (pebble
 	// stops on a failed WAL write, e.g. a full disk). Every later call
