@@ -61,8 +61,18 @@ func (s *Server) backfill(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		def, err := job.Job.Validate(s.limits())
+		countErr := false
 		if err == nil {
-			total, err = codecs.CheckBackfill(def.Spec, from, to, time.Now())
+			total, countErr, err = codecs.CheckBackfill(def.Spec, from, to, time.Now())
+		}
+		var ce *codecs.Error
+		if countErr && errors.As(err, &ce) {
+			// A well-formed past range, but the job's current schedule has
+			// none of its times in it, or more than one backfill
+			// dispatches: a conflict with the job's state (the same range
+			// suits another schedule), not bad data.
+			writeProblem(w, http.StatusConflict, ce.Code, ce.Field, ce.Reason)
+			return
 		}
 		if err != nil {
 			writeError(w, err)

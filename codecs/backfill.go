@@ -246,15 +246,21 @@ func CheckBackfillCount(n int64, from, to time.Time) error {
 // CheckBackfill checks a backfill of a job with spec over [from, to) at
 // time now as the scheduler will when it applies the command (the API
 // answers with it before producing the command), and returns the number
-// of fires the range holds.
-func CheckBackfill(spec schedule.Spec, from, to, now time.Time) (int64, error) {
+// of fires the range holds. A refusal because of the number of times the
+// job's schedule has in the range (none, or more than MaxBackfillFires)
+// is also reported by countErr, so that the API can tell a conflict with
+// the job's current schedule from a malformed range.
+func CheckBackfill(spec schedule.Spec, from, to, now time.Time) (n int64, countErr bool, err error) {
 	if to.After(now) {
-		return 0, errorf(CodeInvalidField, "to", "to (%s) is in the future: a backfill covers past times only; the schedule fires the future", to.Format(time.RFC3339Nano))
+		return 0, false, errorf(CodeInvalidField, "to", "to (%s) is in the future: a backfill covers past times only; the schedule fires the future", to.Format(time.RFC3339Nano))
 	}
 	sched, err := schedule.Parse(spec)
 	if err != nil {
-		return 0, errorf(CodeInvalidSchedule, "schedule", "the job's schedule is invalid: %v", err)
+		return 0, false, errorf(CodeInvalidSchedule, "schedule", "the job's schedule is invalid: %v", err)
 	}
-	n, _ := CountBackfill(sched, from, to, MaxBackfillFires)
-	return n, CheckBackfillCount(n, from, to)
+	n, _ = CountBackfill(sched, from, to, MaxBackfillFires)
+	if err := CheckBackfillCount(n, from, to); err != nil {
+		return n, true, err
+	}
+	return n, false, nil
 }

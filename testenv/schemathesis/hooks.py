@@ -3,8 +3,8 @@
 docs/openapi.json states every rule the server enforces, but some rules are
 beyond what a generator can derive from JSON Schema: the formats `cron`,
 `go-duration` and `iana-time-zone` (a grammar, a range, a database), and
-two rules across fields or state (start/end/at order; a cursor must be one
-the server issued). The formats get strategies that draw only valid values;
+four rules across fields or state (start/end/at order; jitter at most the
+schedule's gap; a backfill's from < to <= now; a cursor must be one the server issued). The formats get strategies that draw only valid values;
 before_call makes a positive (schema-valid) case follow the cross-field
 rules. Negative cases are left alone: the server must refuse them.
 """
@@ -85,6 +85,23 @@ def before_call(ctx, case, kwargs):
         # phase passes real ones (next_cursor).
         del case.query["cursor"]
     body = case.body
+    # A backfill's range (the body of POST /v1/jobs/{id}/backfill, or an
+    # import line with op backfill) must be non-empty and in the past: a
+    # range [from, to) with from < to <= now. Whether the job's schedule
+    # has 1 to 100,000 times in it depends on the job (409 otherwise).
+    ranges = [body] if isinstance(body, dict) else [c for c in body if isinstance(c, dict)] if isinstance(body, list) else []
+    now = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(seconds=5)
+    for r in ranges:
+        lo, hi = _time(r.get("from")), _time(r.get("to"))
+        if not (lo and hi):
+            continue
+        if hi < lo:
+            lo, hi = hi, lo
+        if hi > now:
+            hi = now
+        if lo >= hi:
+            lo = hi - datetime.timedelta(days=1)
+        r["from"], r["to"] = lo.isoformat(), hi.isoformat()
     # A job definition is the body of a PUT, or the "job" of an import line.
     jobs = [body] if isinstance(body, dict) else [c.get("job") for c in body if isinstance(c, dict)] if isinstance(body, list) else []
     for job in jobs:
@@ -96,6 +113,10 @@ def before_call(ctx, case, kwargs):
             start, end = end, start
         if at and ((start and at < start) or (end and at > end)):
             job["at"] = job["start"] if start else job["end"]
+        # jitter is at most 1h and the schedule's shortest gap; the drawn
+        # cron and every values have gaps of 1s or more.
+        if isinstance(job.get("jitter"), str) and job["jitter"] not in ("", "0s"):
+            job["jitter"] = "1s"
 
 
 @schemathesis.check
