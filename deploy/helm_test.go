@@ -237,6 +237,10 @@ func TestHelmRefuses(t *testing.T) {
 		// runtime aborts at start (a crash loop).
 		{[]string{"goMemLimit=900Mi"}, "GOMEMLIMIT takes a byte count"},
 		{[]string{"goMemLimit=900M"}, "GOMEMLIMIT takes a byte count"},
+		// values.schema.json: zero pods fire nothing; Kubernetes takes
+		// string annotation values only (an int fails at apply time).
+		{[]string{"replicaCount=0"}, "replicaCount"},
+		{[]string{"podAnnotations.team=7"}, "podAnnotations"},
 	} {
 		args := []string{"template", "r", chart}
 		for _, s := range c.set {

@@ -71,7 +71,8 @@ func TestSecretFlagWarnings(t *testing.T) {
 
 func TestTokensNew(t *testing.T) {
 	t.Parallel()
-	file := filepath.Join(t.TempDir(), "tokens")
+	// The file's directory does not exist yet (like /etc/chronos on a new host).
+	file := filepath.Join(t.TempDir(), "etc", "chronos", "tokens")
 	out, err := run(t, "tokens", "new", "--name", "acme-ci", "--role", "write", "--prefix", "acme.", "--append", file)
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(out), "\n")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -55,7 +56,7 @@ func newTokensNew() *cobra.Command {
 	fs.StringVar(&name, "name", "", "token name, recorded in the chronos-actor header of every command it sends (letters, digits, . _ -)")
 	fs.StringVar(&role, "role", "", "read (get, list), write (also put, delete, pause, resume, fire, trigger) or admin")
 	fs.StringVar(&prefix, "prefix", "", "confine the token to job ids and buckets starting with this prefix (a tenant)")
-	fs.StringVar(&appendTo, "append", "", "also append the line to this tokens file (created with mode 0600), checking the result")
+	fs.StringVar(&appendTo, "append", "", "also append the line to this tokens file (created with mode 0600, its directory with 0700), checking the result")
 	_ = cmd.MarkFlagRequired("name")
 	_ = cmd.MarkFlagRequired("role")
 	return cmd
@@ -73,6 +74,10 @@ func appendToken(path, line string) error {
 	}
 	if _, err := api.ParseTokens(io.MultiReader(bytes.NewReader(old), bytes.NewReader([]byte(line+"\n")))); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
+	}
+	// A new file's directory is made too (0700: it names who may do what).
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
 	}
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
