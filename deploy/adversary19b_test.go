@@ -1,0 +1,244 @@
+//go:build adversary19b
+
+package deploy
+
+// Adversary round 19b on issue 19 (autoscaling on the fan-out): failing
+// reproductions of promises the shipped ScaledObject and the
+// chronos_fanout_lateness_seconds gauge break. Each test names the promise
+// and its run command. All run on the embedded broker (and, with
+// CHRONOS_TEST_BROKERS, on Apache Kafka):
+//
+//	go test -tags adversary19b -count=1 -v -run TestAdv19b ./deploy/
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/lag"
+	"github.com/chronos-scheduler/chronos/testenv"
+)
+
+// TestAdv19bRecoveringOwnerReportsAStaleWatermark breaks "lateness is wall
+// time minus the time up to which every due fire has been dispatched"
+// (docs/operations.md, Metrics) and with it "an idle system asks for the
+// minimum": a new owner registers its partition store when goka opens it,
+// before the restore from the changelog, and Scheduler.Watermarks reads
+// the shard record as restored so far. The changelog's oldest surviving
+// shard record comes first (a compacted topic never cleans its active
+// segment: up to segment.ms, 7 days by default, of per-second versions), so
+// a pod with an empty data dir (the shipped Deployment's emptyDir: every
+// new pod, i.e. every scale-up) reports the lateness of that old version
+// for the whole restore (433 s for 10M jobs, docs/operations.md). The
+// lateness trigger then asks for maxReplicaCount; each step it takes is
+// another restore on new pods, and each scale-down moves partitions to pods
+// that restore them again.
+//
+// Here: the partition's watermark went to now-1h, then 20,000 jobs were
+// registered, then the watermark went to now (the system is caught up),
+// and a fresh instance took over. While it restores, its gauge reads about
+// 3,600 s although every fire due up to a few seconds ago was dispatched.
+//
+//	go test -tags adversary19b -count=1 -v -run TestAdv19bRecoveringOwnerReportsAStaleWatermark ./deploy/
+func TestAdv19bRecoveringOwnerReportsAStaleWatermark(t *testing.T) {
+	const partitions, jobs = 4, 20000
+	env := testenv.New(t, partitions)
+	so := shippedFor(t, env)
+	now := time.Now().Truncate(time.Second)
+
+	regA := prometheus.NewRegistry()
+	cfgA := env.Config()
+	cfgA.Registerer = regA
+	a := env.Start(cfgA)
+	env.Tick(now.Add(-time.Hour))
+	testenv.Eventually(t, 60*time.Second, func() error {
+		if l := lateness(t, regA); l < 3500 {
+			return fmt.Errorf("lateness %.0f s: the advance to now-1h has not completed", l)
+		}
+		return nil
+	})
+	// Jobs that are not due for a day: the changelog grows behind the old
+	// shard record.
+	for i := 0; i < jobs; i += 1000 {
+		keys, vals := make([]string, 1000), make([][]byte, 1000)
+		for k := range keys {
+			keys[k] = fmt.Sprintf("job-%06d", i+k)
+			vals[k] = testenv.PutCommand(keys[k], codecs.JobDef{Every: "24h"})
+		}
+		env.ProduceMany(string(env.Layout.Jobs()), keys, vals, now)
+	}
+	env.WaitApplied()
+	env.Tick(now)
+	testenv.Eventually(t, 60*time.Second, func() error {
+		if l := lateness(t, regA); l > 5 {
+			return fmt.Errorf("lateness %.0f s: the advance to now has not completed", l)
+		}
+		return nil
+	})
+	caughtUp := time.Now()
+	a.Stop()
+
+	// A new owner with an empty data dir, its gauge scraped as fast as we
+	// can while it restores.
+	regB := prometheus.NewRegistry()
+	cfgB := env.Config()
+	cfgB.Registerer = regB
+	var (
+		mu    sync.Mutex
+		worst float64 // the largest lateness seen
+	)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			mfs, err := regB.Gather()
+			if err != nil {
+				continue
+			}
+			for _, mf := range mfs {
+				if mf.GetName() != lag.LatenessMetric {
+					continue
+				}
+				for _, m := range mf.GetMetric() {
+					mu.Lock()
+					worst = max(worst, m.GetGauge().GetValue())
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+	env.Start(cfgB)
+	close(done)
+	wg.Wait()
+	mu.Lock()
+	seen := worst
+	mu.Unlock()
+	// The truth: the watermark was now when A stopped; at most the restart
+	// has passed since.
+	truth := time.Since(caughtUp).Seconds() + 1
+	asks, _ := so.ReplicasWith(nil, lag.Observed{Lateness: seen}, 1)
+	t.Logf("new owner's gauge during its restore: up to %.0f s (true lateness at most %.1f s); the shipped ScaledObject asks for %d", seen, truth, asks)
+	require.LessOrEqual(t, seen, truth, "the gauge reported a watermark older than the one the partition had reached: "+
+		"the lateness trigger asks for %d replicas of an idle system", asks)
+}
+
+// TestAdv19bCoarseResolutionScalesAnIdleSystem breaks "0-1 s when caught
+// up (the clock resolution)" and "a system whose fires are on time asks for
+// minReplicaCount" (TestIdleFanOutAsksForTheMinimum's doc) for a valid
+// --resolution (10ms..1m): the watermark is the last announced step, so a
+// caught-up partition's lateness saws from 0 to the resolution, while the
+// lateness threshold is a fixed 5 s (FanoutSecondsPerReplica; Helm's
+// keda.fanoutSecondsPerReplica says nothing of the resolution). At
+// --resolution 20s an idle system reads up to ~20 s and asks for 4
+// replicas; the scale-down window (the highest of 300 s) keeps them; at 1m,
+// maxReplicaCount for ever.
+//
+//	go test -tags adversary19b -count=1 -v -run TestAdv19bCoarseResolutionScalesAnIdleSystem ./deploy/
+func TestAdv19bCoarseResolutionScalesAnIdleSystem(t *testing.T) {
+	const partitions, res = 12, 20 * time.Second
+	env := testenv.New(t, partitions)
+	so := shippedFor(t, env)
+	reg := prometheus.NewRegistry()
+	cfg := env.Config()
+	cfg.Clock.NoTicker = false
+	cfg.Clock.Resolution = res
+	cfg.Registerer = reg
+	env.Start(cfg)
+	// Caught up: every partition's watermark is the latest announced step
+	// (nothing due is undispatched; there are no jobs at all). Read the
+	// gauge until it is late in a step (past 3 x the threshold) but within
+	// one step of the wall clock.
+	var late float64
+	testenv.Eventually(t, 3*res, func() error {
+		late = lateness(t, reg)
+		if late <= 3*lag.FanoutSecondsPerReplica || late > res.Seconds()+1 {
+			return fmt.Errorf("lateness %.1f s", late)
+		}
+		return nil
+	})
+	asks, _ := so.ReplicasWith(nil, lag.Observed{Lateness: late}, 1)
+	require.Equal(t, int64(1), asks, "an idle system at --resolution %s reads %.1f s of lateness: the shipped ScaledObject asks for %d replicas", res, late, asks)
+}
+
+// TestAdv19bFineResolutionScalesAnIdleSystem breaks the same promise from
+// the other side: the chronos-shard-triggers lagThreshold (5 x partitions)
+// assumes one advance per partition per second, with about one (up to two)
+// in flight at idle. At --resolution 50ms every partition gets 20 advances
+// a second, and the group commits once a second (sarama's default
+// auto-commit interval), so an idle system's committed lag on that topic
+// is 0-20 per partition, and the trigger asks for up to 4 replicas of 4
+// partitions with nothing to do.
+//
+//	go test -tags adversary19b -count=1 -v -run TestAdv19bFineResolutionScalesAnIdleSystem ./deploy/
+func TestAdv19bFineResolutionScalesAnIdleSystem(t *testing.T) {
+	const partitions = 4
+	env := testenv.New(t, partitions)
+	so := shippedFor(t, env)
+	adm := admin(t, env)
+	cfg := env.Config()
+	cfg.Clock.NoTicker = false
+	cfg.Clock.Resolution = 50 * time.Millisecond
+	env.Start(cfg)
+	// Sample the Kafka triggers for 30 s (KEDA polls every 15 s: each
+	// sample is one it could take).
+	worst, at := int64(1), map[string]int64{}
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
+		parts, err := lag.Measure(context.Background(), adm, lag.Earliest, so.Targets()...)
+		if err != nil {
+			continue
+		}
+		n, verdicts := so.Replicas(parts, 0)
+		if n > worst {
+			worst, at = n, byTopic(env, verdicts)
+		}
+		if worst == so.MaxReplicas {
+			break
+		}
+	}
+	require.Equal(t, int64(1), worst, "an idle system at --resolution 50ms: the Kafka triggers asked for %d replicas (lags %v)", worst, at)
+}
+
+// TestAdv19bFastHostClockScalesAnIdleSystem breaks "an idle system asks for
+// the minimum" under clock skew, which the clock is built to tolerate
+// (MaxAhead: a fast host cannot move time past the broker's clock + 1 s):
+// the gauge subtracts the watermark, which follows the broker-bounded
+// clock, from the pod's own wall clock. A pod whose clock is 30 s fast
+// reads ~29 s on every partition it owns, for ever, and the lateness
+// trigger asks for 6 replicas of an idle system. (The mirror image: a pod
+// 30 s slow reads 0 for a partition up to 30 s behind.)
+//
+//	go test -tags adversary19b -count=1 -v -run TestAdv19bFastHostClockScalesAnIdleSystem ./deploy/
+func TestAdv19bFastHostClockScalesAnIdleSystem(t *testing.T) {
+	const partitions, skew = 12, 30 * time.Second
+	env := testenv.New(t, partitions)
+	so := shippedFor(t, env)
+	reg := prometheus.NewRegistry()
+	cfg := env.Config()
+	cfg.Clock.NoTicker = false // its own ticker, bounded by the broker's clock (MaxAhead 1 s)
+	cfg.Now = func() time.Time { return time.Now().Add(skew) }
+	cfg.Registerer = reg
+	env.Start(cfg)
+	var late float64
+	testenv.Eventually(t, 60*time.Second, func() error {
+		late = lateness(t, reg)
+		if late == 0 {
+			return fmt.Errorf("no advance completed yet")
+		}
+		return nil
+	})
+	asks, _ := so.ReplicasWith(nil, lag.Observed{Lateness: late}, 1)
+	require.Equal(t, int64(1), asks, "an idle system whose one pod's clock is %s fast reads %.1f s of lateness: the shipped ScaledObject asks for %d replicas", skew, late, asks)
+}
