@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/chronos-scheduler/chronos/lag"
+	"github.com/chronos-scheduler/chronos/topology"
 )
 
 // TestAdv19bFireRateThresholdAbovePodCapacity breaks "a steady load never
@@ -48,3 +49,21 @@ func TestAdv19bFireRateThresholdAbovePodCapacity(t *testing.T) {
 		assert.Zero(t, downs, "%s: a steady load scaled down %d times into its backlog: %v (fires late by up to %.0f s)", l.Name, downs, o.Steps, o.MaxFireLateness)
 	}
 }
+
+// TestAdv19bOverloadOvershoots breaks "a sustained load above one
+// replica's capacity scales out to ceil(fires per second / 50,000) and
+// stays there" (docs/operations.md, How to read it) with the plan's own
+// inputs (98,000 fires/s per replica): the plan checks one overload
+// (166,667 fires/s) only. From 100,000 fires/s up, the lateness trigger
+// overshoots while the backlog drains and the count comes back down once
+// or twice after the 300 s window (200,000/s: 1, 2, 3, 4, 5, then 4; 250,000/s:
+// up to 7, then 6, 5), each step a rebalance and a restore.
+func TestAdv19bOverloadOvershoots(t *testing.T) {
+	for _, rate := range []float64{100000, 150000, 200000, 250000, 300000, 400000, 500000} {
+		o := lag.Simulate(measured, shipped(), lag.Load{Name: "steady", Jobs: 1e7, FiresPerSecond: rate, Seconds: 3600})
+		want := lag.ScaledObjectFor(topologyDefault()).Bound(int64((rate + lag.FiresPerReplica - 1) / lag.FiresPerReplica))
+		assert.Equal(t, want, o.PeakReplicas, "%.0f fires/s, 10M jobs: steps %v", rate, o.Steps)
+	}
+}
+
+func topologyDefault() topology.Layout { return topology.Layout{} }
