@@ -94,6 +94,12 @@ type History struct {
 	// Off runs no history group on this instance and serves no history
 	// (default false: on).
 	Off bool
+	// Only runs the history group alone on this instance: no scheduler,
+	// clock or router group and no clock ticker, so that the history's CPU
+	// is not taken from the fire path (default false). Its HTTP API, job
+	// view and history view work as on any instance. Other instances then
+	// run with Off.
+	Only bool
 	// Fires is how many fires are kept per job (default
 	// history.DefaultFires, 50); Changes how many commands (default
 	// history.DefaultChanges, 20).
@@ -229,6 +235,9 @@ func (c Config) Validate() error {
 		if _, ok := c.Registerer.(prometheus.Gatherer); !ok {
 			errs = append(errs, errors.New("instance: with the HTTP server on, Registerer must be a prometheus.Gatherer (it serves /metrics)"))
 		}
+	}
+	if c.History.Off && c.History.Only {
+		errs = append(errs, errors.New("instance: --history-only with --no-history: choose one"))
 	}
 	if h := c.History; !h.Off && (h.Fires < 0 || h.Fires > history.MaxFires || h.Changes < 0 || h.Changes > history.MaxChanges) {
 		errs = append(errs, fmt.Errorf("instance: history keeps %d fires and %d changes per job, want 1..%d and 1..%d",

@@ -32,6 +32,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.Int64Var(&c.Store.CacheBytes, "store-cache-bytes", c.Store.CacheBytes, "Pebble block cache of all partition stores together")
 	fs.Uint64Var(&c.Store.MemTableBytes, "store-memtable-bytes", c.Store.MemTableBytes, "base memtable size of each partition store (staggered up to 2x by partition)")
 	fs.BoolVar(&c.History.Off, "no-history", c.History.Off, "run no history group and serve no fire or change history on this instance")
+	fs.BoolVar(&c.History.Only, "history-only", c.History.Only, "run only the history group (and the HTTP API) on this instance: no scheduling; run the others with --no-history")
 	fs.IntVar(&c.History.Fires, "history-fires", c.History.Fires, "fires kept per job by the history group")
 	fs.IntVar(&c.History.Changes, "history-changes", c.History.Changes, "commands (changes) kept per job by the history group")
 	fs.StringSliceVar(&c.LagExecutorGroups, "lag-executor-groups", c.LagExecutorGroups, "also export the lag of these consumer groups on chronos-dispatch (your executors)")

@@ -1,7 +1,8 @@
 // Package instance is one Chronos instance: its configuration (Config, with
 // the defaults, the validation and the one mapping from flags), and New,
 // Run and WaitReady, which build and run the scheduler group, the clock
-// group, the router group, the history group (unless History.Off), the clock ticker and, with an HTTP address, the
+// group, the router group, the history group (unless History.Off), the clock ticker (History.Only: the history
+// group alone) and, with an HTTP address, the
 // job view, the HTTP API, /metrics and the probes. Each group is restarted
 // with backoff when it fails (goka processors stop on broker errors by
 // design). `chronos dev`, `chronos run`, `chronos bench` and the tests'
@@ -159,7 +160,7 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 		}
 	}
 	s.mu.procs = make(map[goka.Group]*goka.Processor)
-	if !cfg.Clock.NoTicker {
+	if !cfg.Clock.NoTicker && !cfg.History.Only {
 		host, _ := os.Hostname()
 		s.ticker = &clock.Ticker{Client: cl, Topic: string(cfg.Layout.Clock()), Resolution: cfg.resolution(), Instance: host, Now: cfg.Now}
 	}
@@ -235,6 +236,11 @@ func (s *Instance) runGroups(ctx context.Context) {
 			defer wg.Done()
 			s.supervise(ctx, name, graph, opts)
 		}()
+	}
+	if s.cfg.History.Only {
+		run(s.hist.Group(), s.hist.Graph(), s.hist.Options()...)
+		wg.Wait()
+		return
 	}
 	run(s.sched.Group(), s.sched.Graph(), s.sched.Options()...)
 	// The clock table lives in the data dir too (goka's default is a
@@ -377,7 +383,7 @@ func (s *Instance) setProc(g goka.Group, p *goka.Processor) {
 }
 
 // Ready reports whether every group runs and has recovered its partitions,
-// this instance's clock ticks (its last tick was acknowledged within ten
+// this instance's clock ticks, if it has a ticker (its last tick was acknowledged within ten
 // resolutions, at least 10 s) and, with the HTTP parts, the job view has
 // recovered.
 func (s *Instance) Ready() error {
@@ -397,6 +403,9 @@ func (s *Instance) groupsReady() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	groups := []goka.Group{s.sched.Group(), s.cfg.Layout.ClockGroup(), s.cfg.Layout.RouterGroup()}
+	if s.cfg.History.Only {
+		groups = nil
+	}
 	if s.hist != nil {
 		groups = append(groups, s.hist.Group())
 	}

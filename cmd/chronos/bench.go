@@ -139,6 +139,9 @@ func runBench(ctx context.Context, f *instanceFlags, brokers []string, cfg bench
 	if err := icfg.Validate(); err != nil {
 		return nil, err
 	}
+	if icfg.History.Only {
+		return nil, errors.New("--history-only: the bench's own instance must schedule; run the history group in another process (chronos run --history-only) and give this one --no-history")
+	}
 	if len(brokers) == 0 {
 		b, err := embedded.Start(embedded.Options{Partitions: icfg.Layout.Partitions})
 		if err != nil {
