@@ -46,6 +46,12 @@ func FuzzDecodeBucketTrigger(f *testing.F) {
 		`{"v":2,"bucket":"b"}`,
 		`{"v":1,"bucket":""}`,
 		`[]`,
+		`{"v":1,"op":"pause","bucket":"b","note":"why"}`,
+		`{"v":1,"op":"resume","prefix":"acme."}`,
+		`{"v":1,"op":"delete","prefix":"a b ","trigger_id":"t1"}`,
+		`{"v":1,"op":"delete","bucket":"b","prefix":"p"}`,
+		`{"v":1,"op":"fire","prefix":"p"}`,
+		`{"v":1,"op":"pause","prefix":""}`,
 	} {
 		f.Add([]byte(s), int32(0), int64(7))
 	}
@@ -56,8 +62,10 @@ func FuzzDecodeBucketTrigger(f *testing.F) {
 			require.True(t, errors.As(err, &e), "%T %v", err, err)
 			return
 		}
-		require.NotEmpty(t, bt.Bucket)
 		require.NotEmpty(t, bt.TriggerID)
+		require.True(t, bt.Op == codecs.BulkFire || codecs.IsBulkOp(bt.Op), bt.Op)
+		require.True(t, bt.Bucket != "" || bt.Prefix != "", "a target")
+		require.True(t, bt.Prefix == "" || bt.Op != codecs.BulkFire, "a fire names a bucket")
 		require.NoError(t, codecs.ValidateBucket(bt.Bucket), "a decoded bucket follows the name rules")
 		if bt.TriggerID == fmt.Sprintf("b-%d-%d", partition, offset) {
 			// A derived id is reserved: re-encoded without it, the same
@@ -71,6 +79,7 @@ func FuzzDecodeBucketTrigger(f *testing.F) {
 		again, err := codecs.DecodeBucketTrigger(enc, partition, offset, codecs.DefaultLimits())
 		require.NoError(t, err, "%s", enc)
 		require.Equal(t, bt.Bucket, again.Bucket)
+		require.Equal(t, [3]string{bt.Op, bt.Prefix, bt.Note}, [3]string{again.Op, again.Prefix, again.Note})
 		if bt.TriggerID == "" {
 			bt.TriggerID = fmt.Sprintf("b-%d-%d", partition, offset)
 		}

@@ -26,6 +26,10 @@ const (
 	KindBackfill      = "backfill"
 	KindBackfillJoin  = "backfill_join"
 	KindBackfillLeave = "backfill_leave"
+	// KindBulk is a bulk operation (Op pause, resume or delete) on the jobs
+	// of Bucket or of the ids starting with Prefix; its continuations carry
+	// the cursor and the counts so far.
+	KindBulk = "bulk"
 )
 
 // ShardTrigger is a chronos-shard-triggers record (key = a shard key) and
@@ -46,6 +50,16 @@ type ShardTrigger struct {
 	Version uint64 `json:"version,omitempty"`
 	// Job is the job of a backfill_join or backfill_leave.
 	Job string `json:"job,omitempty"`
+	// Bulk operations: the op, the id prefix (instead of Bucket), a
+	// pause's note, who sent it (the record's ActorHeader), and, in
+	// continuations, how many jobs the shard has matched and how many it
+	// has sent the op to so far.
+	Op      string `json:"op,omitempty"`
+	Prefix  string `json:"prefix,omitempty"`
+	Note    string `json:"note,omitempty"`
+	Actor   string `json:"actor,omitempty"`
+	Matched int64  `json:"matched,omitempty"`
+	Changed int64  `json:"changed,omitempty"`
 }
 
 // EncodeInternal marshals an internal message (Tick or ShardTrigger).
@@ -76,7 +90,7 @@ func DecodeShardTrigger(b []byte) (ShardTrigger, error) {
 		return ShardTrigger{}, jsonError(err)
 	}
 	switch s.Kind {
-	case KindAdvance, KindBucket, KindComplete, KindSettle, KindPurge, KindBackfill, KindBackfillJoin, KindBackfillLeave:
+	case KindAdvance, KindBucket, KindComplete, KindSettle, KindPurge, KindBackfill, KindBackfillJoin, KindBackfillLeave, KindBulk:
 	default:
 		return ShardTrigger{}, errorf(CodeUnknownOp, "kind", "unknown shard trigger kind %q", s.Kind)
 	}

@@ -2,6 +2,7 @@ package codecs
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -175,6 +176,8 @@ type ShardRecord struct {
 	// Backfills are the backfills in progress of this shard's jobs, sorted
 	// by job: each completed advance sends each one a step.
 	Backfills []BackfillRef
+	// Bulk holds the shard's bulk operations, queued and finished.
+	Bulk BulkState
 }
 
 // ErrNotJob is returned by DecodeJobRecord for a value of another kind.
@@ -279,8 +282,18 @@ func DecodeJobRecord(b []byte) (*JobRecord, error) {
 }
 
 // EncodeShardRecord returns the binary encoding of r.
-// Format 3 (written only with backfills in progress) adds Backfills.
+// Format 3 (written only with backfills in progress) adds Backfills;
+// format 4 (written only with bulk operations to remember) adds their
+// count (maybe 0) and Bulk as length-prefixed JSON.
 func EncodeShardRecord(r ShardRecord) []byte {
+	if !r.Bulk.IsZero() {
+		w := appendTime(appendTime([]byte{tagShard, recordFormat4}, r.Watermark), r.Advancing)
+		w = binary.AppendUvarint(w, uint64(len(r.Backfills)))
+		for _, b := range r.Backfills {
+			w = appendBytes(appendBytes(w, []byte(b.Job)), []byte(b.ID))
+		}
+		return appendBytes(w, EncodeInternal(r.Bulk))
+	}
 	if len(r.Backfills) > 0 {
 		return appendBackfillRefs(appendTime(appendTime([]byte{tagShard, recordFormat3}, r.Watermark), r.Advancing), r.Backfills)
 	}
@@ -292,7 +305,7 @@ func DecodeShardRecord(b []byte) (ShardRecord, error) {
 	if len(b) == 0 {
 		return ShardRecord{}, nil
 	}
-	if len(b) < 2 || b[0] != tagShard || (b[1] != recordFormat && b[1] != recordFormat1 && b[1] != recordFormat3) {
+	if len(b) < 2 || b[0] != tagShard || (b[1] != recordFormat && b[1] != recordFormat1 && b[1] != recordFormat3 && b[1] != recordFormat4) {
 		return ShardRecord{}, errors.New("codecs: not a shard record")
 	}
 	rd := reader{b: b[2:]}
@@ -302,6 +315,9 @@ func DecodeShardRecord(b []byte) (ShardRecord, error) {
 	}
 	if b[1] == recordFormat3 {
 		r.Backfills = readBackfillRefs(&rd)
+	}
+	if b[1] == recordFormat4 {
+		readShardFormat4(&rd, &r)
 	}
 	if rd.err != nil || len(rd.b) != 0 {
 		return ShardRecord{}, errors.New("codecs: corrupt shard record")
@@ -421,4 +437,23 @@ func JobStatus(b []byte) (Status, bool) {
 		return 0, false
 	}
 	return Status(b[2+n]), true
+}
+
+// readShardFormat4 reads what format 4 of a shard record adds after the
+// times: backfill refs (a count, maybe 0) and the bulk state.
+func readShardFormat4(rd *reader, r *ShardRecord) {
+	n := rd.uvarint()
+	if n > uint64(len(rd.b)) {
+		rd.err = errShort
+		return
+	}
+	for i := uint64(0); i < n && rd.err == nil; i++ {
+		r.Backfills = append(r.Backfills, BackfillRef{Job: string(rd.bytes()), ID: string(rd.bytes())})
+	}
+	js := rd.bytes()
+	if rd.err == nil {
+		if err := json.Unmarshal(js, &r.Bulk); err != nil {
+			rd.err = err
+		}
+	}
 }

@@ -20,7 +20,8 @@ var (
 		"dst": {"gap": nil, "overlap": nil}, "jitter": nil, "max_fires": nil}
 	commandShape = shape{"v": nil, "op": nil, "id": nil, "job": jobDefShape, "trigger_id": nil,
 		"payload": nil, "if_version": nil, "note": nil, "from": nil, "to": nil}
-	bucketTriggerShape = shape{"v": nil, "bucket": nil, "trigger_id": nil, "payload": nil}
+	bucketTriggerShape = shape{"v": nil, "op": nil, "bucket": nil, "prefix": nil, "note": nil, "trigger_id": nil, "payload": nil}
+	bulkBodyShape      = shape{"trigger_id": nil, "note": nil}
 	triggerBodyShape   = shape{"trigger_id": nil, "payload": nil}
 	pauseBodyShape     = shape{"note": nil}
 )

@@ -1,6 +1,8 @@
 // Package router is the router group: it consumes chronos-bucket-triggers
 // and sends "fire bucket B" to every partition of chronos-shard-triggers, so
-// each shard fires the active jobs of B from its bucket index.
+// each shard fires the active jobs of B from its bucket index. A bulk
+// operation (pause, resume or delete the jobs of a bucket or of an id
+// prefix) takes the same way.
 package router
 
 import (
@@ -81,8 +83,15 @@ func (r *Router) onTrigger(ctx goka.Context, msg any) {
 		r.cfg.Inputs.Reject(ctx, raw, err)
 		return
 	}
-	msgOut := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindBucket, T: ctx.Timestamp().UTC(),
-		Bucket: bt.Bucket, TriggerID: bt.TriggerID, Payload: bt.Payload})
+	tr := codecs.ShardTrigger{Kind: codecs.KindBucket, T: ctx.Timestamp().UTC(),
+		Bucket: bt.Bucket, TriggerID: bt.TriggerID, Payload: bt.Payload}
+	if codecs.IsBulkOp(bt.Op) {
+		// A bulk operation: each shard writes the op as a command for each
+		// of its jobs it changes, with the sender as the commands' actor.
+		tr.Kind, tr.Op, tr.Prefix, tr.Note = codecs.KindBulk, bt.Op, bt.Prefix, bt.Note
+		tr.Actor = codecs.Truncate(string(ctx.Headers()[codecs.ActorHeader]), codecs.HistoryActorBytes)
+	}
+	msgOut := codecs.EncodeInternal(tr)
 	for _, k := range r.shardKeys {
 		ctx.Emit(r.cfg.Layout.ShardTriggers(), k, msgOut)
 	}

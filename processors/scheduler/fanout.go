@@ -52,6 +52,8 @@ func (s *Scheduler) loop(ctx goka.Context, raw []byte) error {
 		return s.stepBackfill(ctx, tr)
 	case codecs.KindBackfillJoin, codecs.KindBackfillLeave:
 		return s.backfillRegistry(ctx, tr)
+	case codecs.KindBulk:
+		return s.bulkRun(ctx, tr)
 	}
 	return s.trigger(ctx, tr)
 }
@@ -70,6 +72,8 @@ func (s *Scheduler) trigger(ctx goka.Context, tr codecs.ShardTrigger) error {
 		return s.advance(ctx, tr)
 	case codecs.KindBucket:
 		return s.fireBucket(ctx, tr)
+	case codecs.KindBulk:
+		return s.bulkEnqueue(ctx, tr)
 	}
 	return &codecs.Error{Code: codecs.CodeUnknownOp, Field: "kind", Reason: "unsupported shard trigger " + tr.Kind}
 }

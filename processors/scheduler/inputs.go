@@ -66,6 +66,11 @@ func (s *Scheduler) decodeTrigger(raw []byte) (codecs.ShardTrigger, error) {
 			return codecs.ShardTrigger{}, &codecs.Error{Code: codecs.CodeInvalidField, Field: "trigger_id", Reason: "a bucket shard trigger needs a trigger id"}
 		}
 	}
+	if tr.Kind == codecs.KindBulk {
+		if err := checkBulkTrigger(tr); err != nil {
+			return codecs.ShardTrigger{}, err
+		}
+	}
 	if len(tr.Payload) > s.cfg.Limits.MaxPayload {
 		return codecs.ShardTrigger{}, &codecs.Error{Code: codecs.CodePayloadTooLarge, Field: "payload",
 			Reason: fmt.Sprintf("payload is %d bytes, the limit is %d", len(tr.Payload), s.cfg.Limits.MaxPayload)}

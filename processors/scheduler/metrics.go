@@ -17,6 +17,7 @@ type Metrics struct {
 	commands *prometheus.CounterVec
 	rejects  *prometheus.CounterVec
 	fanouts  prometheus.Histogram
+	bulk     *prometheus.CounterVec
 }
 
 // NewMetrics creates the scheduler metrics and registers them on reg.
@@ -36,6 +37,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		fanouts: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_fanout_jobs",
 			Help:    "Jobs fired per trigger callback (one chunk of an advance or a bucket trigger).",
 			Buckets: prometheus.ExponentialBuckets(1, 4, 10)}),
+		bulk: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_bulk_commands_total",
+			Help: "Commands written to chronos-jobs by bulk operations (one per job the op changes), by op."}, []string{"op"}),
 	}
 	for _, t := range []string{"schedule", "bucket", "manual"} {
 		m.fires.WithLabelValues(t)
@@ -46,7 +49,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, c := range codecs.RejectCodes() {
 		m.rejects.WithLabelValues(c)
 	}
-	reg.MustRegister(m.fires, m.missed, m.delays, m.commands, m.rejects, m.fanouts)
+	reg.MustRegister(m.fires, m.missed, m.delays, m.commands, m.rejects, m.fanouts, m.bulk)
 	return m
 }
 
@@ -73,6 +76,12 @@ func (m *Metrics) command(op, result string) {
 func (m *Metrics) rejected(code string) {
 	if m != nil {
 		m.rejects.WithLabelValues(code).Inc()
+	}
+}
+
+func (m *Metrics) bulked(op string, n int) {
+	if m != nil {
+		m.bulk.WithLabelValues(op).Add(float64(n))
 	}
 }
 

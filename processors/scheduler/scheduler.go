@@ -194,6 +194,8 @@ func (s *Scheduler) Graph() *goka.GroupGraph {
 		goka.Loop(new(codec.Bytes), s.onLoop),
 		goka.Persist(new(codec.Bytes)),
 		goka.Output(n.Rejects(), new(codec.Bytes)),
+		// Bulk operations write one command per job they change.
+		goka.Output(n.Jobs(), new(codec.Bytes)),
 	)
 }
 

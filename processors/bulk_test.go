@@ -1,0 +1,225 @@
+package processors_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/testenv"
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// TestBulkPauseResumeDelete puts jobs of two tenants (id prefixes) and two
+// buckets across every partition, with small chunks so each shard's
+// fan-out continues through the loopback, some of them already paused or
+// deleted. A bulk pause of a bucket pauses exactly its active jobs, with
+// the note and the sender; a bulk resume of a prefix resumes exactly that
+// prefix's paused jobs; a bulk delete of a prefix deletes exactly its live
+// jobs; repeating an operation changes nothing; a bad one is rejected.
+// Every change is an ordinary command on chronos-jobs, with the sender as
+// its actor.
+func TestBulkPauseResumeDelete(t *testing.T) {
+	t.Parallel()
+	const parts = 4
+	env := testenv.New(t, parts)
+	rejects := env.Collect(string(env.Layout.Rejects()))
+	jobs := env.Collect(string(env.Layout.Jobs()))
+	cfg := env.Config()
+	cfg.Fanout.ChunkSize = 7
+	inst := env.Start(cfg)
+	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	env.Tick(t0)
+
+	var commandsBefore int
+	// want is the oracle: each job's status after every step.
+	want := map[string]codecs.Status{}
+	bucket := map[string]string{}
+	var keys []string
+	var values [][]byte
+	for i := 0; i < 160; i++ {
+		id := fmt.Sprintf("t%d/job-%03d", i%2, i)
+		b := []string{"fleet", "other"}[i%3%2]
+		def := codecs.JobDef{Cron: "0 0 1 1 *", Bucket: b}
+		keys, values = append(keys, id), append(values, testenv.PutCommand(id, def))
+		want[id], bucket[id] = codecs.StatusActive, b
+	}
+	env.ProduceMany(string(env.Layout.Jobs()), keys, values, t0)
+	for i := 0; i < 160; i += 11 {
+		id := keys[i]
+		env.Produce(string(env.Layout.Jobs()), id, []byte(`{"v":1,"op":"pause"}`), t0)
+		want[id] = codecs.StatusPaused
+	}
+	for i := 5; i < 160; i += 13 {
+		id := keys[i]
+		env.Produce(string(env.Layout.Jobs()), id, []byte(`{"v":1,"op":"delete"}`), t0)
+		want[id] = codecs.StatusDeleted
+	}
+	env.WaitApplied()
+
+	record := func(id string) (*codecs.JobRecord, error) {
+		st := inst.Scheduler().Store(topology.Partition(id, parts))
+		if st == nil {
+			return nil, errors.New("no store")
+		}
+		b, err := st.Get(id)
+		if err != nil {
+			return nil, err
+		}
+		if len(b) == 0 { // a tombstone purged after its retention
+			return &codecs.JobRecord{Status: codecs.StatusDeleted}, nil
+		}
+		return codecs.DecodeJobRecord(b)
+	}
+	// settled waits until every job has the status want says, then until
+	// the fan-out and the commands it wrote are consumed, and checks again
+	// (nothing else changed).
+	check := func() error {
+		for id, s := range want {
+			rec, err := record(id)
+			if err != nil {
+				return err
+			}
+			if rec.Status != s {
+				return fmt.Errorf("job %s is %s, want %s", id, rec.Status, s)
+			}
+		}
+		return nil
+	}
+	shardKeys, err := topology.ShardKeys(parts)
+	require.NoError(t, err)
+	// finished waits until every shard has finished operation id and
+	// returns the sums of its counts.
+	finished := func(id string) (matched, changed int64) {
+		testenv.Eventually(t, time.Minute, func() error {
+			matched, changed = 0, 0
+			for p, k := range shardKeys {
+				b, err := inst.Scheduler().Store(int32(p)).Get(k)
+				if err != nil {
+					return err
+				}
+				sr, err := codecs.DecodeShardRecord(b)
+				if err != nil {
+					return err
+				}
+				r, ok := sr.Bulk.Finished(id)
+				if !ok {
+					return fmt.Errorf("partition %d has not finished %s", p, id)
+				}
+				matched, changed = matched+r.Matched, changed+r.Changed
+			}
+			return nil
+		})
+		return matched, changed
+	}
+	// send writes a bulk operation to chronos-bucket-triggers.
+	send := func(bt codecs.BucketTrigger, actor string) {
+		v, err := codecs.EncodeBucketTrigger(bt)
+		require.NoError(t, err)
+		r := &kgo.Record{Topic: string(env.Layout.BucketTriggers()), Key: []byte("k"), Value: v, Timestamp: t0.Add(time.Minute),
+			Headers: []kgo.RecordHeader{{Key: codecs.ActorHeader, Value: []byte(actor)}}}
+		require.NoError(t, env.Client.ProduceSync(context.Background(), r).FirstErr())
+	}
+	// run sends a bulk operation (after those in others), waits until every
+	// shard has finished them and their commands are applied, checks every
+	// job against the oracle and that the commands read are commands more
+	// than the shards' counts of the operation; it returns the counts.
+	run := func(bt codecs.BucketTrigger, actor string, others []codecs.BucketTrigger, commands int64) (matched, changed int64) {
+		before := jobs.Len()
+		for _, o := range others {
+			send(o, actor)
+		}
+		send(bt, actor)
+		for _, o := range others {
+			finished(o.TriggerID)
+		}
+		matched, changed = finished(bt.TriggerID)
+		env.WaitApplied()
+		require.NoError(t, check())
+		testenv.Eventually(t, time.Minute, func() error {
+			if n := int64(jobs.Len() - before); n != changed+commands {
+				return fmt.Errorf("read %d commands, want %d", n, changed+commands)
+			}
+			return nil
+		})
+		return matched, changed
+	}
+	// select_ applies op to the oracle for the jobs sel picks and returns
+	// how many it picks (not deleted) and changes.
+	select_ := func(sel func(id string) bool, from []codecs.Status, to codecs.Status) (matched, changed int64) {
+		for id, s := range want {
+			if !sel(id) || s == codecs.StatusDeleted {
+				continue
+			}
+			matched++
+			for _, f := range from {
+				if s == f {
+					want[id] = to
+					changed++
+				}
+			}
+		}
+		return matched, changed
+	}
+	inFleet := func(id string) bool { return bucket[id] == "fleet" }
+	prefix := func(p string) func(string) bool { return func(id string) bool { return id[:len(p)] == p } }
+	active, paused := codecs.StatusActive, codecs.StatusPaused
+
+	// Pause the bucket "fleet": its active jobs, of both tenants.
+	commandsBefore = jobs.Len()
+	wm, wc := select_(inFleet, []codecs.Status{active}, paused)
+	m, c := run(codecs.BucketTrigger{Op: codecs.BulkPause, Bucket: "fleet", Note: "maintenance INC-7", TriggerID: "pause-fleet"}, "ops-token", nil, 0)
+	require.Equal(t, [2]int64{wm, wc}, [2]int64{m, c}, "matched and changed")
+	require.NotZero(t, c)
+	for _, r := range jobs.Records()[commandsBefore:] {
+		require.JSONEq(t, `{"v":1,"op":"pause","note":"maintenance INC-7"}`, string(r.Value))
+		require.Equal(t, codecs.ActorHeader, r.Headers[0].Key)
+		require.Equal(t, "ops-token", string(r.Headers[0].Value))
+		rec, err := record(string(r.Key))
+		require.NoError(t, err)
+		require.Equal(t, codecs.PauseNote{Note: "maintenance INC-7", By: "ops-token"}, rec.Pause)
+	}
+
+	// The same pause again (a new id): nothing left to change.
+	wm, _ = select_(inFleet, nil, active)
+	m, c = run(codecs.BucketTrigger{Op: codecs.BulkPause, Bucket: "fleet", TriggerID: "pause-fleet-2"}, "ops-token", nil, 0)
+	require.Equal(t, [2]int64{wm, 0}, [2]int64{m, c})
+
+	// A pause of the prefix "t1/" and at once a resume of it: each shard
+	// runs them in order (the pause's later chunks never undo the
+	// resume), so every live job of t1/ ends active; then the resume
+	// redelivered changes nothing and keeps its counts.
+	_, pausedT1 := select_(prefix("t1/"), []codecs.Status{active}, paused)
+	wm, wc = select_(prefix("t1/"), []codecs.Status{paused}, active)
+	resume := codecs.BucketTrigger{Op: codecs.BulkResume, Prefix: "t1/", TriggerID: "resume-t1"}
+	m, c = run(resume, "ops-token", []codecs.BucketTrigger{{Op: codecs.BulkPause, Prefix: "t1/", TriggerID: "pause-t1"}}, pausedT1)
+	require.Equal(t, [2]int64{wm, wc}, [2]int64{m, c})
+	m, c = run(resume, "ops-token", nil, -wc)
+	require.Equal(t, [2]int64{wm, wc}, [2]int64{m, c}, "a redelivered operation is not run again")
+	rec, err := record("t1/job-001")
+	require.NoError(t, err)
+	require.Equal(t, codecs.PauseNote{}, rec.Pause, "a resume clears the note")
+
+	// Delete the prefix "t0/": every live job of it; again: nothing.
+	wm, wc = select_(prefix("t0/"), []codecs.Status{active, paused, codecs.StatusCompleted}, codecs.StatusDeleted)
+	m, c = run(codecs.BucketTrigger{Op: codecs.BulkDelete, Prefix: "t0/", TriggerID: "delete-t0"}, "admin", nil, 0)
+	require.Equal(t, [2]int64{wm, wc}, [2]int64{m, c})
+	m, c = run(codecs.BucketTrigger{Op: codecs.BulkDelete, Prefix: "t0/", TriggerID: "delete-t0-again"}, "admin", nil, 0)
+	require.Equal(t, [2]int64{0, 0}, [2]int64{m, c})
+
+	// A bulk operation without a target is rejected; nothing else is.
+	env.Produce(string(env.Layout.BucketTriggers()), "k", []byte(`{"v":1,"op":"delete"}`), t0)
+	testenv.Eventually(t, time.Minute, func() error {
+		if rejects.Len() != 1 {
+			return fmt.Errorf("%d rejects, want 1", rejects.Len())
+		}
+		return nil
+	})
+	env.WaitConsumed(string(env.Layout.RouterGroup()), string(env.Layout.BucketTriggers()), time.Minute)
+	require.Equal(t, 1, rejects.Len())
+}

@@ -1,0 +1,212 @@
+package scheduler
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/lovoo/goka"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/store"
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// A bulk operation (pause, resume or delete every job of a bucket or of an
+// id prefix) reaches every shard like a bucket trigger. Each shard walks
+// its jobs of the bucket (bucket index; with a prefix too, those of them
+// whose id has it) or of the prefix (table keys), one
+// chunk per callback, and writes to chronos-jobs one ordinary command for
+// each job the op changes (pause: an active job; resume: a paused one;
+// delete: any live one), with the operation's sender as the command's
+// actor. The commands then take the path of every command: a paused job
+// first dispatches what it owed, a pause keeps its note, the history group
+// records each change, a job with a backfill keeps it or drops it as for a
+// single command. The continuation (a loopback to the shard key) carries
+// the cursor and the counts, and is written only with the chunk's
+// commands: goka commits a callback's input once everything it emitted is
+// acknowledged, so a crash or a rebalance repeats at most a chunk, whose
+// jobs already changed are then skipped.
+
+// bulkChanges reports whether op changes a job whose record is rec: a
+// pause changes an active job, a resume a paused one, a delete every job
+// that is not deleted.
+func bulkChanges(op string, rec *codecs.JobRecord) bool {
+	switch op {
+	case codecs.BulkPause:
+		return rec.Status == codecs.StatusActive
+	case codecs.BulkResume:
+		return rec.Status == codecs.StatusPaused
+	case codecs.BulkDelete:
+		return rec.Status != codecs.StatusDeleted
+	}
+	return false
+}
+
+// bulkChunk is what one chunk of a bulk operation does.
+type bulkChunk struct {
+	Commands []Msg  // the commands to write to chronos-jobs
+	Matched  int64  // jobs of the bucket or prefix seen (tombstones and shard records left out)
+	Last     string // the last key handled
+	More     bool   // keys may follow Last
+}
+
+// decideBulk decides a chunk of bulk operation tr over keys and their
+// table values (nil: gone), in key order: each job that hashes to
+// partition p of n and that the op changes gets the command cmd. It stops
+// after maxBytes of commands (after at least one) and reports More then.
+func decideBulk(tr codecs.ShardTrigger, keys []string, values [][]byte, cmd []byte, p, n int32, maxBytes int) bulkChunk {
+	c := bulkChunk{Last: tr.AfterKey}
+	size := 0
+	for i, k := range keys {
+		if size >= maxBytes {
+			c.More = true
+			break
+		}
+		c.Last = k
+		if len(values[i]) == 0 || codecs.IsShardRecord(values[i]) {
+			continue
+		}
+		rec, err := codecs.DecodeJobRecord(values[i])
+		if err != nil || rec.Status == codecs.StatusDeleted {
+			continue
+		}
+		if (tr.Bucket != "" && rec.Job.Bucket != tr.Bucket) || !strings.HasPrefix(k, tr.Prefix) {
+			continue // the index moved on (a put to another bucket in between), or not the prefix
+		}
+		c.Matched++
+		// A job an earlier release stored on a wrong partition cannot be
+		// reached by a command keyed by its id; it is counted as matched.
+		if bulkChanges(tr.Op, rec) && topology.Partition(k, n) == p {
+			c.Commands = append(c.Commands, Msg{Key: k, Value: cmd})
+			size += len(k) + len(cmd) + bulkMsgOverhead
+		}
+	}
+	return c
+}
+
+// bulkMsgOverhead is the estimated per-record size of a command beyond
+// its key and value (headers, framing) for the chunk's byte budget.
+const bulkMsgOverhead = 64
+
+// bulkEnqueue queues bulk operation tr (a shard trigger) on this shard:
+// a shard runs its bulk operations one at a time, in the order they
+// arrived, so a resume sent after a pause of the same jobs is never undone
+// by the pause's remaining chunks. A redelivered trigger is not queued
+// twice (if it is in progress, its first chunk is sent again: the one sent
+// before a crash may be lost); a full queue rejects it.
+func (s *Scheduler) bulkEnqueue(ctx goka.Context, tr codecs.ShardTrigger) error {
+	shard := s.decodeShard(ctx.Key(), valueBytes(ctx))
+	q := shard.Bulk.Queue
+	if _, done := shard.Bulk.Finished(tr.TriggerID); done {
+		return nil
+	}
+	if shard.Bulk.Queued(tr.TriggerID) {
+		if q[0].TriggerID == tr.TriggerID {
+			ctx.Loopback(ctx.Key(), codecs.EncodeInternal(q[0]))
+		}
+		return nil
+	}
+	if len(q) >= codecs.MaxBulkQueued {
+		return &codecs.Error{Code: codecs.CodeInvalidField, Field: "op", Reason: fmt.Sprintf(
+			"partition %d already has %d bulk operations queued (the most is %d); send it again when they are done",
+			ctx.Partition(), len(q), codecs.MaxBulkQueued)}
+	}
+	tr.AfterKey, tr.Matched, tr.Changed = "", 0, 0
+	shard.Bulk.Queue = append(append([]codecs.ShardTrigger(nil), q...), tr)
+	s.setValue(ctx, codecs.EncodeShardRecord(shard))
+	if len(shard.Bulk.Queue) == 1 {
+		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(tr))
+	}
+	return nil
+}
+
+// bulkRun runs one chunk of the bulk operation in progress (tr, a
+// loopback with its cursor and counts) and continues through the loopback
+// while keys remain; the last chunk records the counts in the shard
+// record and starts the next queued operation. A loopback of an operation
+// not in progress (a duplicate after a crash) does nothing.
+func (s *Scheduler) bulkRun(ctx goka.Context, tr codecs.ShardTrigger) error {
+	if ctx.Context().Err() != nil {
+		return errRevoked
+	}
+	if want := s.shardKeys[ctx.Partition()]; ctx.Key() != want {
+		return &codecs.Error{Code: codecs.CodeInvalidID, Reason: fmt.Sprintf("bulk key %q is not partition %d's shard key %q", ctx.Key(), ctx.Partition(), want)}
+	}
+	shard := s.decodeShard(ctx.Key(), valueBytes(ctx))
+	if q := shard.Bulk.Queue; len(q) == 0 || q[0].TriggerID != tr.TriggerID {
+		return nil
+	}
+	st := s.Store(ctx.Partition())
+	if st == nil {
+		return fmt.Errorf("scheduler: no open store for partition %d", ctx.Partition())
+	}
+	cmd, err := codecs.EncodeCommand(codecs.CommandMsg{Op: tr.Op, Note: tr.Note})
+	if err != nil {
+		return err
+	}
+	keys, more, err := bulkKeys(st, tr, s.cfg.ChunkSize)
+	if err != nil {
+		return err
+	}
+	values, err := st.GetMany(keys)
+	if err != nil {
+		return err
+	}
+	c := decideBulk(tr, keys, values, cmd, ctx.Partition(), s.cfg.Layout.Partitions, s.cfg.ChunkBytes)
+	var opts []goka.ContextOption
+	if tr.Actor != "" {
+		opts = append(opts, goka.WithCtxEmitHeaders(goka.Headers{codecs.ActorHeader: []byte(tr.Actor)}))
+	}
+	for _, m := range c.Commands {
+		ctx.Emit(s.cfg.Layout.Jobs(), m.Key, m.Value, opts...)
+	}
+	s.cfg.Metrics.bulked(tr.Op, len(c.Commands))
+	next := tr
+	next.AfterKey, next.Matched, next.Changed = c.Last, tr.Matched+c.Matched, tr.Changed+int64(len(c.Commands))
+	if more || c.More {
+		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(next))
+		return nil
+	}
+	shard.Bulk = shard.Bulk.Finish(next.Matched, next.Changed)
+	s.setValue(ctx, codecs.EncodeShardRecord(shard))
+	if len(shard.Bulk.Queue) > 0 {
+		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(shard.Bulk.Queue[0]))
+	}
+	s.cfg.Logger.Info("bulk operation done on this shard", "partition", ctx.Partition(), "op", tr.Op,
+		"target", codecs.BulkTarget(tr.Bucket, tr.Prefix), "trigger_id", tr.TriggerID,
+		"matched", next.Matched, "commands", next.Changed)
+	return nil
+}
+
+// bulkKeys returns up to limit keys of tr's bucket or prefix after its
+// cursor, and whether more may follow.
+func bulkKeys(st *store.Store, tr codecs.ShardTrigger, limit int) ([]string, bool, error) {
+	var keys []string
+	var err error
+	if tr.Bucket == "" {
+		keys, err = st.PrefixKeys(tr.Prefix, tr.AfterKey, limit+1)
+	} else {
+		keys, err = st.BucketKeys(tr.Bucket, tr.AfterKey, limit+1)
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	if len(keys) > limit {
+		return keys[:limit], true, nil
+	}
+	return keys, false, nil
+}
+
+// checkBulkTrigger checks what a bulk shard trigger needs to finish: a
+// bulk op, a valid bucket or prefix (one of them), a trigger id, a note
+// only on a pause. A bad one is rejected, never retried.
+func checkBulkTrigger(tr codecs.ShardTrigger) error {
+	bt := codecs.BucketTrigger{Op: tr.Op, Bucket: tr.Bucket, Prefix: tr.Prefix, Note: tr.Note, TriggerID: tr.TriggerID}
+	if !codecs.IsBulkOp(tr.Op) {
+		return &codecs.Error{Code: codecs.CodeUnknownOp, Field: "op", Reason: fmt.Sprintf("a bulk shard trigger needs op pause, resume or delete, not %q", tr.Op)}
+	}
+	if tr.TriggerID == "" {
+		return &codecs.Error{Code: codecs.CodeInvalidField, Field: "trigger_id", Reason: "a bulk shard trigger needs a trigger id"}
+	}
+	return codecs.CheckBucketTrigger(bt)
+}

@@ -1,0 +1,102 @@
+package scheduler
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/schedule"
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// TestDecideBulkOracle decides bulk chunks over random keys (jobs of every
+// status, in two buckets, shard records, missing values) with random byte
+// budgets, continuing from each chunk's Last like the loopback does: the
+// chunks together send exactly the commands a brute-force filter expects
+// (the jobs of the target that hash to the partition and that the op
+// changes), each once, in key order, and count exactly its matched jobs.
+func TestDecideBulkOracle(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(14, 66))
+	const parts = 3
+	statuses := []codecs.Status{codecs.StatusActive, codecs.StatusPaused, codecs.StatusCompleted, codecs.StatusDeleted}
+	for round := 0; round < 200; round++ {
+		p := int32(rng.IntN(parts))
+		n := rng.IntN(40)
+		keys := make([]string, 0, n)
+		vals := map[string][]byte{}
+		recs := map[string]*codecs.JobRecord{}
+		for i := 0; i < n; i++ {
+			k := fmt.Sprintf("%c-%d", 'a'+rng.IntN(3), rng.IntN(1000))
+			if _, dup := vals[k]; dup {
+				continue
+			}
+			keys = append(keys, k)
+			switch rng.IntN(8) {
+			case 0:
+				vals[k] = codecs.EncodeShardRecord(codecs.ShardRecord{})
+			case 1:
+				vals[k] = nil
+			default:
+				r := &codecs.JobRecord{Status: statuses[rng.IntN(len(statuses))], Version: 1,
+					Job: codecs.Job{Spec: schedule.Spec{Every: 60e9}, Bucket: []string{"b", "c"}[rng.IntN(2)]}}
+				vals[k], recs[k] = codecs.EncodeJobRecord(r), r
+			}
+		}
+		sort.Strings(keys)
+		op := []string{codecs.BulkPause, codecs.BulkResume, codecs.BulkDelete}[rng.IntN(3)]
+		tr := codecs.ShardTrigger{Kind: codecs.KindBulk, Op: op, TriggerID: "t", Bucket: "b"}
+		switch rng.IntN(3) {
+		case 0:
+			tr.Bucket = ""
+			tr.Prefix = []string{"a", "b", "c"}[rng.IntN(3)]
+		case 1:
+			tr.Prefix = []string{"a", "b"}[rng.IntN(2)] // the bucket's jobs with it
+		}
+		var wantCmds []string
+		var wantMatched int64
+		for _, k := range keys {
+			r := recs[k]
+			if r == nil || r.Status == codecs.StatusDeleted || (tr.Bucket != "" && r.Job.Bucket != tr.Bucket) ||
+				!strings.HasPrefix(k, tr.Prefix) {
+				continue
+			}
+			wantMatched++
+			changes := (op == codecs.BulkPause && r.Status == codecs.StatusActive) ||
+				(op == codecs.BulkResume && r.Status == codecs.StatusPaused) || op == codecs.BulkDelete
+			if changes && topology.Partition(k, parts) == p {
+				wantCmds = append(wantCmds, k)
+			}
+		}
+		budget := 1 + rng.IntN(300)
+		var gotCmds []string
+		var matched int64
+		rest := keys
+		for steps := 0; ; steps++ {
+			require.Less(t, steps, len(keys)+2, "every chunk makes progress")
+			values := make([][]byte, len(rest))
+			for i, k := range rest {
+				values[i] = vals[k]
+			}
+			c := decideBulk(tr, rest, values, []byte(`{"v":1,"op":"`+op+`"}`), p, parts, budget)
+			for _, m := range c.Commands {
+				gotCmds = append(gotCmds, m.Key)
+			}
+			matched += c.Matched
+			if !c.More {
+				break
+			}
+			tr.AfterKey = c.Last
+			i := sort.SearchStrings(rest, c.Last)
+			require.Less(t, i, len(rest))
+			rest = rest[i+1:]
+		}
+		require.Equal(t, wantCmds, gotCmds, "round %d", round)
+		require.Equal(t, wantMatched, matched, "round %d", round)
+	}
+}
