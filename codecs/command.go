@@ -109,6 +109,14 @@ func DecodeCommand(key, value []byte, lim Limits) (Command, error) {
 	if err = strictUnmarshal(value, &m, commandShape); err != nil {
 		return Command{}, err
 	}
+	return m.Command(key, lim)
+}
+
+// Command validates m, a command record keyed key already unmarshalled
+// (by DecodeCommand, or by a reader that accepts only what DecodeCommand
+// accepts, like the history group's), as DecodeCommand does.
+func (m CommandMsg) Command(key []byte, lim Limits) (Command, error) {
+	var err error
 	if m.V != CommandVersion {
 		return Command{}, errorf(CodeUnknownVersion, "v", "version %d is not supported (this release reads v=%d)", m.V, CommandVersion)
 	}

@@ -12,7 +12,9 @@
 // Each dispatch event, result and command is folded into the job's record
 // in place (codecs.FoldFire, codecs.FoldChange): only the entry it changes
 // is decoded, and a dispatch event is read only up to its payload
-// (dispatchHead), which the history never needs.
+// (dispatchHead), which the history never needs. A command is read by
+// decodeCommand: the form the API writes without the strict decoder's two
+// passes, with the same validation.
 //
 // Input policy: a result or dispatch record that cannot be decoded, or
 // whose key does not hash to the partition it arrived on, goes to
@@ -246,7 +248,7 @@ func (h *History) onCommand(ctx goka.Context, msg any) {
 	if raw == nil {
 		return
 	}
-	cmd, err := codecs.DecodeCommand([]byte(ctx.Key()), raw, h.cfg.Limits)
+	cmd, err := decodeCommand([]byte(ctx.Key()), raw, h.cfg.Limits)
 	if err != nil || h.partitionErr(ctx) != nil || codecs.CheckRecordTime(ctx.Timestamp()) != nil {
 		return // the scheduler group rejects it
 	}
