@@ -12,10 +12,10 @@
 package clients
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"hash"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +23,7 @@ import (
 	"github.com/lovoo/goka"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/topology"
 )
 
@@ -181,11 +182,10 @@ func (c Config) Sarama() *sarama.Config {
 	if c.FetchBytes > 0 {
 		s.Consumer.Fetch.MaxBytes = int32(c.FetchBytes)
 	}
-	// A record sarama decodes is a slice of the whole fetch response, which
-	// carries every partition's records: one record waiting in a busy
-	// partition's buffer would keep all of them in memory. Detached, each
-	// buffered record holds only its own bytes.
-	s.Consumer.Interceptors = append(s.Consumer.Interceptors, detach{})
+	// The patched decoder (third_party/sarama) copies each record's bytes
+	// out of the fetch response and keeps at most sarama.MaxRecordHeaders
+	// headers; a record it cut is marked here for the processors to reject.
+	s.Consumer.Interceptors = append(s.Consumer.Interceptors, markCutHeaders{})
 	s.Producer.Return.Successes = true
 	s.Producer.Flush.Frequency = c.Linger
 	if c.Linger == 0 {
@@ -210,10 +210,20 @@ func (c Config) Sarama() *sarama.Config {
 	return s
 }
 
+// GokaPartitionChannel is the size of the channel each goka processor keeps
+// per partition between its consumers and its callbacks (goka's default is
+// 10; docs/configuration.md, "Memory"). Every record in it is a record
+// fetched ahead on top of sarama's FetchBuffer, and on the topics others
+// write a record may be as large as the broker's max.message.bytes: 0 hands
+// each record over directly.
+const GokaPartitionChannel = 0
+
 // GokaProcessorOptions returns the goka options that make a processor use
-// this configuration, each builder with its own sarama config.
+// this configuration, each builder with its own sarama config, and a
+// partition channel of GokaPartitionChannel records.
 func (c Config) GokaProcessorOptions() []goka.ProcessorOption {
 	return []goka.ProcessorOption{
+		goka.WithPartitionChannelSize(GokaPartitionChannel),
 		goka.WithProducerBuilder(c.producerBuilder()),
 		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(c.Sarama())),
 		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(c.Sarama())),
@@ -290,17 +300,17 @@ func (c Config) NewKgo(extra ...kgo.Opt) (*kgo.Client, error) {
 	return cl, nil
 }
 
-// detach is a sarama consumer interceptor that copies each record's key and
-// value out of the fetch response before the record is buffered.
-type detach struct{}
+// markCutHeaders is a sarama consumer interceptor that replaces the headers
+// of a record the decoder cut (more than sarama.MaxRecordHeaders) with one
+// codecs.DroppedHeadersHeader holding the record's header count, so the
+// processors reject it (codecs.CheckHeaders) instead of applying a record
+// whose headers are incomplete.
+type markCutHeaders struct{}
 
-// OnConsume copies msg's key and value into slices of their own.
-func (detach) OnConsume(msg *sarama.ConsumerMessage) {
-	msg.Key = bytes.Clone(msg.Key)
-	msg.Value = bytes.Clone(msg.Value)
-	for _, h := range msg.Headers {
-		if h != nil {
-			h.Key, h.Value = bytes.Clone(h.Key), bytes.Clone(h.Value)
-		}
+// OnConsume marks msg if its decoder dropped headers.
+func (markCutHeaders) OnConsume(msg *sarama.ConsumerMessage) {
+	if msg.DroppedHeaders > 0 {
+		n := int64(len(msg.Headers)) + msg.DroppedHeaders
+		msg.Headers = []*sarama.RecordHeader{{Key: []byte(codecs.DroppedHeadersHeader), Value: strconv.AppendInt(nil, n, 10)}}
 	}
 }

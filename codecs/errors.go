@@ -57,7 +57,7 @@ const (
 func RejectCodes() []string {
 	return []string{CodeMalformed, CodeTombstone, CodeUnknownVersion, CodeUnknownOp, CodeUnknownField,
 		CodeInvalidID, CodeReservedID, CodeWrongPartition, CodeInvalidTimestamp, CodeInvalidSchedule,
-		CodeInvalidField, CodePayloadTooLarge, CodeUnknownJob, CodeVersionConflict}
+		CodeInvalidField, CodePayloadTooLarge, CodeUnknownJob, CodeVersionConflict, CodeTooManyHeaders}
 }
 
 // Bounds of record timestamps (see CheckRecordTime).

@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/processors/clock"
 	"github.com/chronos-scheduler/chronos/processors/history"
@@ -99,10 +100,11 @@ func New(ctx context.Context, cfg Config) (*Instance, error) {
 }
 
 // ConsumerFetchBuffer is how many records each of cfg's goka consumers
-// holds ahead of its callbacks per partition (sarama's channel buffer):
-// FetchBufferRecords of cfg's FetchBufferBytes, counted at the largest record
-// a consumer can be handed, which is the brokers' limit on the topics others
-// write (topology.Layout.InboundRecordLimit), far above a valid command.
+// buffers in sarama's channel per partition: FetchBufferRecords of cfg's
+// FetchBufferBytes, counted at the largest record a consumer can be handed,
+// which is the brokers' limit on the topics others write
+// (topology.Layout.InboundRecordLimit), far above a valid command, less
+// HeldBesidesFetchBuffer, and at least 1.
 func ConsumerFetchBuffer(ctx context.Context, cfg Config, adm *kadm.Client) (int, error) {
 	inbound, err := cfg.Layout.InboundRecordLimit(ctx, adm)
 	if err != nil {
@@ -116,8 +118,14 @@ func ConsumerFetchBuffer(ctx context.Context, cfg Config, adm *kadm.Client) (int
 	if bytes == 0 {
 		bytes = DefaultFetchBufferBytes
 	}
-	return FetchBufferRecords(bytes, max(inbound, limits.MaxPayload+1<<10)), nil
+	return max(FetchBufferRecords(bytes, max(inbound, limits.MaxPayload+1<<10))-HeldBesidesFetchBuffer, 1), nil
 }
+
+// HeldBesidesFetchBuffer is how many records a goka processor holds per
+// input partition besides sarama's channel: one in sarama's feeder (being
+// handed over), one in goka's ConsumeClaim, clients.GokaPartitionChannel in
+// goka's partition channel and one in the callback.
+const HeldBesidesFetchBuffer = 3 + clients.GokaPartitionChannel
 
 // build makes the groups, the ticker and the HTTP parts on client cl.
 func build(cfg Config, cl *kgo.Client) (*Instance, error) {

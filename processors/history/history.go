@@ -187,6 +187,10 @@ func (h *History) partitionErr(ctx goka.Context) error {
 
 func (h *History) onResult(ctx goka.Context, msg any) {
 	raw, _ := msg.([]byte)
+	if err := codecs.CheckHeaders(ctx.Headers()); err != nil {
+		h.cfg.Inputs.Reject(ctx, raw, err)
+		return
+	}
 	if raw == nil {
 		h.cfg.Inputs.Reject(ctx, nil, &codecs.Error{Code: codecs.CodeTombstone, Reason: "a null value (tombstone) is not a result"})
 		return
@@ -249,7 +253,7 @@ func (h *History) onCommand(ctx goka.Context, msg any) {
 		return
 	}
 	cmd, err := decodeCommand([]byte(ctx.Key()), raw, h.cfg.Limits)
-	if err != nil || h.partitionErr(ctx) != nil || codecs.CheckRecordTime(ctx.Timestamp()) != nil {
+	if err != nil || codecs.CheckHeaders(ctx.Headers()) != nil || h.partitionErr(ctx) != nil || codecs.CheckRecordTime(ctx.Timestamp()) != nil {
 		return // the scheduler group rejects it
 	}
 	c := boundChange(codecs.Change{Offset: ctx.Offset(), At: ctx.Timestamp().UTC(), Op: cmd.Op, Actor: string(ctx.Headers()[ActorHeader]), Detail: detail(cmd)})

@@ -67,6 +67,10 @@ func (r *Router) Graph() *goka.GroupGraph {
 
 func (r *Router) onTrigger(ctx goka.Context, msg any) {
 	raw, _ := msg.([]byte)
+	if err := codecs.CheckHeaders(ctx.Headers()); err != nil {
+		r.cfg.Inputs.Reject(ctx, raw, err)
+		return
+	}
 	if raw == nil {
 		r.cfg.Inputs.Reject(ctx, nil, &codecs.Error{Code: codecs.CodeTombstone, Reason: "a null value (tombstone) is not a bucket trigger"})
 		return

@@ -18,6 +18,9 @@ import (
 // holds: jobs stored on a wrong partition by earlier releases can still be
 // deleted where they are.
 func (s *Scheduler) decodeCommand(ctx goka.Context, raw []byte) (codecs.Command, error) {
+	if err := codecs.CheckHeaders(ctx.Headers()); err != nil {
+		return codecs.Command{}, err
+	}
 	if raw == nil {
 		return codecs.Command{}, &codecs.Error{Code: codecs.CodeTombstone, Reason: "a null value (tombstone) is not a command; " +
 			`to delete a job write {"v":1,"op":"delete"} with its id as the key`}

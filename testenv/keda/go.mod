@@ -330,3 +330,5 @@ replace (
 	github.com/prometheus/client_golang => github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/common => github.com/prometheus/common v0.71.0
 )
+
+replace github.com/IBM/sarama => ../../third_party/sarama

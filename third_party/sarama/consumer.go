@@ -21,6 +21,10 @@ type ConsumerMessage struct {
 	Topic      string
 	Partition  int32
 	Offset     int64
+	// DroppedHeaders is how many of the record's headers the decoder
+	// skipped past MaxRecordHeaders (Chronos patch); Headers holds the
+	// first MaxRecordHeaders.
+	DroppedHeaders int64
 }
 
 // ConsumerError is what is provided to the user when an error occurs.
@@ -770,6 +774,10 @@ feederLoop:
 		subscription := feederResponse.subscription
 
 		msgs, child.responseResult = child.parseResponse(feederResponse.response)
+		// Chronos patch: the messages are built; the response (every
+		// partition's decoded records) is not needed any more and must not
+		// stay alive while this partition's consumer is busy.
+		feederResponse.response = nil
 
 		if child.responseResult == nil {
 			child.retries.Store(0)
@@ -875,6 +883,8 @@ func (child *partitionConsumer) parseRecords(batch *RecordBatch) ([]*ConsumerMes
 			Offset:    offset,
 			Timestamp: timestamp,
 			Headers:   rec.Headers,
+
+			DroppedHeaders: rec.DroppedHeaders,
 		})
 		child.offset = offset + 1
 	}
@@ -1192,6 +1202,9 @@ func (bc *brokerConsumer) subscriptionConsumer() {
 				response:     response,
 			}
 		}
+		// Chronos patch: only the partitions' feeders hold the response
+		// now, each until it has built its messages.
+		response = nil
 		bc.acks.Wait()
 		bc.handleResponses()
 	}

@@ -1,9 +1,18 @@
 package sarama
 
 import (
+	"bytes"
 	"encoding/binary"
 	"time"
 )
+
+// MaxRecordHeaders is the most headers the decoder keeps per record
+// (Chronos patch, see third_party/sarama/README.md). Each kept header costs
+// a *RecordHeader (~56 bytes) and copies of its key and value for 2 bytes
+// on the wire at least, so a record of a million empty headers would
+// decode to ~28 times its size; the headers past this count are skipped
+// without allocating and counted in Record.DroppedHeaders.
+const MaxRecordHeaders = 64
 
 const (
 	isTransactionalMask   = 0x10
@@ -44,6 +53,9 @@ type Record struct {
 	OffsetDelta    int64
 	Key            []byte
 	Value          []byte
+	// DroppedHeaders is how many headers past MaxRecordHeaders the decoder
+	// skipped (Chronos patch); 0 for a record decoded whole.
+	DroppedHeaders int64
 	length         varintLengthField
 }
 
@@ -88,13 +100,18 @@ func (r *Record) decode(pd packetDecoder) (err error) {
 		return err
 	}
 
+	// Chronos patch: key, value and headers are copied out of the packet,
+	// so a decoded record holds its own bytes and never keeps the whole
+	// fetch response alive (third_party/sarama/README.md).
 	if r.Key, err = pd.getVarintBytes(); err != nil {
 		return err
 	}
+	r.Key = bytes.Clone(r.Key)
 
 	if r.Value, err = pd.getVarintBytes(); err != nil {
 		return err
 	}
+	r.Value = bytes.Clone(r.Value)
 
 	numHeaders, err := pd.getVarint()
 	if err != nil {
@@ -105,13 +122,26 @@ func (r *Record) decode(pd packetDecoder) (err error) {
 		if numHeaders > int64(pd.remaining()) {
 			return ErrInsufficientData
 		}
-		r.Headers = make([]*RecordHeader, numHeaders)
+		r.Headers = make([]*RecordHeader, min(numHeaders, MaxRecordHeaders))
 	}
 	for i := range numHeaders {
+		if i >= MaxRecordHeaders {
+			// Skipped in place: getVarintBytes returns a slice of the
+			// packet, nothing is allocated.
+			if _, err := pd.getVarintBytes(); err != nil {
+				return err
+			}
+			if _, err := pd.getVarintBytes(); err != nil {
+				return err
+			}
+			r.DroppedHeaders++
+			continue
+		}
 		hdr := new(RecordHeader)
 		if err := hdr.decode(pd); err != nil {
 			return err
 		}
+		hdr.Key, hdr.Value = bytes.Clone(hdr.Key), bytes.Clone(hdr.Value)
 		r.Headers[i] = hdr
 	}
 
