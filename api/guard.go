@@ -132,7 +132,8 @@ func (s *Server) authenticate(r *http.Request) (Principal, bool) {
 }
 
 // api wraps a /v1 handler: the Origin check, the token, its role and its
-// prefix (for routes with {id} or {bucket}), then Content-Type on writes.
+// prefix (for routes with {id}, {bucket}, {prefix} or {trigger_id}), then
+// Content-Type on writes.
 func (s *Server) api(role Role, h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !s.originAllowed(r) {
@@ -156,7 +157,7 @@ func (s *Server) api(role Role, h http.HandlerFunc) http.HandlerFunc {
 				fmt.Sprintf("token %q has role %s; this request needs %s", p.Name, p.Role, role))
 			return
 		}
-		for _, field := range []string{"id", "bucket"} {
+		for _, field := range []string{"id", "bucket", "prefix", "trigger_id"} {
 			if v := r.PathValue(field); v != "" && !p.owns(v) {
 				writeProblem(w, http.StatusForbidden, "forbidden", field,
 					fmt.Sprintf("token %q is confined to %ss starting with %s", p.Name, field, strconv.Quote(p.Prefix)))

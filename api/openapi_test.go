@@ -330,6 +330,8 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		"JobList":         reflect.TypeFor[api.JobList](),
 		"Accepted":        reflect.TypeFor[api.Accepted](),
 		"TriggerAccepted": reflect.TypeFor[api.TriggerAccepted](),
+		"BulkAccepted":    reflect.TypeFor[api.BulkAccepted](),
+		"BulkStatus":      reflect.TypeFor[views.BulkStatus](),
 		"Backfill":        reflect.TypeFor[codecs.BackfillStatus](),
 		"Problem":         reflect.TypeFor[api.Problem](),
 		"Whoami":          reflect.TypeFor[api.Whoami](),

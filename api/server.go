@@ -110,7 +110,7 @@ func v1(role Role, h func(s *Server) http.HandlerFunc) func(s *Server) http.Hand
 
 // routeTable is the single list of routes: Handler registers it and Routes
 // reports it (docs/openapi.json must document each one).
-var routeTable = []route{
+var routeTable = append([]route{
 	{"GET /v1/jobs", v1(RoleRead, func(s *Server) http.HandlerFunc { return s.listJobs })},
 	{"GET /v1/jobs/{id}", v1(RoleRead, func(s *Server) http.HandlerFunc { return s.getJob })},
 	{"GET /v1/jobs/{id}/fires", v1(RoleRead, func(s *Server) http.HandlerFunc { return s.jobFires })},
@@ -135,7 +135,7 @@ var routeTable = []route{
 		}
 		return promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{})
 	}},
-}
+}, bulkRoutes()...)
 
 // Routes returns the patterns Handler registers, like "GET /v1/jobs/{id}"
 // ("GET /metrics" only when the server has a Gatherer).

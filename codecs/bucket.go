@@ -14,7 +14,8 @@ const BucketTriggerVersion = 1
 // bucket name or the prefix is a good one).
 type BucketTrigger struct {
 	V int `json:"v"`
-	// Op is fire (the default when absent), pause, resume or delete.
+	// Op is fire (the default when absent; decoded as ""), pause, resume
+	// or delete.
 	Op     string `json:"op,omitempty"`
 	Bucket string `json:"bucket,omitempty"`
 	// Prefix selects the jobs whose id starts with it (bulk operations

@@ -13,7 +13,8 @@ import (
 // to chronos-jobs for each of its jobs that the op changes (see
 // docs/schedules.md "Bulk operations").
 const (
-	// BulkFire is a bucket trigger's default op: fire the bucket's jobs once.
+	// BulkFire is a bucket trigger's default op: fire the bucket's jobs
+	// once. A decoded fire has Op "" (sent as "fire" or without op).
 	BulkFire = "fire"
 	// BulkPause, BulkResume and BulkDelete are the bulk operations.
 	BulkPause  = OpPause
@@ -51,10 +52,10 @@ func ValidatePrefix(p string) error {
 // a bucket, a prefix, or both (the bucket's jobs with the prefix) and no
 // payload; only a pause takes a note.
 func checkBulk(b *BucketTrigger) error {
-	if b.Op == "" {
-		b.Op = BulkFire
+	if b.Op == BulkFire {
+		b.Op = "" // a fire is decoded as before bulk operations existed
 	}
-	if b.Op != BulkFire && !IsBulkOp(b.Op) {
+	if b.Op != "" && !IsBulkOp(b.Op) {
 		return errorf(CodeUnknownOp, "op", "unknown op %q; want fire (the default), pause, resume or delete", b.Op)
 	}
 	if b.Note != "" && b.Op != BulkPause {
@@ -63,7 +64,7 @@ func checkBulk(b *BucketTrigger) error {
 	if len(b.Note) > MaxNoteBytes || !utf8.ValidString(b.Note) {
 		return errorf(CodeInvalidField, "note", "a note is at most %d bytes of UTF-8, got %d bytes", MaxNoteBytes, len(b.Note))
 	}
-	if b.Op == BulkFire {
+	if b.Op == "" {
 		if b.Prefix != "" {
 			return errorf(CodeUnknownField, "prefix", "a bucket fire takes a bucket, not a prefix")
 		}

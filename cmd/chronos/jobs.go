@@ -116,6 +116,7 @@ func newJobs() *cobra.Command {
 		cmd.AddCommand(sub)
 	}
 	cmd.AddCommand(newJobsFire(&api), newJobsGet(&api), newJobsList(&api), newJobsImport(&api), newJobsFires(&api), newJobsHistory(&api), newJobsBackfill(&api))
+	cmd.AddCommand(newJobsBulk(&api))
 	return cmd
 }
 
