@@ -38,9 +38,12 @@ func inboundKafka(t *testing.T, tenv *testenv.Env) (clients.Config, instance.Con
 	cfg := instance.Default()
 	cfg.Layout = tenv.Layout
 	kc := tenv.Kafka
-	var err error
-	kc.FetchBuffer, err = instance.ConsumerFetchBuffer(context.Background(), cfg, kadm.NewClient(tenv.Client))
-	require.NoError(t, err)
+	// Apache Kafka may not describe a topic it has just created yet.
+	testenv.Eventually(t, 30*time.Second, func() error {
+		var err error
+		kc.FetchBuffer, err = instance.ConsumerFetchBuffer(context.Background(), cfg, kadm.NewClient(tenv.Client))
+		return err
+	})
 	kc.FetchBytes = cfg.FetchBufferBytes
 	return kc, cfg
 }
