@@ -3,6 +3,7 @@ package instance_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strconv"
 	"sync"
@@ -294,4 +295,60 @@ func TestGokaProcessorHoldsItsFetchBufferBytes(t *testing.T) {
 	t.Logf("one partition, callback busy: %d records of %d bytes held (sarama's channel: %d, goka's: %d): %.2f MiB, bound %.2f MiB (15 records before)",
 		fetched.Load(), size, kc.FetchBuffer, clients.GokaPartitionChannel, float64(held)/(1<<20), float64(cfg.FetchBufferBytes)/(1<<20))
 	require.LessOrEqual(t, held, cfg.FetchBufferBytes, "a goka processor holds more than --fetch-buffer-bytes on one partition")
+}
+
+// TestDecodedHeadersAgreeWithTheWire: for generated records (header counts
+// around the limit, random header keys and values, null or empty ones), a
+// consumer with the instance's configuration hands over every record with
+// its key and value intact and either all its headers as sent or, past
+// sarama.MaxRecordHeaders, only the mark with the record's header count.
+func TestDecodedHeadersAgreeWithTheWire(t *testing.T) {
+	tenv := testenv.New(t, 1)
+	kc, _ := inboundKafka(t, tenv)
+	topic := string(tenv.Layout.Jobs())
+	rng := rand.New(rand.NewPCG(18, 3))
+	const n = 60
+	sent := make([]*kgo.Record, n)
+	for i := range sent {
+		hs := make([]kgo.RecordHeader, rng.IntN(2*sarama.MaxRecordHeaders+2))
+		for j := range hs {
+			hs[j].Key = strconv.Itoa(rng.IntN(1000))
+			switch rng.IntN(3) {
+			case 0: // null value
+			case 1:
+				hs[j].Value = []byte{}
+			default:
+				hs[j].Value = []byte(strconv.Itoa(rng.Int()))
+			}
+		}
+		sent[i] = &kgo.Record{Topic: topic, Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(strconv.Itoa(rng.Int())), Headers: hs}
+	}
+	require.NoError(t, tenv.Client.ProduceSync(context.Background(), sent...).FirstErr())
+	c, err := sarama.NewConsumer(kc.Brokers, kc.Sarama())
+	require.NoError(t, err)
+	defer c.Close()
+	pc, err := c.ConsumePartition(topic, 0, sarama.OffsetOldest)
+	require.NoError(t, err)
+	defer pc.AsyncClose()
+	for i, want := range sent {
+		var m *sarama.ConsumerMessage
+		select {
+		case m = <-pc.Messages():
+		case <-time.After(time.Minute):
+			t.Fatalf("%d of %d records", i, n)
+		}
+		require.Equal(t, string(want.Key), string(m.Key))
+		require.Equal(t, string(want.Value), string(m.Value))
+		if len(want.Headers) > sarama.MaxRecordHeaders {
+			require.Len(t, m.Headers, 1, "record %d", i)
+			require.Equal(t, codecs.DroppedHeadersHeader, string(m.Headers[0].Key))
+			require.Equal(t, strconv.Itoa(len(want.Headers)), string(m.Headers[0].Value))
+			continue
+		}
+		require.Len(t, m.Headers, len(want.Headers), "record %d", i)
+		for j, h := range want.Headers {
+			require.Equal(t, h.Key, string(m.Headers[j].Key), "record %d header %d", i, j)
+			require.Equal(t, string(h.Value), string(m.Headers[j].Value), "record %d header %d", i, j)
+		}
+	}
 }
