@@ -3,6 +3,7 @@
 package deploy
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -196,6 +198,13 @@ func TestHelmOptions(t *testing.T) {
 	// trigger.
 	wide := scaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.partitions=48"), "ScaledObject"))
 	require.Equal(t, lag.ScaledObjectFor(topology.Layout{Partitions: 48}), wide)
+	// keda.resolutionMillis: the thresholds follow the pods' --resolution
+	// as lag.ScaledObjectAt makes them (adversary round 19b: an idle system
+	// at 20s or 50ms asked for more replicas).
+	for _, ms := range []int{10, 50, 1000, 2700, 20000, 60000} {
+		got := scaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.partitions=48", fmt.Sprintf("keda.resolutionMillis=%d", ms)), "ScaledObject"))
+		require.Equal(t, lag.ScaledObjectAt(topology.Layout{Partitions: 48}, time.Duration(ms)*time.Millisecond), got, "resolutionMillis %d", ms)
+	}
 	noProm := scaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.prometheusServerAddress="), "ScaledObject"))
 	require.Nil(t, noProm.Lateness)
 	require.Nil(t, noProm.FireRate)

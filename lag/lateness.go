@@ -33,10 +33,44 @@ const FiresPerReplica = 50000
 // (times the partition count) the chronos-shard-triggers lagThreshold.
 const FanoutSecondsPerReplica = 5
 
+// LatenessThreshold is the lateness trigger's threshold in seconds for pods
+// at clock resolution res (--resolution; 0 or less: the default 1 s): the
+// larger of FanoutSecondsPerReplica and twice the resolution. A caught-up
+// partition's watermark is the last announced step, so its lateness saws
+// from 0 to the resolution; below twice that, an idle system at a coarse
+// resolution would ask for more replicas.
+func LatenessThreshold(res time.Duration) float64 {
+	return latenessThreshold(res).Seconds()
+}
+
+// latenessThreshold is LatenessThreshold as a duration (whole in the units
+// of res, so the shard-trigger threshold is exact integer arithmetic, as the
+// Helm chart's in milliseconds).
+func latenessThreshold(res time.Duration) time.Duration {
+	if res <= 0 {
+		res = time.Second
+	}
+	return max(FanoutSecondsPerReplica*time.Second, 2*res)
+}
+
+// ShardTriggerLagThreshold is the chronos-shard-triggers lagThreshold for
+// partitions at clock resolution res (0 or less: 1 s): a replica per
+// LatenessThreshold(res) seconds a stuck fan-out is behind on every
+// partition, each partition receiving one advance per resolution step:
+// ceil(LatenessThreshold(res) x partitions / res in seconds). 5 x partitions
+// at 1 s; at 50ms (20 advances a second, an idle group committing once a
+// second has 0-20 per partition in flight) 100 x partitions.
+func ShardTriggerLagThreshold(partitions int64, res time.Duration) int64 {
+	if res <= 0 {
+		res = time.Second
+	}
+	return (int64(latenessThreshold(res))*partitions + int64(res) - 1) / int64(res)
+}
+
 var latenessDesc = prometheus.NewDesc(LatenessMetric,
 	"Wall time minus the shard watermark of each scheduler partition this instance owns: how long ago the time up to which every due fire "+
 		"has been dispatched was. 0-1 s when caught up (the clock resolution); grows a second a second while the fan-out is stuck or behind. "+
-		"0 before the partition's first completed advance.",
+		"0 before the partition's first completed advance; a partition still restoring from the changelog is left out.",
 	[]string{"partition"}, nil)
 
 // Lateness exports chronos_fanout_lateness_seconds{partition}: for each

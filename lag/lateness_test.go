@@ -65,7 +65,7 @@ func TestLatenessGauge(t *testing.T) {
 // help is the gauge's help text.
 const help = "Wall time minus the shard watermark of each scheduler partition this instance owns: how long ago the time up to which every due fire " +
 	"has been dispatched was. 0-1 s when caught up (the clock resolution); grows a second a second while the fan-out is stuck or behind. " +
-	"0 before the partition's first completed advance."
+	"0 before the partition's first completed advance; a partition still restoring from the changelog is left out."
 
 // TestIdleFanOutAsksForTheMinimum (issue 19, adversary round): a system
 // whose fires are on time asks for minReplicaCount whatever its partition
@@ -148,4 +148,44 @@ func TestParsePrometheusTrigger(t *testing.T) {
 		require.ErrorIs(t, err, lag.ErrPrometheusTrigger)
 		require.ErrorContains(t, err, c.want)
 	}
+}
+
+// TestThresholdsFollowTheResolution generates resolutions (10ms..1m) and
+// partition counts and checks the fan-out thresholds against their
+// definition (adversary round 19b, issue 19): the lateness threshold is at
+// least FanoutSecondsPerReplica and twice the resolution (a caught-up
+// partition saws from 0 to one resolution, so an idle system stays under
+// one threshold); the shard-trigger lagThreshold is the advances a stuck
+// fan-out piles up on every partition in that many seconds, rounded up, so
+// an idle system (up to the advances of one second, plus one step, in
+// flight per partition) stays under it. At 1 s both are the shipped ones.
+func TestThresholdsFollowTheResolution(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(19, 2))
+	for range 2000 {
+		res := 10*time.Millisecond + time.Duration(rng.Int64N(int64(time.Minute-10*time.Millisecond)+1))
+		if rng.IntN(2) == 0 {
+			res = res.Truncate(time.Millisecond)
+		}
+		p := int64(1 + rng.IntN(256))
+		l := lag.LatenessThreshold(res)
+		require.GreaterOrEqual(t, l, float64(lag.FanoutSecondsPerReplica), "res %s", res)
+		require.GreaterOrEqual(t, l, 2*res.Seconds()-1e-9, "res %s", res)
+		require.True(t, l == float64(lag.FanoutSecondsPerReplica) || l == (2*res).Seconds(), "res %s: %g", res, l)
+		piled := l * float64(p) / res.Seconds() // advances in l seconds on p partitions
+		got := lag.ShardTriggerLagThreshold(p, res)
+		require.GreaterOrEqual(t, float64(got), piled-1e-6, "res %s, %d partitions", res, p)
+		require.Less(t, float64(got), piled+1, "res %s, %d partitions", res, p)
+		idle := (max(1, 1/res.Seconds()) + 1) * float64(p) // a second of advances plus one step in flight
+		require.LessOrEqual(t, idle, float64(got), "res %s, %d partitions: an idle system's lag", res, p)
+		so := lag.ScaledObjectAt(topology.Layout{Partitions: int32(p)}, res)
+		require.Equal(t, got, so.Triggers[1].LagThreshold)
+		require.Equal(t, l, so.Lateness.Threshold)
+	}
+	for _, p := range []int32{0, 1, 12, 48} {
+		require.Equal(t, lag.ScaledObjectFor(topology.Layout{Partitions: p}), lag.ScaledObjectAt(topology.Layout{Partitions: p}, time.Second))
+	}
+	require.Equal(t, int64(60), lag.ShardTriggerLagThreshold(12, time.Second))
+	require.Equal(t, int64(400), lag.ShardTriggerLagThreshold(4, 50*time.Millisecond))
+	require.Equal(t, 40.0, lag.LatenessThreshold(20*time.Second))
 }

@@ -1,6 +1,10 @@
 package lag
 
-import "github.com/chronos-scheduler/chronos/topology"
+import (
+	"time"
+
+	"github.com/chronos-scheduler/chronos/topology"
+)
 
 // Targets are the (group, topic) pairs of a Chronos system on layout l: the
 // scheduler group's three inputs (its first, the jobs topic, is the one
@@ -42,7 +46,7 @@ func ExecutorTargets(l topology.Layout, groups []string) []Target {
 // and a prometheus trigger on the fan-out's lateness:
 //   - chronos-jobs, lagThreshold 100, activation 10: commands waiting;
 //   - chronos-shard-triggers, lagThreshold FanoutSecondsPerReplica times
-//     the partitions: "advance to T" messages waiting, one per partition
+//     the partitions (at the default --resolution 1s; ScaledObjectAt): "advance to T" messages waiting, one per partition
 //     per second a stuck fan-out is behind (idle: up to about one per
 //     partition in flight, under the threshold whatever the partitions);
 //   - the loopback, lagThreshold 100: fan-out continuations and one-shot
@@ -53,7 +57,14 @@ func ExecutorTargets(l topology.Layout, groups []string) []Target {
 //   - FireRateQuery, threshold FiresPerReplica: a replica per 50,000 fires
 //     a second, the count a steady load needs, so that once the backlog is
 //     gone the HPA does not walk back down into it.
-func ScaledObjectFor(l topology.Layout) ScaledObject {
+func ScaledObjectFor(l topology.Layout) ScaledObject { return ScaledObjectAt(l, time.Second) }
+
+// ScaledObjectAt is ScaledObjectFor for pods at clock resolution res
+// (--resolution; 0 or less: 1 s, where it is ScaledObjectFor): the lateness
+// threshold is LatenessThreshold(res) and the chronos-shard-triggers
+// lagThreshold ShardTriggerLagThreshold(partitions, res), so that an idle
+// system asks for the minimum at any resolution.
+func ScaledObjectAt(l topology.Layout, res time.Duration) ScaledObject {
 	s := string(l.SchedulerGroup())
 	p := int64(l.Partitions)
 	if p <= 0 {
@@ -61,8 +72,8 @@ func ScaledObjectFor(l topology.Layout) ScaledObject {
 	}
 	return ScaledObject{MinReplicas: 1, MaxReplicas: p, Triggers: []KafkaTrigger{
 		{Group: s, Topic: string(l.Jobs()), LagThreshold: 100, ActivationLagThreshold: 10, Policy: Earliest},
-		{Group: s, Topic: string(l.ShardTriggers()), LagThreshold: FanoutSecondsPerReplica * p, Policy: Earliest},
+		{Group: s, Topic: string(l.ShardTriggers()), LagThreshold: ShardTriggerLagThreshold(p, res), Policy: Earliest},
 		{Group: s, Topic: string(l.SchedulerLoop()), LagThreshold: 100, Policy: Earliest},
-	}, Lateness: &PrometheusTrigger{Query: LatenessQuery, Threshold: FanoutSecondsPerReplica},
+	}, Lateness: &PrometheusTrigger{Query: LatenessQuery, Threshold: LatenessThreshold(res)},
 		FireRate: &PrometheusTrigger{Query: FireRateQuery, Threshold: FiresPerReplica}}
 }

@@ -601,6 +601,12 @@ func (s *Store) SetOffset(offset int64) (err error) {
 	return s.putOffset(offset)
 }
 
+// Recovered reports whether the store has been marked recovered
+// (MarkRecovered returned: goka's restore from the changelog caught up).
+// Until then its contents are the changelog as restored so far. Safe for
+// concurrent use.
+func (s *Store) Recovered() bool { return s.recovered.Load() }
+
 // MarkRecovered builds the indexes of a store that was fresh at Open (its
 // recovery wrote the table only), persists the local offset (if non-zero)
 // and switches to persisting every SetOffset.

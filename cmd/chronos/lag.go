@@ -26,6 +26,7 @@ func newLag() *cobra.Command {
 		current    int64
 		lateness   float64
 		fireRate   float64
+		resolution time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "lag",
@@ -44,9 +45,12 @@ func newLag() *cobra.Command {
 			if lateness < 0 || fireRate < 0 {
 				return fmt.Errorf("--lateness %g, --fire-rate %g: want 0 or more", lateness, fireRate)
 			}
+			if resolution < 10*time.Millisecond || resolution > time.Minute {
+				return fmt.Errorf("--resolution %s: want 10ms to 1m (the pods' --resolution)", resolution)
+			}
 			observed := cmd.Flags().Changed("lateness") || cmd.Flags().Changed("fire-rate")
 			l := layout.layout()
-			so := lag.ScaledObjectFor(l)
+			so := lag.ScaledObjectAt(l, resolution)
 			if maxR == -1 {
 				maxR = so.MaxReplicas
 			}
@@ -150,6 +154,7 @@ func newLag() *cobra.Command {
 	fs.Int64Var(&maxR, "max-replica-count", -1, "KEDA maxReplicaCount (-1: --partitions, as deploy/kubernetes sets for 12; 0: no cap but KEDA's partition cap)")
 	fs.Float64Var(&lateness, "lateness", 0, "seconds the lateness trigger's query returns (max(chronos_fanout_lateness_seconds)); with neither it nor --fire-rate the prometheus triggers are left out")
 	fs.Float64Var(&fireRate, "fire-rate", 0, "fires per second the load trigger's query returns (sum(rate(chronos_fires_total[2m])))")
+	fs.DurationVar(&resolution, "resolution", time.Second, "the pods' --resolution: the lateness threshold is max(5s, 2 x it) and the chronos-shard-triggers lagThreshold that many seconds of advances per partition")
 	fs.Int64Var(&current, "current-replicas", 0, "replicas running now, for the HPA's 10% tolerance (0: unknown, no tolerance)")
 	fs.BoolVar(&withLag, "limit-to-partitions-with-lag", false, "with --topic: cap replicas at partitions with lag, as KEDA's option does")
 	layout.register(fs)

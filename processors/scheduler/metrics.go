@@ -92,14 +92,16 @@ func (m *Metrics) fanout(n int) {
 }
 
 // Watermarks returns the shard watermark of every partition whose store
-// this instance has open: every fire due up to it has been dispatched (zero:
-// no advance has completed on the partition yet). A store that cannot be
-// read (closing during a rebalance) is left out. It reads the stores, not
-// the callbacks' state; safe for concurrent use.
+// this instance has open and has recovered: every fire due up to it has been
+// dispatched (zero: no advance has completed on the partition yet). A store
+// still restoring from the changelog is left out (its shard record is the
+// oldest surviving version, not the partition's watermark), as is one that
+// cannot be read (closing during a rebalance). It reads the stores, not the
+// callbacks' state; safe for concurrent use.
 func (s *Scheduler) Watermarks() map[int32]time.Time {
 	out := map[int32]time.Time{}
 	for p, key := range s.shardKeys {
-		if st := s.Store(int32(p)); st != nil {
+		if st := s.Store(int32(p)); st != nil && st.Recovered() {
 			if b, err := st.Get(key); err == nil {
 				if rec, err := codecs.DecodeShardRecord(b); err == nil {
 					out[int32(p)] = rec.Watermark
