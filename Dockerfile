@@ -9,8 +9,10 @@
 
 FROM golang:1.26 AS build
 WORKDIR /src
-# Modules first, so a source change does not download them again.
+# Modules first, so a source change does not download them again
+# (third_party holds the patched sarama go.mod replaces sarama with).
 COPY go.mod go.sum ./
+COPY third_party/ third_party/
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/chronos ./cmd/chronos

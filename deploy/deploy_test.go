@@ -445,7 +445,7 @@ func TestDockerfile(t *testing.T) {
 	for _, p := range []string{".git", ".chronos"} {
 		require.Regexp(t, `(?m)^(\*\*/)?`+regexp.QuoteMeta(p)+`$`, ignore, ".dockerignore excludes %s", p)
 	}
-	for _, needed := range []string{"go.mod", "go.sum", "cmd", "*.go"} {
+	for _, needed := range []string{"go.mod", "go.sum", "cmd", "*.go", "third_party"} {
 		require.NotRegexp(t, `(?m)^`+regexp.QuoteMeta(needed)+`/?$`, ignore, ".dockerignore must keep %s", needed)
 	}
 }
