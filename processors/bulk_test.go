@@ -223,3 +223,113 @@ func TestBulkPauseResumeDelete(t *testing.T) {
 	env.WaitConsumed(string(env.Layout.RouterGroup()), string(env.Layout.BucketTriggers()), time.Minute)
 	require.Equal(t, 1, rejects.Len())
 }
+
+// TestBulkSurvivesHandover starts a bulk pause of a large bucket walked in
+// tiny chunks, stops the instance while the shards walk, and starts
+// another (with an empty disk: it restores the table and the walk's
+// state from Kafka): every shard still finishes, every active job of
+// the bucket ends paused and no other job changes, every such job was sent
+// its command (a repeated chunk may send one twice, never a whole walk),
+// and the shards' counts never exceed the jobs changed.
+func TestBulkSurvivesHandover(t *testing.T) {
+	t.Parallel()
+	const parts, n = 4, 1200
+	env := testenv.New(t, parts)
+	jobs := env.Collect(string(env.Layout.Jobs()))
+	cfg := env.Config()
+	cfg.Fanout.ChunkSize = 2
+	a := env.Start(cfg)
+	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	env.Tick(t0)
+	var keys []string
+	var values [][]byte
+	want := map[string]bool{} // job -> paused by the bulk pause
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("h-%04d", i)
+		b := []string{"big", "small"}[i%5/4]
+		keys, values = append(keys, id), append(values, testenv.PutCommand(id, codecs.JobDef{Cron: "0 0 1 1 *", Bucket: b}))
+		want[id] = b == "big"
+	}
+	env.ProduceMany(string(env.Layout.Jobs()), keys, values, t0)
+	env.WaitApplied()
+	before := jobs.Len()
+	v, err := codecs.EncodeBucketTrigger(codecs.BucketTrigger{Op: codecs.BulkPause, Bucket: "big", TriggerID: "handover"})
+	require.NoError(t, err)
+	env.Produce(string(env.Layout.BucketTriggers()), "big", v, t0.Add(time.Minute))
+	testenv.Eventually(t, time.Minute, func() error {
+		if jobs.Len() < before+10 {
+			return fmt.Errorf("%d commands so far", jobs.Len()-before)
+		}
+		return nil
+	})
+	a.Stop()
+	stopped := jobs.Len() - before
+	t.Logf("first instance stopped after %d of the bulk commands", stopped)
+	cfgB := env.Config()
+	cfgB.Fanout.ChunkSize = 2
+	b := env.Start(cfgB)
+
+	shardKeys, err := topology.ShardKeys(parts)
+	require.NoError(t, err)
+	var changed int64
+	testenv.Eventually(t, 2*time.Minute, func() error {
+		changed = 0
+		for p, k := range shardKeys {
+			st := b.Scheduler().Store(int32(p))
+			if st == nil {
+				return fmt.Errorf("partition %d not open on the second instance", p)
+			}
+			raw, err := st.Get(k)
+			if err != nil {
+				return err
+			}
+			sr, err := codecs.DecodeShardRecord(raw)
+			if err != nil {
+				return err
+			}
+			r, ok := sr.Bulk.Finished("handover")
+			if !ok {
+				return fmt.Errorf("partition %d has not finished", p)
+			}
+			changed += r.Changed
+		}
+		return nil
+	})
+	env.WaitApplied()
+	testenv.Eventually(t, time.Minute, func() error {
+		for id, paused := range want {
+			raw, err := b.Scheduler().Store(topology.Partition(id, parts)).Get(id)
+			if err != nil {
+				return err
+			}
+			rec, err := codecs.DecodeJobRecord(raw)
+			if err != nil {
+				return err
+			}
+			if (rec.Status == codecs.StatusPaused) != paused {
+				return fmt.Errorf("job %s is %s", id, rec.Status)
+			}
+		}
+		return nil
+	})
+	sent := map[string]int{}
+	for _, r := range jobs.Records()[before:] {
+		require.JSONEq(t, `{"v":1,"op":"pause"}`, string(r.Value))
+		sent[string(r.Key)]++
+	}
+	var total, expected int
+	for id, paused := range want {
+		if paused {
+			expected++
+			require.NotZero(t, sent[id], "job %s was sent no pause", id)
+		} else {
+			require.Zero(t, sent[id], "job %s is not in the bucket", id)
+		}
+		total += sent[id]
+	}
+	t.Logf("%d jobs, %d commands, shards count %d", expected, total, changed)
+	require.Less(t, stopped, expected, "the first instance stopped mid-walk")
+	require.Less(t, total, 2*expected, "a handover repeats at most a chunk, not the walk")
+	require.LessOrEqual(t, changed, int64(expected))
+	require.Positive(t, changed)
+}
