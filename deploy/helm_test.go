@@ -171,7 +171,11 @@ func TestHelmOptions(t *testing.T) {
 	}
 	require.NotNil(t, plainSO)
 	require.Equal(t, name, str(get(so, "spec", "scaleTargetRef", "name")))
-	require.Equal(t, withoutKeys(get(plainSO, "spec"), "scaleTargetRef"), withoutKeys(get(so, "spec"), "scaleTargetRef"))
+	// but for the Prometheus queries, which the chart scopes to the release
+	// (adversary round 19b: two releases on one Prometheus scaled on each
+	// other's series).
+	require.Equal(t, withoutKeys(get(plainSO, "spec"), "scaleTargetRef", "query"), withoutKeys(get(so, "spec"), "scaleTargetRef", "query"))
+	require.Equal(t, scoped(lag.ScaledObjectFor(topology.Layout{}), "sched"), scaledObject(t, so))
 	requireKEDAVersion(t, so)
 
 	// With a topic prefix the pods and the trigger agree on the names.
@@ -197,13 +201,13 @@ func TestHelmOptions(t *testing.T) {
 	// lag.ScaledObjectFor of that layout. Without Prometheus, no lateness
 	// trigger.
 	wide := scaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.partitions=48"), "ScaledObject"))
-	require.Equal(t, lag.ScaledObjectFor(topology.Layout{Partitions: 48}), wide)
+	require.Equal(t, scoped(lag.ScaledObjectFor(topology.Layout{Partitions: 48}), "sched"), wide)
 	// keda.resolutionMillis: the thresholds follow the pods' --resolution
 	// as lag.ScaledObjectAt makes them (adversary round 19b: an idle system
 	// at 20s or 50ms asked for more replicas).
 	for _, ms := range []int{10, 50, 1000, 2700, 20000, 60000} {
 		got := scaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.partitions=48", fmt.Sprintf("keda.resolutionMillis=%d", ms)), "ScaledObject"))
-		require.Equal(t, lag.ScaledObjectAt(topology.Layout{Partitions: 48}, time.Duration(ms)*time.Millisecond), got, "resolutionMillis %d", ms)
+		require.Equal(t, scoped(lag.ScaledObjectAt(topology.Layout{Partitions: 48}, time.Duration(ms)*time.Millisecond), "sched"), got, "resolutionMillis %d", ms)
 	}
 	noProm := scaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.prometheusServerAddress="), "ScaledObject"))
 	require.Nil(t, noProm.Lateness)
@@ -225,6 +229,63 @@ func TestHelmOptions(t *testing.T) {
 	require.Contains(t, portNames, str(get(sm, "spec", "endpoints", 0, "port")))
 	require.Equal(t, "/metrics", str(get(sm, "spec", "endpoints", 0, "path")))
 	requireRoute(t, "/metrics")
+}
+
+// scoped is so with its Prometheus queries restricted to the pods of
+// release (in the namespace helm template renders for, default), as the
+// chart makes them by default.
+func scoped(so lag.ScaledObject, release string) lag.ScaledObject {
+	sel := fmt.Sprintf("namespace=%q,job=%q", "default", release+"-chronos")
+	if so.Lateness != nil {
+		l := *so.Lateness
+		l.Query = lag.LatenessQueryFor(sel)
+		so.Lateness = &l
+	}
+	if so.FireRate != nil {
+		f := *so.FireRate
+		f.Query = lag.FireRateQueryFor(sel)
+		so.FireRate = &f
+	}
+	return so
+}
+
+// TestHelmPrometheusTriggersAreScopedToTheRelease keeps "with a topic
+// prefix the pods and the trigger agree on the names" (TestHelmOptions) for
+// the two Prometheus triggers, which adversary round 19b broke (issue 19):
+// two releases of the chart on one cluster and one Prometheus (prod, and
+// staging with topicPrefix=staging.: what topicPrefix is for) rendered the
+// same unscoped queries, so each release's lateness trigger scaled on the
+// other's worst partition and its fire-rate trigger on the sum of both
+// systems' fires. The chart now adds matchers it controls: the release
+// namespace and the job the ServiceMonitor gives its pods (the Service's
+// name); a query set in values is used as given.
+//
+//	CHRONOS_HELM=~/.cache/chronos-helm/v3.22.0/helm go test -tags helm -count=1 -v -run TestHelmPrometheusTriggersAreScopedToTheRelease ./deploy/
+func TestHelmPrometheusTriggersAreScopedToTheRelease(t *testing.T) {
+	queries := func(release string, set ...string) []string {
+		var qs []string
+		for _, tr := range list(get(kind(t, render(t, release, append([]string{"keda.enabled=true", "serviceMonitor.enabled=true"}, set...)...), "ScaledObject"), "spec", "triggers")) {
+			if str(get(tr, "type")) == "prometheus" {
+				qs = append(qs, str(get(tr, "metadata", "query")))
+			}
+		}
+		return qs
+	}
+	prod, staging := queries("prod"), queries("staging", "topicPrefix=staging.")
+	require.Len(t, prod, 2)
+	require.Len(t, staging, 2)
+	for i := range prod {
+		require.NotEqual(t, prod[i], staging[i], "release prod and release staging (topicPrefix=staging.) read the same series")
+	}
+	// The job matcher is the Service the ServiceMonitor selects (the
+	// Prometheus Operator names the job after it).
+	docs := render(t, "prod", "keda.enabled=true", "serviceMonitor.enabled=true")
+	svc := str(get(kind(t, docs, "Service"), "metadata", "name"))
+	for _, q := range prod {
+		require.Contains(t, q, fmt.Sprintf("job=%q", svc))
+		require.Contains(t, q, `namespace="default"`)
+	}
+	require.Equal(t, []string{"max(x) or vector(0)", "sum(y)"}, queries("prod", "keda.latenessQuery=max(x) or vector(0)", "keda.fireRateQuery=sum(y)"), "a query from values is used as given")
 }
 
 // TestHelmRefuses checks that the chart refuses values that would give a

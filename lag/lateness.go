@@ -21,6 +21,26 @@ const LatenessQuery = "max(" + LatenessMetric + ") or vector(0)"
 // of the whole system over the last 2 minutes (0 while none reports).
 const FireRateQuery = "sum(rate(chronos_fires_total[2m])) or vector(0)"
 
+// LatenessQueryFor is LatenessQuery restricted to the series matching
+// selector, PromQL label matchers without braces (e.g.
+// `namespace="prod",job="prod-chronos"`), so that a trigger reads one
+// Chronos system when several share a Prometheus; empty: LatenessQuery.
+func LatenessQueryFor(selector string) string {
+	if selector == "" {
+		return LatenessQuery
+	}
+	return "max(" + LatenessMetric + "{" + selector + "}) or vector(0)"
+}
+
+// FireRateQueryFor is FireRateQuery restricted to the series matching
+// selector (as LatenessQueryFor); empty: FireRateQuery.
+func FireRateQueryFor(selector string) string {
+	if selector == "" {
+		return FireRateQuery
+	}
+	return "sum(rate(chronos_fires_total{" + selector + "}[2m])) or vector(0)"
+}
+
 // FiresPerReplica is the shipped load trigger's threshold: the fire rate
 // one replica is asked to carry, about half the lowest rate one replica was
 // measured to dispatch (98,000/s on 2 cores, docs/performance.md). It keeps
