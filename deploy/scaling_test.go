@@ -244,3 +244,39 @@ func TestShippedScaledObjectSeesTheFanOut(t *testing.T) {
 		return nil
 	})
 }
+
+// TestFireRateThresholdFollowsThePodsCPU keeps the fire-rate threshold
+// derived from what the shipped pod is sure to get (adversary round 19b,
+// issue 19: 50,000 fires/s per replica was twice what a 500m pod
+// dispatches, so the HPA scaled a steady load down into its backlog): the
+// Deployment's CPU request (plain manifest and chart) is lag.PodCPURequest,
+// and the shipped threshold is FiresPerCore x it, halved for the history
+// group and for headroom.
+func TestFireRateThresholdFollowsThePodsCPU(t *testing.T) {
+	t.Parallel()
+	cores := func(q string) float64 {
+		if m, ok := strings.CutSuffix(q, "m"); ok {
+			var n float64
+			_, err := fmt.Sscan(m, &n)
+			require.NoError(t, err, q)
+			return n / 1000
+		}
+		var n float64
+		_, err := fmt.Sscan(q, &n)
+		require.NoError(t, err, q)
+		return n
+	}
+	var found bool
+	for _, d := range yamlDocs(t, "deploy/kubernetes/chronos.yaml") {
+		if str(get(d, "kind")) != "Deployment" {
+			continue
+		}
+		found = true
+		require.Equal(t, lag.PodCPURequest, cores(str(get(d, "spec", "template", "spec", "containers", 0, "resources", "requests", "cpu"))))
+	}
+	require.True(t, found, "chronos.yaml has a Deployment")
+	require.Equal(t, lag.PodCPURequest, cores(str(get(yamlDoc(t, "deploy/helm/chronos/values.yaml"), "resources", "requests", "cpu"))))
+	require.Equal(t, float64(lag.FiresPerCore)*lag.PodCPURequest/4, float64(lag.FiresPerReplica))
+	require.Equal(t, float64(lag.FiresPerReplica), scaledObject(t, shippedScaledObject(t)).FireRate.Threshold)
+	require.Equal(t, float64(lag.FiresPerReplica), float64(get(yamlDoc(t, "deploy/helm/chronos/values.yaml"), "keda", "firesPerReplica").(int)))
+}

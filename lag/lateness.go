@@ -41,12 +41,28 @@ func FireRateQueryFor(selector string) string {
 	return "sum(rate(chronos_fires_total{" + selector + "}[2m])) or vector(0)"
 }
 
-// FiresPerReplica is the shipped load trigger's threshold: the fire rate
-// one replica is asked to carry, about half the lowest rate one replica was
-// measured to dispatch (98,000/s on 2 cores, docs/performance.md). It keeps
-// the count a steady load needs once the backlog is gone, so the HPA does
-// not walk back down into it. Set it from chronos bench on your nodes.
-const FiresPerReplica = 50000
+// FiresPerCore is the fires per second one core of a replica was measured
+// to dispatch: the lowest rate of the 1,000,000-job burst, 98,000/s on 2
+// cores (chronos bench --jobs 1000000 --aligned, docs/performance.md),
+// per core. The cheapest fires (one per job, all due at once): a steady
+// load's cost more.
+const FiresPerCore = 98000 / 2
+
+// PodCPURequest is the CPU the shipped Deployment requests per pod, in
+// cores (deploy/kubernetes/chronos.yaml and the Helm chart: 500m): what a
+// pod is sure to get on a busy node.
+const PodCPURequest = 0.5
+
+// FiresPerReplica is the shipped load trigger's threshold, the fire rate
+// one replica is asked to carry: FiresPerCore x PodCPURequest (24,500/s,
+// what a pod held to its request dispatches), halved for the history group
+// running in the same pods (it about doubled the CPU per event,
+// docs/performance.md "History group") and halved again for headroom, as
+// a steady load costs more than the burst measured: 6,125. It keeps the
+// count a steady load needs once the backlog is gone, so the HPA does not
+// walk back down into it. Derive yours the same way from chronos bench on
+// your nodes and your pods' CPU request.
+const FiresPerReplica = FiresPerCore * PodCPURequest / 2 / 2
 
 // FanoutSecondsPerReplica is the fan-out lateness the shipped ScaledObject
 // answers with one more replica: the lateness trigger's threshold, and

@@ -54,7 +54,7 @@ func ExecutorTargets(l topology.Layout, groups []string) []Target {
 //   - LatenessQuery, threshold FanoutSecondsPerReplica: a replica per 5 s
 //     the worst partition's watermark is behind the wall clock, whether
 //     its fan-out is stuck or merely slow (which none of the lags shows);
-//   - FireRateQuery, threshold FiresPerReplica: a replica per 50,000 fires
+//   - FireRateQuery, threshold FiresPerReplica: a replica per 6,125 fires
 //     a second, the count a steady load needs, so that once the backlog is
 //     gone the HPA does not walk back down into it.
 func ScaledObjectFor(l topology.Layout) ScaledObject { return ScaledObjectAt(l, time.Second) }
