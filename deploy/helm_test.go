@@ -202,6 +202,9 @@ func TestHelmOptions(t *testing.T) {
 	// trigger.
 	wide := scaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.partitions=48"), "ScaledObject"))
 	require.Equal(t, scoped(lag.ScaledObjectFor(topology.Layout{Partitions: 48}), "sched"), wide)
+	agreed := scaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.partitions=48",
+		"extraEnv[0].name=CHRONOS_PARTITIONS", "extraEnv[0].value=48"), "ScaledObject"))
+	require.Equal(t, wide, agreed, "pods and ScaledObject agree on 48 partitions")
 	// keda.resolutionMillis: the thresholds follow the pods' --resolution
 	// as lag.ScaledObjectAt makes them (adversary round 19b: an idle system
 	// at 20s or 50ms asked for more replicas).
@@ -298,6 +301,12 @@ func TestHelmRefuses(t *testing.T) {
 		{[]string{"apiTokens.existingSecret="}, "chronos run refuses to start without API credentials"},
 		{[]string{"keda.enabled=true", "keda.minReplicaCount=0"}, "with zero Chronos pods nothing fires"},
 		{[]string{"keda.enabled=true", "keda.maxReplicaCount=13"}, "more pods than partitions are idle"},
+		// Adversary round 19b (issue 19): a 48-partition pod next to a
+		// ScaledObject for 12 (shard-trigger lagThreshold 60, maxReplicaCount
+		// 12: 36 partitions never spread) rendered.
+		{[]string{"keda.enabled=true", "extraEnv[0].name=CHRONOS_PARTITIONS", "extraEnv[0].value=48"}, "keda.partitions 12 must be the pods' --partitions"},
+		{[]string{"keda.enabled=true", "keda.partitions=48", "extraEnv[0].name=CHRONOS_PARTITIONS", "extraEnv[0].value=12"}, "keda.partitions 48 must be the pods' --partitions"},
+		{[]string{"keda.enabled=true", "keda.resolutionMillis=5"}, "keda.resolutionMillis must be the pods' --resolution"},
 		{[]string{"brokers="}, "the Kafka bootstrap brokers"},
 		// Overriding the memory limit alone left GOMEMLIMIT at 900MiB, above
 		// a 512Mi limit: the kernel kills the pod before Go collects harder.
