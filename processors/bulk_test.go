@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -130,7 +131,7 @@ func TestBulkPauseResumeDelete(t *testing.T) {
 	// job against the oracle and that the commands read are commands more
 	// than the shards' counts of the operation; it returns the counts.
 	run := func(bt codecs.BucketTrigger, actor string, others []codecs.BucketTrigger, commands int64) (matched, changed int64) {
-		before := jobs.Len()
+		before := len(commandRecords(jobs))
 		for _, o := range others {
 			send(o, actor)
 		}
@@ -142,7 +143,7 @@ func TestBulkPauseResumeDelete(t *testing.T) {
 		env.WaitApplied()
 		require.NoError(t, check())
 		testenv.Eventually(t, time.Minute, func() error {
-			if n := int64(jobs.Len() - before); n != changed+commands {
+			if n := int64(len(commandRecords(jobs)) - before); n != changed+commands {
 				return fmt.Errorf("read %d commands, want %d", n, changed+commands)
 			}
 			return nil
@@ -171,12 +172,12 @@ func TestBulkPauseResumeDelete(t *testing.T) {
 	active, paused := codecs.StatusActive, codecs.StatusPaused
 
 	// Pause the bucket "fleet": its active jobs, of both tenants.
-	commandsBefore = jobs.Len()
+	commandsBefore = len(commandRecords(jobs))
 	wm, wc := select_(inFleet, []codecs.Status{active}, paused)
 	m, c := run(codecs.BucketTrigger{Op: codecs.BulkPause, Bucket: "fleet", Note: "maintenance INC-7", TriggerID: "pause-fleet"}, "ops-token", nil, 0)
 	require.Equal(t, [2]int64{wm, wc}, [2]int64{m, c}, "matched and changed")
 	require.NotZero(t, c)
-	for _, r := range jobs.Records()[commandsBefore:] {
+	for _, r := range commandRecords(jobs)[commandsBefore:] {
 		require.JSONEq(t, `{"v":1,"op":"pause","note":"maintenance INC-7"}`, string(r.Value))
 		require.Equal(t, codecs.ActorHeader, r.Headers[0].Key)
 		require.Equal(t, "ops-token", string(r.Headers[0].Value))
@@ -252,18 +253,18 @@ func TestBulkSurvivesHandover(t *testing.T) {
 	}
 	env.ProduceMany(string(env.Layout.Jobs()), keys, values, t0)
 	env.WaitApplied()
-	before := jobs.Len()
+	before := len(commandRecords(jobs))
 	v, err := codecs.EncodeBucketTrigger(codecs.BucketTrigger{Op: codecs.BulkPause, Bucket: "big", TriggerID: "handover"})
 	require.NoError(t, err)
 	env.Produce(string(env.Layout.BucketTriggers()), "big", v, t0.Add(time.Minute))
 	testenv.Eventually(t, time.Minute, func() error {
-		if jobs.Len() < before+10 {
-			return fmt.Errorf("%d commands so far", jobs.Len()-before)
+		if len(commandRecords(jobs)) < before+10 {
+			return fmt.Errorf("%d commands so far", len(commandRecords(jobs))-before)
 		}
 		return nil
 	})
 	a.Stop()
-	stopped := jobs.Len() - before
+	stopped := len(commandRecords(jobs)) - before
 	t.Logf("first instance stopped after %d of the bulk commands", stopped)
 	cfgB := env.Config()
 	cfgB.Fanout.ChunkSize = 2
@@ -313,7 +314,7 @@ func TestBulkSurvivesHandover(t *testing.T) {
 		return nil
 	})
 	sent := map[string]int{}
-	for _, r := range jobs.Records()[before:] {
+	for _, r := range commandRecords(jobs)[before:] {
 		require.JSONEq(t, `{"v":1,"op":"pause"}`, string(r.Value))
 		sent[string(r.Key)]++
 	}
@@ -332,4 +333,113 @@ func TestBulkSurvivesHandover(t *testing.T) {
 	require.Less(t, total, 2*expected, "a handover repeats at most a chunk, not the walk")
 	require.LessOrEqual(t, changed, int64(expected))
 	require.Positive(t, changed)
+}
+
+// TestBulkQueueFull sends 17 bulk operations at once to a one-partition
+// scheduler walking in chunks of one key: the shard queues 16 and rejects
+// the 17th (a clear reject, nothing half-applied on this shard); the 16,
+// alternately pause and resume, run in order, each after the commands of
+// the one before are applied, so each changes every job (the last, a
+// resume, wins); sent again with the same trigger id after the queue
+// drained, the 17th (a pause) runs and pauses every job.
+func TestBulkQueueFull(t *testing.T) {
+	t.Parallel()
+	env := testenv.New(t, 1)
+	rejects := env.Collect(string(env.Layout.Rejects()))
+	cfg := env.Config()
+	cfg.Fanout.ChunkSize = 1
+	inst := env.Start(cfg)
+	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	var keys []string
+	var values [][]byte
+	for i := 0; i < 300; i++ {
+		id := fmt.Sprintf("q-%03d", i)
+		keys, values = append(keys, id), append(values, testenv.PutCommand(id, codecs.JobDef{Cron: "0 0 1 1 *", Bucket: "q"}))
+	}
+	env.ProduceMany(string(env.Layout.Jobs()), keys, values, t0)
+	env.WaitApplied()
+	var tk []string
+	var tv [][]byte
+	for i := 1; i <= codecs.MaxBulkQueued+1; i++ {
+		op := []string{codecs.BulkResume, codecs.BulkPause}[i%2] // op-01 pauses, op-02 resumes, ...
+		v, err := codecs.EncodeBucketTrigger(codecs.BucketTrigger{Op: op, Bucket: "q", TriggerID: fmt.Sprintf("op-%02d", i)})
+		require.NoError(t, err)
+		tk, tv = append(tk, "q"), append(tv, v)
+	}
+	env.ProduceMany(string(env.Layout.BucketTriggers()), tk, tv, t0.Add(time.Minute))
+	shard := func() codecs.ShardRecord {
+		keys, err := topology.ShardKeys(1)
+		require.NoError(t, err)
+		raw, err := inst.Scheduler().Store(0).Get(keys[0])
+		require.NoError(t, err)
+		sr, err := codecs.DecodeShardRecord(raw)
+		require.NoError(t, err)
+		return sr
+	}
+	testenv.Eventually(t, time.Minute, func() error {
+		if rejects.Len() != 1 {
+			return fmt.Errorf("%d rejects", rejects.Len())
+		}
+		return nil
+	})
+	rj, err := codecs.DecodeReject(rejects.Records()[0].Value)
+	require.NoError(t, err)
+	require.Contains(t, rj.Reason, "bulk operations queued")
+	last := fmt.Sprintf("op-%02d", codecs.MaxBulkQueued+1)
+	testenv.Eventually(t, 2*time.Minute, func() error {
+		sr := shard()
+		if len(sr.Bulk.Queue) > 0 {
+			return fmt.Errorf("%d queued", len(sr.Bulk.Queue))
+		}
+		return nil
+	})
+	sr := shard()
+	for i := 1; i <= codecs.MaxBulkQueued; i++ {
+		r, ok := sr.Bulk.Finished(fmt.Sprintf("op-%02d", i))
+		require.True(t, ok, "op %d", i)
+		require.Equal(t, int64(300), r.Changed, "op %d: each op flips every job (they run in order)", i)
+	}
+	_, ok := sr.Bulk.Finished(last)
+	require.False(t, ok, "the rejected one did not run")
+	status := func(want codecs.Status) func() error {
+		return func() error {
+			for _, id := range keys {
+				raw, err := inst.Scheduler().Store(0).Get(id)
+				if err != nil {
+					return err
+				}
+				rec, err := codecs.DecodeJobRecord(raw)
+				if err != nil {
+					return err
+				}
+				if rec.Status != want {
+					return fmt.Errorf("job %s is %s", id, rec.Status)
+				}
+			}
+			return nil
+		}
+	}
+	env.WaitApplied()
+	require.NoError(t, status(codecs.StatusActive)())
+	env.Produce(string(env.Layout.BucketTriggers()), "q", tv[len(tv)-1], t0.Add(2*time.Minute))
+	testenv.Eventually(t, time.Minute, func() error {
+		if _, ok := shard().Bulk.Finished(last); !ok {
+			return fmt.Errorf("%s not finished", last)
+		}
+		return nil
+	})
+	env.WaitApplied()
+	testenv.Eventually(t, time.Minute, status(codecs.StatusPaused))
+}
+
+// commandRecords returns the records on chronos-jobs c has collected,
+// without the bulk operations' barriers (keyed by a shard key).
+func commandRecords(c *testenv.Collector) []*kgo.Record {
+	var out []*kgo.Record
+	for _, r := range c.Records() {
+		if !strings.HasPrefix(string(r.Key), topology.ShardKeyPrefix) {
+			out = append(out, r)
+		}
+	}
+	return out
 }

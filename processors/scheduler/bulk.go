@@ -25,7 +25,11 @@ import (
 // the cursor and the counts, and is written only with the chunk's
 // commands: goka commits a callback's input once everything it emitted is
 // acknowledged, so a crash or a rebalance repeats at most a chunk, whose
-// jobs already changed are then skipped.
+// jobs already changed are then skipped. After the last chunk, a barrier
+// keyed by the shard key follows the commands on chronos-jobs; the
+// operation finishes (its counts recorded, the next queued one started)
+// when the scheduler reaches it, so each operation's walk sees the effects
+// of the one before.
 
 // bulkChanges reports whether op changes a job whose record is rec: a
 // pause changes an active job, a resume a paused one, a delete every job
@@ -167,14 +171,41 @@ func (s *Scheduler) bulkRun(ctx goka.Context, tr codecs.ShardTrigger) error {
 		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(next))
 		return nil
 	}
-	shard.Bulk = shard.Bulk.Finish(next.Matched, next.Changed)
+	// The walk is done; the operation is finished once its commands are
+	// applied: the barrier goes to chronos-jobs behind them (the same
+	// partition, in order: one idempotent producer), and only when the
+	// scheduler reaches it does the next queued operation start, so its
+	// walk sees this one's effects.
+	next.AfterKey = ""
+	ctx.Emit(s.cfg.Layout.Jobs(), ctx.Key(), codecs.EncodeInternal(next))
+	return nil
+}
+
+// bulkBarrier handles a bulk operation's barrier (a chronos-jobs record
+// keyed by the shard key, written behind the operation's last commands):
+// every command of the operation has been applied, so the shard records
+// its counts and starts the next queued operation. A barrier of an
+// operation not in progress (a repeat after a crash) does nothing.
+func (s *Scheduler) bulkBarrier(ctx goka.Context, raw []byte) error {
+	tr, err := s.decodeTrigger(raw)
+	if err != nil {
+		return invalid(err)
+	}
+	if tr.Kind != codecs.KindBulk {
+		return invalid(&codecs.Error{Code: codecs.CodeReservedID, Field: "id", Reason: "the key belongs to a shard record"})
+	}
+	shard := s.decodeShard(ctx.Key(), valueBytes(ctx))
+	if q := shard.Bulk.Queue; len(q) == 0 || q[0].TriggerID != tr.TriggerID {
+		return nil
+	}
+	shard.Bulk = shard.Bulk.Finish(tr.Matched, tr.Changed)
 	s.setValue(ctx, codecs.EncodeShardRecord(shard))
 	if len(shard.Bulk.Queue) > 0 {
 		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(shard.Bulk.Queue[0]))
 	}
 	s.cfg.Logger.Info("bulk operation done on this shard", "partition", ctx.Partition(), "op", tr.Op,
 		"target", codecs.BulkTarget(tr.Bucket, tr.Prefix), "trigger_id", tr.TriggerID,
-		"matched", next.Matched, "commands", next.Changed)
+		"matched", tr.Matched, "commands", tr.Changed)
 	return nil
 }
 

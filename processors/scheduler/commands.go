@@ -15,6 +15,10 @@ import (
 func (s *Scheduler) onCommand(ctx goka.Context, msg any) {
 	s.guard(ctx)
 	raw, _ := msg.([]byte)
+	if ctx.Key() == s.shardKeys[ctx.Partition()] && raw != nil {
+		s.resolve(ctx, raw, "bulk_done", s.bulkBarrier(ctx, raw))
+		return
+	}
 	op, err := s.command(ctx, raw)
 	s.resolve(ctx, raw, op, err)
 }
