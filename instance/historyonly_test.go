@@ -113,6 +113,15 @@ func TestHistoryOnlyInstance(t *testing.T) {
 	require.NotEmpty(t, changes.Changes)
 	require.Equal(t, codecs.OpPut, changes.Changes[len(changes.Changes)-1].Op, "%+v", changes)
 
+	// Its /metrics answers (no scheduler partitions to report) and says
+	// it is ready.
+	resp, err := http.Get(base + "/metrics")
+	require.NoError(t, err)
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(metrics))
+	require.Contains(t, string(metrics), "\nchronos_ready 1\n")
+
 	// Who runs what: one member in each group, the scheduling instance in
 	// the scheduling groups and the history instance in the history group.
 	adm := kadm.NewClient(env.Client)
