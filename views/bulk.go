@@ -13,7 +13,8 @@ type BulkStatus struct {
 	Bucket    string `json:"bucket,omitempty"`
 	Prefix    string `json:"prefix,omitempty"`
 	// Shards is the number of shards; Finished how many have walked all
-	// their jobs; Queued how many hold it queued or in progress. The rest
+	// their jobs and applied the commands; Queued how many hold it queued
+	// or in progress. The rest
 	// have not received it yet, or have forgotten it (a shard remembers
 	// its last codecs.BulkResultsKept operations).
 	Shards   int `json:"shards"`
