@@ -176,6 +176,12 @@ func (c Config) Sarama() *sarama.Config {
 	s.Version = sarama.V3_6_0_0
 	s.ClientID = c.ClientID
 	s.Consumer.Offsets.Initial = sarama.OffsetOldest
+	// Records of transactions their producer aborted are never handed over
+	// (a client writing commands with a transactional producer that aborts
+	// a delete keeps its job); an open transaction holds its partition at
+	// the last stable offset until it ends or transaction.timeout.ms
+	// passes (docs/topics.md).
+	s.Consumer.IsolationLevel = sarama.ReadCommitted
 	if c.FetchBuffer > 0 {
 		s.ChannelBufferSize = c.FetchBuffer
 	}
