@@ -202,4 +202,3 @@ func TestAdversary18dValidRecordsNextToABadOne(t *testing.T) {
 		})
 	}
 }
-
