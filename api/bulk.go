@@ -79,12 +79,8 @@ func (s *Server) bulk(op, by string) http.HandlerFunc {
 		} else {
 			bt.Prefix = r.PathValue("prefix")
 		}
-		value, err := codecs.EncodeBucketTrigger(bt)
-		if err == nil {
-			_, err = codecs.DecodeBucketTrigger(value, 0, 0, s.limits())
-		}
-		if err != nil {
-			writeError(w, err)
+		value, ok := s.encodeBucketTrigger(w, bt)
+		if !ok {
 			return
 		}
 		key := bt.Bucket

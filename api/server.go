@@ -435,18 +435,28 @@ type TriggerAccepted struct {
 	Offset    int64  `json:"offset"`
 }
 
-func (s *Server) triggerBucket(w http.ResponseWriter, r *http.Request) {
-	fb, ok := s.readTrigger(w, r)
-	if !ok {
-		return
-	}
-	bt := codecs.BucketTrigger{Bucket: r.PathValue("bucket"), TriggerID: fb.TriggerID, Payload: fb.Payload}
+// encodeBucketTrigger encodes bt and checks it as the router will decode
+// it, answering the error itself (ok false) when it would be rejected.
+func (s *Server) encodeBucketTrigger(w http.ResponseWriter, bt codecs.BucketTrigger) (value []byte, ok bool) {
 	value, err := codecs.EncodeBucketTrigger(bt)
 	if err == nil {
 		_, err = codecs.DecodeBucketTrigger(value, 0, 0, s.limits())
 	}
 	if err != nil {
 		writeError(w, err)
+		return nil, false
+	}
+	return value, true
+}
+
+func (s *Server) triggerBucket(w http.ResponseWriter, r *http.Request) {
+	fb, ok := s.readTrigger(w, r)
+	if !ok {
+		return
+	}
+	bt := codecs.BucketTrigger{Bucket: r.PathValue("bucket"), TriggerID: fb.TriggerID, Payload: fb.Payload}
+	value, ok := s.encodeBucketTrigger(w, bt)
+	if !ok {
 		return
 	}
 	rec := &kgo.Record{Topic: string(s.Names.BucketTriggers()), Key: []byte(bt.Bucket), Value: value, Headers: actor(r)}
