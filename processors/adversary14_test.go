@@ -181,3 +181,51 @@ func TestAdv14ResentWhileInProgress(t *testing.T) {
 		"a job resumed after the walk passed it was paused again by the resent operation (%d pause commands)", sent)
 	require.Equal(t, 1, sent, "pause commands written for r-0000 by one operation")
 }
+
+// TestAdv14ReusedTriggerIDDropsAnotherOp: a bulk record whose trigger_id a
+// shard remembers is skipped whatever its op and target, without a word:
+// a resume (or a delete, or another bucket) sent under the id of a
+// finished pause is dropped by every shard, nothing goes to
+// chronos-rejects, POST /v1/buckets/{b}/resume with that trigger_id
+// answers 202 {"op":"resume"}, and GET /v1/bulk/{id} (and `chronos jobs
+// bulk resume --trigger-id ID --wait`) then reports done with the pause's
+// op and counts. The jobs stay paused.
+//
+// Broken promise (COMMON standards, docs/topics.md input policy): bad input
+// always gets a clear error; a record that cannot be applied goes to
+// chronos-rejects with the reason. A record that repeats a remembered
+// operation (same op, bucket, prefix, note) is a redelivery and is rightly
+// skipped; one that names a different operation is a conflict.
+func TestAdv14ReusedTriggerIDDropsAnotherOp(t *testing.T) {
+	t.Parallel()
+	const n = 20
+	env, record, shard, t0 := adv14Env(t, "u", n)
+	rejects := env.Collect(string(env.Layout.Rejects()))
+	send := func(op string, at time.Time) {
+		v, err := codecs.EncodeBucketTrigger(codecs.BucketTrigger{Op: op, Bucket: "u", TriggerID: "maint"})
+		require.NoError(t, err)
+		env.Produce(string(env.Layout.BucketTriggers()), "u", v, at)
+	}
+	send(codecs.BulkPause, t0.Add(time.Minute))
+	testenv.Eventually(t, time.Minute, func() error {
+		if _, ok := shard().Bulk.Finished("maint"); !ok {
+			return fmt.Errorf("the pause has not finished")
+		}
+		return nil
+	})
+	send(codecs.BulkResume, t0.Add(2*time.Minute))
+	env.WaitConsumed(string(env.Layout.RouterGroup()), string(env.Layout.BucketTriggers()), time.Minute)
+	env.WaitConsumed(string(env.Layout.SchedulerGroup()), string(env.Layout.ShardTriggers()), time.Minute)
+	env.WaitConsumed(string(env.Layout.SchedulerGroup()), string(env.Layout.SchedulerLoop()), time.Minute)
+	env.WaitApplied()
+	var active int
+	for i := 0; i < n; i++ {
+		if record(fmt.Sprintf("u-%04d", i)).Status == codecs.StatusActive {
+			active++
+		}
+	}
+	if active == n {
+		return // the resume ran
+	}
+	require.NotZero(t, rejects.Len(), "a resume under a finished pause's trigger id was dropped without a reject (%d of %d jobs active)", active, n)
+}
