@@ -294,3 +294,82 @@ func TestAdv14ReplayedContinuationForks(t *testing.T) {
 		"a job resumed after the walk passed it was paused again by a replayed continuation")
 	require.LessOrEqual(t, sent, n+1, "a replayed continuation repeats at most one chunk (of one key)")
 }
+
+// TestAdv14OrderAcrossTriggerPartitions: the order a shard runs bulk
+// operations in is the order the router forwards them, and the router
+// handles the partitions of chronos-bucket-triggers independently (in
+// parallel, possibly on different instances). The HTTP API keys a bucket
+// operation by its bucket and a prefix operation by its prefix, so a
+// pause of bucket "o" and a resume of prefix "o-" (the same jobs) sent
+// one after the other (the first acknowledged before the second is sent)
+// land on two partitions; when the pause's partition lags (here: records
+// of other producers ahead of it, rejected by the router), every shard
+// receives the resume first and the pause last, and the jobs end paused.
+//
+// Broken promise (docs/schedules.md "Bulk operations", Order): "a resume
+// sent right after a pause of the same jobs sees them paused and is never
+// undone by the pause"; topics.md: "Bucket triggers need no particular
+// partition".
+func TestAdv14OrderAcrossTriggerPartitions(t *testing.T) {
+	t.Parallel()
+	const parts, n = 2, 40
+	env := testenv.New(t, parts)
+	inst := env.Start(env.Config())
+	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	env.Tick(t0)
+	bucket, prefix := "o", "o-"
+	require.NotEqual(t, topology.Partition(bucket, parts), topology.Partition(prefix, parts), "precondition: two partitions")
+	var keys []string
+	var values [][]byte
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("o-%03d", i)
+		keys, values = append(keys, id), append(values, testenv.PutCommand(id, codecs.JobDef{Cron: "0 0 1 1 *", Bucket: bucket}))
+	}
+	env.ProduceMany(string(env.Layout.Jobs()), keys, values, t0)
+	env.WaitApplied()
+	// Other producers' records ahead of the pause on its partition.
+	var bk []string
+	var bv [][]byte
+	for i := 0; i < 3000; i++ {
+		bk, bv = append(bk, bucket), append(bv, []byte(`{"v":1,"op":"fire"}`))
+	}
+	env.ProduceMany(string(env.Layout.BucketTriggers()), bk, bv, t0)
+	pause, err := codecs.EncodeBucketTrigger(codecs.BucketTrigger{Op: codecs.BulkPause, Bucket: bucket, TriggerID: "pause-o"})
+	require.NoError(t, err)
+	resume, err := codecs.EncodeBucketTrigger(codecs.BucketTrigger{Op: codecs.BulkResume, Prefix: prefix, TriggerID: "resume-o"})
+	require.NoError(t, err)
+	env.Produce(string(env.Layout.BucketTriggers()), bucket, pause, t0.Add(time.Minute))
+	env.Produce(string(env.Layout.BucketTriggers()), prefix, resume, t0.Add(2*time.Minute))
+	shardKeys, err := topology.ShardKeys(parts)
+	require.NoError(t, err)
+	testenv.Eventually(t, 2*time.Minute, func() error {
+		for p, k := range shardKeys {
+			raw, err := inst.Scheduler().Store(int32(p)).Get(k)
+			if err != nil {
+				return err
+			}
+			sr, err := codecs.DecodeShardRecord(raw)
+			if err != nil {
+				return err
+			}
+			for _, id := range []string{"pause-o", "resume-o"} {
+				if _, ok := sr.Bulk.Finished(id); !ok {
+					return fmt.Errorf("partition %d has not finished %s", p, id)
+				}
+			}
+		}
+		return nil
+	})
+	env.WaitApplied()
+	var paused int
+	for _, id := range keys {
+		raw, err := inst.Scheduler().Store(topology.Partition(id, parts)).Get(id)
+		require.NoError(t, err)
+		rec, err := codecs.DecodeJobRecord(raw)
+		require.NoError(t, err)
+		if rec.Status == codecs.StatusPaused {
+			paused++
+		}
+	}
+	require.Zero(t, paused, "jobs paused by a pause sent before the resume of the same jobs")
+}
