@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -93,7 +94,13 @@ func bulkPath(op, kind, target string) (string, error) {
 		if err := codecs.ValidatePrefix(target); err != nil {
 			return "", err
 		}
-		return "/v1/prefixes/" + url.PathEscape(target) + "/" + op, nil
+		seg := url.PathEscape(target)
+		if target == "." || target == ".." {
+			// A dot segment sent as such is cleaned away by the server's
+			// mux (another route); escaped, it is the prefix.
+			seg = strings.ReplaceAll(target, ".", "%2E")
+		}
+		return "/v1/prefixes/" + seg + "/" + op, nil
 	}
 	return "", fmt.Errorf("want `%s bucket NAME` or `%s prefix PREFIX`, not %q", op, op, kind)
 }
