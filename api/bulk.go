@@ -83,11 +83,9 @@ func (s *Server) bulk(op, by string) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		key := bt.Bucket
-		if key == "" {
-			key = bt.Prefix
-		}
-		rec := &kgo.Record{Topic: string(s.Names.BucketTriggers()), Key: []byte(key), Value: value, Headers: actor(r)}
+		// One key for every bulk operation: they apply in the order they
+		// were acknowledged (codecs.BulkKey).
+		rec := &kgo.Record{Topic: string(s.Names.BucketTriggers()), Key: []byte(codecs.BulkKey), Value: value, Headers: actor(r)}
 		if !s.produceRecord(w, r, rec) {
 			return
 		}

@@ -22,6 +22,14 @@ const (
 	BulkDelete = OpDelete
 )
 
+// BulkKey is the record key the HTTP API and the CLI give every bulk
+// operation on chronos-bucket-triggers: one key, so one partition, so the
+// router hands the operations to the shards in the order they were
+// written (records with different keys land on different partitions,
+// which Kafka does not order). Direct producers that need two operations
+// applied in order write them with one key, this one or their own.
+const BulkKey = "bulk"
+
 // IsBulkOp reports whether op is one of the bulk operations (pause,
 // resume, delete).
 func IsBulkOp(op string) bool { return op == BulkPause || op == BulkResume || op == BulkDelete }

@@ -443,3 +443,76 @@ func commandRecords(c *testenv.Collector) []*kgo.Record {
 	}
 	return out
 }
+
+// TestBulkOrderWithOneKey: a pause of bucket "o" and then a resume of
+// prefix "o-" (the same jobs), written with one key (codecs.BulkKey, as the
+// HTTP API and the CLI write every bulk operation), with 3,000 records of
+// other producers ahead of them on that partition, leave every job active.
+// Adversary 14 found the API keyed each operation by its target: the two
+// landed on two partitions, every shard ran the resume first, and 40 of 40
+// jobs ended paused (docs/topics.md, "Bulk operations", Key).
+func TestBulkOrderWithOneKey(t *testing.T) {
+	t.Parallel()
+	const parts, n = 2, 40
+	env := testenv.New(t, parts)
+	inst := env.Start(env.Config())
+	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	env.Tick(t0)
+	bucket, prefix := "o", "o-"
+	// Keyed by their targets, the two operations would land on two
+	// partitions, which Kafka does not order.
+	require.NotEqual(t, topology.Partition(bucket, parts), topology.Partition(prefix, parts), "precondition: two partitions")
+	var keys []string
+	var values [][]byte
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("o-%03d", i)
+		keys, values = append(keys, id), append(values, testenv.PutCommand(id, codecs.JobDef{Cron: "0 0 1 1 *", Bucket: bucket}))
+	}
+	env.ProduceMany(string(env.Layout.Jobs()), keys, values, t0)
+	env.WaitApplied()
+	// Other producers' records ahead of the pause on its partition.
+	var bk []string
+	var bv [][]byte
+	for i := 0; i < 3000; i++ {
+		bk, bv = append(bk, codecs.BulkKey), append(bv, []byte(`{"v":1,"op":"fire"}`))
+	}
+	env.ProduceMany(string(env.Layout.BucketTriggers()), bk, bv, t0)
+	pause, err := codecs.EncodeBucketTrigger(codecs.BucketTrigger{Op: codecs.BulkPause, Bucket: bucket, TriggerID: "pause-o"})
+	require.NoError(t, err)
+	resume, err := codecs.EncodeBucketTrigger(codecs.BucketTrigger{Op: codecs.BulkResume, Prefix: prefix, TriggerID: "resume-o"})
+	require.NoError(t, err)
+	env.Produce(string(env.Layout.BucketTriggers()), codecs.BulkKey, pause, t0.Add(time.Minute))
+	env.Produce(string(env.Layout.BucketTriggers()), codecs.BulkKey, resume, t0.Add(2*time.Minute))
+	shardKeys, err := topology.ShardKeys(parts)
+	require.NoError(t, err)
+	testenv.Eventually(t, 2*time.Minute, func() error {
+		for p, k := range shardKeys {
+			raw, err := inst.Scheduler().Store(int32(p)).Get(k)
+			if err != nil {
+				return err
+			}
+			sr, err := codecs.DecodeShardRecord(raw)
+			if err != nil {
+				return err
+			}
+			for _, id := range []string{"pause-o", "resume-o"} {
+				if _, ok := sr.Bulk.Finished(id); !ok {
+					return fmt.Errorf("partition %d has not finished %s", p, id)
+				}
+			}
+		}
+		return nil
+	})
+	env.WaitApplied()
+	var paused int
+	for _, id := range keys {
+		raw, err := inst.Scheduler().Store(topology.Partition(id, parts)).Get(id)
+		require.NoError(t, err)
+		rec, err := codecs.DecodeJobRecord(raw)
+		require.NoError(t, err)
+		if rec.Status == codecs.StatusPaused {
+			paused++
+		}
+	}
+	require.Zero(t, paused, "jobs paused by a pause sent before the resume of the same jobs")
+}
