@@ -516,3 +516,95 @@ func TestBulkOrderWithOneKey(t *testing.T) {
 	}
 	require.Zero(t, paused, "jobs paused by a pause sent before the resume of the same jobs")
 }
+
+// bulkEnv starts a one-partition scheduler walking bulk operations one key
+// per chunk over n jobs of bucket b (ids b-0000...), so that a walk lasts
+// n loopback round trips, and returns the env, the instance's record and
+// shard-record readers.
+func bulkEnv(t *testing.T, b string, n int) (*testenv.Env, func(id string) *codecs.JobRecord, func() codecs.ShardRecord, time.Time) {
+	env := testenv.New(t, 1)
+	cfg := env.Config()
+	cfg.Fanout.ChunkSize = 1
+	inst := env.Start(cfg)
+	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	env.Tick(t0)
+	var keys []string
+	var values [][]byte
+	for i := 0; i < n; i++ {
+		id := fmt.Sprintf("%s-%04d", b, i)
+		keys, values = append(keys, id), append(values, testenv.PutCommand(id, codecs.JobDef{Cron: "0 0 1 1 *", Bucket: b}))
+	}
+	env.ProduceMany(string(env.Layout.Jobs()), keys, values, t0)
+	env.WaitApplied()
+	record := func(id string) *codecs.JobRecord {
+		raw, err := inst.Scheduler().Store(0).Get(id)
+		require.NoError(t, err)
+		rec, err := codecs.DecodeJobRecord(raw)
+		require.NoError(t, err)
+		return rec
+	}
+	shardKeys, err := topology.ShardKeys(1)
+	require.NoError(t, err)
+	shard := func() codecs.ShardRecord {
+		raw, err := inst.Scheduler().Store(0).Get(shardKeys[0])
+		require.NoError(t, err)
+		sr, err := codecs.DecodeShardRecord(raw)
+		require.NoError(t, err)
+		return sr
+	}
+	return env, record, shard, t0
+}
+
+// TestBulkReusedTriggerIDIsRejected: a bulk record whose trigger_id a
+// shard remembers is skipped whatever its op and target, without a word:
+// a resume (or a delete, or another bucket) sent under the id of a
+// finished pause is dropped by every shard, nothing goes to
+// chronos-rejects, POST /v1/buckets/{b}/resume with that trigger_id
+// answers 202 {"op":"resume"}, and GET /v1/bulk/{id} (and `chronos jobs
+// bulk resume --trigger-id ID --wait`) then reports done with the pause's
+// op and counts. The jobs stay paused.
+//
+// Broken promise (COMMON standards, docs/topics.md input policy): bad input
+// always gets a clear error; a record that cannot be applied goes to
+// chronos-rejects with the reason. A record that repeats a remembered
+// operation (same op, bucket, prefix, note) is a redelivery and is rightly
+// skipped; one that names a different operation is a conflict.
+func TestBulkReusedTriggerIDIsRejected(t *testing.T) {
+	t.Parallel()
+	const n = 20
+	env, record, shard, t0 := bulkEnv(t, "u", n)
+	rejects := env.Collect(string(env.Layout.Rejects()))
+	send := func(op string, at time.Time) {
+		v, err := codecs.EncodeBucketTrigger(codecs.BucketTrigger{Op: op, Bucket: "u", TriggerID: "maint"})
+		require.NoError(t, err)
+		env.Produce(string(env.Layout.BucketTriggers()), "u", v, at)
+	}
+	send(codecs.BulkPause, t0.Add(time.Minute))
+	testenv.Eventually(t, time.Minute, func() error {
+		if _, ok := shard().Bulk.Finished("maint"); !ok {
+			return fmt.Errorf("the pause has not finished")
+		}
+		return nil
+	})
+	send(codecs.BulkResume, t0.Add(2*time.Minute))
+	env.WaitConsumed(string(env.Layout.RouterGroup()), string(env.Layout.BucketTriggers()), time.Minute)
+	env.WaitConsumed(string(env.Layout.SchedulerGroup()), string(env.Layout.ShardTriggers()), time.Minute)
+	env.WaitConsumed(string(env.Layout.SchedulerGroup()), string(env.Layout.SchedulerLoop()), time.Minute)
+	env.WaitApplied()
+	var active int
+	for i := 0; i < n; i++ {
+		if record(fmt.Sprintf("u-%04d", i)).Status == codecs.StatusActive {
+			active++
+		}
+	}
+	require.Zero(t, active, "a resume under a finished pause's trigger id ran")
+	testenv.Eventually(t, time.Minute, func() error {
+		for _, r := range rejects.Records() {
+			if strings.Contains(string(r.Value), "already names another bulk operation") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no reject for the reused trigger id (%d rejects)", rejects.Len())
+	})
+
+}

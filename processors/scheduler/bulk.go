@@ -101,8 +101,15 @@ const bulkMsgOverhead = 64
 func (s *Scheduler) bulkEnqueue(ctx goka.Context, tr codecs.ShardTrigger) error {
 	shard := s.decodeShard(ctx.Key(), valueBytes(ctx))
 	q := shard.Bulk.Queue
-	if _, done := shard.Bulk.Finished(tr.TriggerID); done {
-		return nil
+	if r, done := shard.Bulk.Finished(tr.TriggerID); done {
+		return sameBulkOp(tr, r.Op, r.Bucket, r.Prefix)
+	}
+	for _, e := range q {
+		if e.TriggerID == tr.TriggerID {
+			if err := sameBulkOp(tr, e.Op, e.Bucket, e.Prefix); err != nil {
+				return err
+			}
+		}
 	}
 	if shard.Bulk.Queued(tr.TriggerID) {
 		if q[0].TriggerID == tr.TriggerID {
@@ -122,6 +129,19 @@ func (s *Scheduler) bulkEnqueue(ctx goka.Context, tr codecs.ShardTrigger) error 
 		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(tr))
 	}
 	return nil
+}
+
+// sameBulkOp returns nil when tr repeats the operation op on bucket and
+// prefix that its trigger id already names on this shard (a repeat is
+// skipped), and a reject otherwise: reusing a trigger id for another
+// operation would be skipped silently (adversary 14).
+func sameBulkOp(tr codecs.ShardTrigger, op, bucket, prefix string) error {
+	if tr.Op == op && tr.Bucket == bucket && tr.Prefix == prefix {
+		return nil
+	}
+	return &codecs.Error{Code: codecs.CodeInvalidField, Field: "trigger_id", Reason: fmt.Sprintf(
+		"trigger id %q already names another bulk operation on this shard (%s of bucket %q, prefix %q): use a new trigger_id",
+		tr.TriggerID, op, bucket, prefix)}
 }
 
 // bulkRun runs one chunk of the bulk operation in progress (tr, a
