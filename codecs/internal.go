@@ -60,6 +60,12 @@ type ShardTrigger struct {
 	Actor   string `json:"actor,omitempty"`
 	Matched int64  `json:"matched,omitempty"`
 	Changed int64  `json:"changed,omitempty"`
+	// Step numbers a bulk walk's chunks (0 for the first); the shard
+	// record's queue head keeps the step to run next, so a continuation
+	// handled again (a crash, a rebalance, a resent operation) runs no
+	// chunk twice. Walked: the walk is done and its barrier written.
+	Step   int64 `json:"step,omitempty"`
+	Walked bool  `json:"walked,omitempty"`
 }
 
 // EncodeInternal marshals an internal message (Tick or ShardTrigger).

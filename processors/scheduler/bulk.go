@@ -112,7 +112,10 @@ func (s *Scheduler) bulkEnqueue(ctx goka.Context, tr codecs.ShardTrigger) error 
 		}
 	}
 	if shard.Bulk.Queued(tr.TriggerID) {
-		if q[0].TriggerID == tr.TriggerID {
+		// Queued at a first delivery whose loopback may have been lost
+		// (a crash after the table write): start it again. Once a chunk
+		// has run, its own continuations carry the walk (bulkRun).
+		if q[0].TriggerID == tr.TriggerID && q[0].Step == 0 {
 			ctx.Loopback(ctx.Key(), codecs.EncodeInternal(q[0]))
 		}
 		return nil
@@ -157,8 +160,29 @@ func (s *Scheduler) bulkRun(ctx goka.Context, tr codecs.ShardTrigger) error {
 		return &codecs.Error{Code: codecs.CodeInvalidID, Reason: fmt.Sprintf("bulk key %q is not partition %d's shard key %q", ctx.Key(), ctx.Partition(), want)}
 	}
 	shard := s.decodeShard(ctx.Key(), valueBytes(ctx))
-	if q := shard.Bulk.Queue; len(q) == 0 || q[0].TriggerID != tr.TriggerID {
+	q := shard.Bulk.Queue
+	if len(q) == 0 || q[0].TriggerID != tr.TriggerID {
 		return nil
+	}
+	head := q[0]
+	switch {
+	case tr.Step == head.Step && !head.Walked:
+		// The step to run next.
+	case tr.Step+1 == head.Step:
+		// The step before the stored one, handled again: its chunk ran
+		// and is in the table, but its output (the next continuation, or
+		// the barrier) may have been lost with a crash. Send it again from
+		// the table rather than run the chunk again; if it was not lost,
+		// the copy finds its step taken and does the same (one spare
+		// continuation until the walk ends, no chunk run twice).
+		if head.Walked {
+			ctx.Emit(s.cfg.Layout.Jobs(), ctx.Key(), codecs.EncodeInternal(head))
+		} else {
+			ctx.Loopback(ctx.Key(), codecs.EncodeInternal(head))
+		}
+		return nil
+	default:
+		return nil // an older step, or a continuation of a finished walk
 	}
 	st := s.Store(ctx.Partition())
 	if st == nil {
@@ -185,9 +209,18 @@ func (s *Scheduler) bulkRun(ctx goka.Context, tr codecs.ShardTrigger) error {
 		ctx.Emit(s.cfg.Layout.Jobs(), m.Key, m.Value, opts...)
 	}
 	s.cfg.Metrics.bulked(tr.Op, len(c.Commands))
-	next := tr
+	next := head
 	next.AfterKey, next.Matched, next.Changed = c.Last, tr.Matched+c.Matched, tr.Changed+int64(len(c.Commands))
-	if more || c.More {
+	next.Step = tr.Step + 1
+	more = more || c.More
+	if !more {
+		next.AfterKey, next.Walked = "", true
+	}
+	// The queue head keeps the step to run next (with the cursor and
+	// counts), written with this chunk's commands.
+	shard.Bulk.Queue = append([]codecs.ShardTrigger{next}, q[1:]...)
+	s.setValue(ctx, codecs.EncodeShardRecord(shard))
+	if more {
 		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(next))
 		return nil
 	}
@@ -196,7 +229,6 @@ func (s *Scheduler) bulkRun(ctx goka.Context, tr codecs.ShardTrigger) error {
 	// partition, in order: one idempotent producer), and only when the
 	// scheduler reaches it does the next queued operation start, so its
 	// walk sees this one's effects.
-	next.AfterKey = ""
 	ctx.Emit(s.cfg.Layout.Jobs(), ctx.Key(), codecs.EncodeInternal(next))
 	return nil
 }
