@@ -624,33 +624,14 @@ func TestBulkReusedTriggerIDIsRejected(t *testing.T) {
 // again"; "Jobs put into the target after a shard has walked past them
 // are not affected; commands a user sends meanwhile apply in their own
 // order"; "a crash or a rebalance repeats at most one chunk" (the same
-// in-progress re-loop runs on a redelivered shard trigger after a crash,
-// and every loopback reprocessed after a crash forks its own chain: the
-// walk's only guard is Queue[0].TriggerID, not the cursor).
+// in-progress re-loop ran on a redelivered shard trigger after a crash).
 func TestBulkResentWhileInProgress(t *testing.T) {
 	t.Parallel()
 	const n = 2000
 	env, record, shard, t0 := bulkEnv(t, "r", n)
 	pauses := env.Collect(string(env.Layout.Jobs()))
-	v, err := codecs.EncodeBucketTrigger(codecs.BucketTrigger{Op: codecs.BulkPause, Bucket: "r", TriggerID: "p1"})
-	require.NoError(t, err)
-	env.Produce(string(env.Layout.BucketTriggers()), "r", v, t0.Add(time.Minute))
-	testenv.Eventually(t, time.Minute, func() error {
-		if s := record("r-0000").Status; s != codecs.StatusPaused {
-			return fmt.Errorf("r-0000 is %s: the walk has not reached it", s)
-		}
-		return nil
-	})
-	// The user resumes the first job, which the walk has passed.
-	env.Produce(string(env.Layout.Jobs()), "r-0000", []byte(`{"v":1,"op":"resume"}`), t0.Add(2*time.Minute))
-	testenv.Eventually(t, time.Minute, func() error {
-		if s := record("r-0000").Status; s != codecs.StatusActive {
-			return fmt.Errorf("r-0000 is %s", s)
-		}
-		return nil
-	})
+	v := resumeBehindPauseWalk(t, env, record, shard, "r", "r-0000", t0)
 	// The same operation again, while the shard still walks it.
-	require.True(t, shard().Bulk.Queued("p1"), "precondition: p1 still in progress (make n larger)")
 	env.Produce(string(env.Layout.BucketTriggers()), "r", v, t0.Add(3*time.Minute))
 	env.WaitConsumed(string(env.Layout.RouterGroup()), string(env.Layout.BucketTriggers()), time.Minute)
 	env.WaitConsumed(string(env.Layout.SchedulerGroup()), string(env.Layout.ShardTriggers()), time.Minute)
@@ -695,29 +676,13 @@ func TestBulkReplayedContinuationRunsNoChunkTwice(t *testing.T) {
 	const n = 2000
 	env, record, shard, t0 := bulkEnv(t, "c", n)
 	cmds := env.Collect(string(env.Layout.Jobs()))
-	v, err := codecs.EncodeBucketTrigger(codecs.BucketTrigger{Op: codecs.BulkPause, Bucket: "c", TriggerID: "p1"})
-	require.NoError(t, err)
-	env.Produce(string(env.Layout.BucketTriggers()), "c", v, t0.Add(time.Minute))
-	testenv.Eventually(t, time.Minute, func() error {
-		if s := record("c-0005").Status; s != codecs.StatusPaused {
-			return fmt.Errorf("c-0005 is %s: the walk has not passed it", s)
-		}
-		return nil
-	})
-	env.Produce(string(env.Layout.Jobs()), "c-0005", []byte(`{"v":1,"op":"resume"}`), t0.Add(2*time.Minute))
-	testenv.Eventually(t, time.Minute, func() error {
-		if s := record("c-0005").Status; s != codecs.StatusActive {
-			return fmt.Errorf("c-0005 is %s", s)
-		}
-		return nil
-	})
-	require.True(t, shard().Bulk.Queued("p1"), "precondition: p1 still in progress (make n larger)")
-	// The continuation the first chunk wrote (cursor c-0000, counts 1/1),
-	// handed over again.
+	resumeBehindPauseWalk(t, env, record, shard, "c", "c-0005", t0)
+	// The continuation the first chunk wrote (step 1, cursor c-0000,
+	// counts 1/1), handed over again.
 	shardKeys, err := topology.ShardKeys(1)
 	require.NoError(t, err)
 	again := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindBulk, T: t0.Add(time.Minute), Op: codecs.BulkPause,
-		Bucket: "c", TriggerID: "p1", AfterKey: "c-0000", Matched: 1, Changed: 1})
+		Bucket: "c", TriggerID: "p1", AfterKey: "c-0000", Matched: 1, Changed: 1, Step: 1})
 	env.Produce(string(env.Layout.SchedulerLoop()), shardKeys[0], again, t0.Add(time.Minute))
 	testenv.Eventually(t, 2*time.Minute, func() error {
 		if _, ok := shard().Bulk.Finished("p1"); !ok {
@@ -737,4 +702,29 @@ func TestBulkReplayedContinuationRunsNoChunkTwice(t *testing.T) {
 	require.Equal(t, codecs.StatusActive, record("c-0005").Status,
 		"a job resumed after the walk passed it was paused again by a replayed continuation")
 	require.LessOrEqual(t, sent, n+1, "a replayed continuation repeats at most one chunk (of one key)")
+}
+
+// resumeBehindPauseWalk sends a pause of bucket b (trigger id "p1", walked
+// one key per chunk by bulkEnv's instance), waits until the walk has
+// paused job id, resumes id as a user would, waits until it is active, and
+// checks the walk is still in progress; it returns the pause's record.
+func resumeBehindPauseWalk(t *testing.T, env *testenv.Env, record func(string) *codecs.JobRecord, shard func() codecs.ShardRecord, b, id string, t0 time.Time) []byte {
+	t.Helper()
+	v, err := codecs.EncodeBucketTrigger(codecs.BucketTrigger{Op: codecs.BulkPause, Bucket: b, TriggerID: "p1"})
+	require.NoError(t, err)
+	env.Produce(string(env.Layout.BucketTriggers()), b, v, t0.Add(time.Minute))
+	for _, want := range []codecs.Status{codecs.StatusPaused, codecs.StatusActive} {
+		testenv.Eventually(t, time.Minute, func() error {
+			if s := record(id).Status; s != want {
+				return fmt.Errorf("%s is %s, want %s", id, s, want)
+			}
+			return nil
+		})
+		if want == codecs.StatusPaused {
+			// The user resumes the job, which the walk has passed.
+			env.Produce(string(env.Layout.Jobs()), id, []byte(`{"v":1,"op":"resume"}`), t0.Add(2*time.Minute))
+		}
+	}
+	require.True(t, shard().Bulk.Queued("p1"), "precondition: p1 still in progress (make n larger)")
+	return v
 }
