@@ -88,6 +88,8 @@ func TestBulkRoutes(t *testing.T) {
 		{request{method: "POST", path: "/v1/prefixes/globex./delete", header: auth}, 403, "forbidden"},
 		{request{method: "POST", path: "/v1/buckets/globex.b/delete", header: auth}, 403, "forbidden"},
 		{request{method: "POST", path: "/v1/prefixes/a%01/delete", header: rootAuth}, 400, codecs.CodeInvalidField},
+		{request{method: "POST", path: "/v1/prefixes/__chronos%2F/delete", header: rootAuth}, 400, codecs.CodeReservedID},
+		{request{method: "POST", path: "/v1/prefixes/__chronos%2Fshard%2F0/pause", header: rootAuth}, 400, codecs.CodeReservedID},
 		{request{method: "GET", path: "/v1/bulk/other-op", header: auth}, 403, "forbidden"},
 		{request{method: "GET", path: "/v1/bulk/nope", header: rootAuth}, 404, "not_found"},
 	} {

@@ -2,8 +2,11 @@ package codecs
 
 import (
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/chronos-scheduler/chronos/topology"
 )
 
 // Bulk operations: a chronos-bucket-triggers record with an op other than
@@ -35,11 +38,18 @@ const BulkKey = "bulk"
 func IsBulkOp(op string) bool { return op == BulkPause || op == BulkResume || op == BulkDelete }
 
 // ValidatePrefix checks a bulk operation's job-id prefix: 1..MaxIDLen bytes
-// of valid UTF-8 made of the characters a job id may hold. Unlike an id it
-// may end with a space and need not be in NFC (it is compared byte for
-// byte with the ids it selects).
+// of valid UTF-8 made of the characters a job id may hold, not starting
+// with the reserved prefix of Chronos's own keys (topology.ShardKeyPrefix,
+// "__chronos/"), which no job id may start with: such a prefix could
+// select only internal keys, so it is refused (reserved_id) at every
+// entrance. A shorter prefix of it ("__chronos") is a prefix like any
+// other: it selects the jobs whose ids start with it, never an internal
+// key. Unlike an id it may end with a space and need not be in NFC (it is
+// compared byte for byte with the ids it selects).
 func ValidatePrefix(p string) error {
 	switch {
+	case strings.HasPrefix(p, topology.ShardKeyPrefix):
+		return errorf(CodeReservedID, "prefix", "prefix starts with the reserved prefix %q, which no job id may start with", topology.ShardKeyPrefix)
 	case p == "":
 		return errorf(CodeInvalidField, "prefix", "empty prefix: a bulk operation selects a bucket or a non-empty id prefix")
 	case len(p) > MaxIDLen:

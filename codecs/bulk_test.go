@@ -44,11 +44,18 @@ func TestDecodeBulkOperation(t *testing.T) {
 		`{"v":1,"op":"pause","prefix":"p","note":"` + strings.Repeat("n", 1025) + `"}`: codecs.CodeInvalidField,
 		`{"v":1,"op":"pause","prefix":"p","Note":"x"}`:                                 codecs.CodeUnknownField,
 		`{"v":1,"op":"pause","prefix":"p","prefix":"q"}`:                               codecs.CodeMalformed,
+		`{"v":1,"op":"delete","prefix":"__chronos/"}`:                                  codecs.CodeReservedID,
+		`{"v":1,"op":"pause","prefix":"__chronos/shard/0"}`:                            codecs.CodeReservedID,
+		`{"v":1,"op":"resume","bucket":"b","prefix":"__chronos/x"}`:                    codecs.CodeReservedID,
 	} {
 		_, err := codecs.DecodeBucketTrigger([]byte(value), 0, 0, lim)
 		var e *codecs.Error
 		require.True(t, errors.As(err, &e), "%s: %v", value, err)
 		require.Equal(t, code, e.Code, value)
+	}
+	for _, p := range []string{"_", "__chronos", "__chronos.", "__chronosX/"} {
+		_, err := codecs.DecodeBucketTrigger([]byte(`{"v":1,"op":"delete","prefix":"`+p+`"}`), 0, 0, lim)
+		require.NoError(t, err, "%q is not the reserved prefix", p)
 	}
 	_, err = codecs.DecodeBulkBody([]byte(`{"note":"x","trigger_id":"t"}`))
 	require.NoError(t, err)

@@ -30,4 +30,9 @@ func TestBulkPathRoutesEveryPrefix(t *testing.T) {
 		require.Equal(t, http.StatusOK, rec.Code, "prefix %q as %s", p, path)
 		require.Equal(t, p, got, "prefix %q as %s", p, path)
 	}
+	// The reserved prefix of Chronos's own keys is refused before a request.
+	for _, p := range []string{"__chronos/", "__chronos/shard/1/0"} {
+		_, err := bulkPath("delete", "prefix", p)
+		require.ErrorContains(t, err, "reserved prefix", "%q", p)
+	}
 }
