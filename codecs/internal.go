@@ -66,6 +66,11 @@ type ShardTrigger struct {
 	// chunk twice. Walked: the walk is done and its barrier written.
 	Step   int64 `json:"step,omitempty"`
 	Walked bool  `json:"walked,omitempty"`
+	// Nonce is a bulk operation's secret: random, drawn by the shard that
+	// queues the operation, kept in its queue entry (the scheduler table)
+	// and written only in the operation's barrier, never in its
+	// continuations. A barrier without it is forged and is rejected.
+	Nonce string `json:"nonce,omitempty"`
 }
 
 // EncodeInternal marshals an internal message (Tick or ShardTrigger).

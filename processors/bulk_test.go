@@ -728,3 +728,76 @@ func resumeBehindPauseWalk(t *testing.T, env *testenv.Env, record func(string) *
 	require.True(t, shard().Bulk.Queued("p1"), "precondition: p1 still in progress (make n larger)")
 	return v
 }
+
+// TestBulkForgedBarrierIsRejected (adversary 14's TestAdv14ForgedBarrier,
+// failing before barriers carried their operation's nonce): anyone with
+// Write on chronos-jobs can write a record under a shard key (the shard
+// keys are public and deterministic) whose value is the in-progress
+// operation's internal record with counts of their choosing. Taken as the
+// barrier, it recorded the operation finished with the forged counts and
+// dropped the rest of the walk, so most of the bucket stayed active while
+// GET /v1/bulk/{id} said done. Now the barrier must carry the nonce the
+// shard drew when it queued the operation (kept in its table, never in a
+// continuation): the forgery goes to chronos-rejects (reserved_id) and
+// changes nothing; the walk finishes with the shard's own counts.
+func TestBulkForgedBarrierIsRejected(t *testing.T) {
+	t.Parallel()
+	const n = 2000
+	env, record, shard, t0 := bulkEnv(t, "f", n)
+	rejects := env.Collect(string(env.Layout.Rejects()))
+	loop := env.Collect(string(env.Layout.SchedulerLoop()))
+	v, err := codecs.EncodeBucketTrigger(codecs.BucketTrigger{Op: codecs.BulkPause, Bucket: "f", TriggerID: "p1"})
+	require.NoError(t, err)
+	env.Produce(string(env.Layout.BucketTriggers()), "f", v, t0.Add(time.Minute))
+	testenv.Eventually(t, time.Minute, func() error {
+		if s := record("f-0000").Status; s != codecs.StatusPaused {
+			return fmt.Errorf("f-0000 is %s: the walk has not started", s)
+		}
+		return nil
+	})
+	shardKeys, err := topology.ShardKeys(1)
+	require.NoError(t, err)
+	// Two forgeries: one as the walk's own record (no nonce), one with a
+	// guessed nonce and Walked set.
+	for _, nonce := range []string{"", "00000000000000000000000000000000"} {
+		forged := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindBulk, T: t0.Add(time.Minute), Op: codecs.BulkPause,
+			Bucket: "f", TriggerID: "p1", Matched: 7, Changed: 7, Walked: nonce != "", Nonce: nonce})
+		env.Produce(string(env.Layout.Jobs()), shardKeys[0], forged, t0.Add(time.Minute))
+	}
+	var res codecs.BulkResult
+	testenv.Eventually(t, 2*time.Minute, func() error {
+		var ok bool
+		if res, ok = shard().Bulk.Finished("p1"); !ok {
+			return fmt.Errorf("p1 not finished")
+		}
+		return nil
+	})
+	env.WaitApplied()
+	env.WaitConsumed(string(env.Layout.SchedulerGroup()), string(env.Layout.SchedulerLoop()), time.Minute)
+	env.WaitApplied()
+	var active int
+	for i := 0; i < n; i++ {
+		if record(fmt.Sprintf("f-%04d", i)).Status != codecs.StatusPaused {
+			active++
+		}
+	}
+	require.Equal(t, [2]int64{n, n}, [2]int64{res.Matched, res.Changed},
+		"the shard's counts of p1 are the forger's (%d jobs of the bucket left active)", active)
+	require.Zero(t, active, "jobs of the bucket left active by a pause reported finished")
+	testenv.Eventually(t, time.Minute, func() error {
+		var forged int
+		for _, r := range rejects.Records() {
+			if strings.Contains(string(r.Value), `"code":"reserved_id"`) && strings.Contains(string(r.Value), "secret") {
+				forged++
+			}
+		}
+		if forged != 2 {
+			return fmt.Errorf("%d rejects of forged barriers, want 2 (%d rejects)", forged, rejects.Len())
+		}
+		return nil
+	})
+	// The secret never travels in a continuation.
+	for _, r := range loop.Records() {
+		require.NotContains(t, string(r.Value), `"nonce"`, "a loopback carries the operation's nonce")
+	}
+}

@@ -1,6 +1,9 @@
 package scheduler
 
 import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
 	"fmt"
 	"strings"
 
@@ -98,7 +101,7 @@ const bulkMsgOverhead = 64
 // by the pause's remaining chunks. A redelivered trigger is not queued
 // twice (if it is in progress, its first chunk is sent again: the one sent
 // before a crash may be lost); a full queue rejects it.
-func (s *Scheduler) bulkEnqueue(ctx goka.Context, tr codecs.ShardTrigger) error {
+func (s *Scheduler) bulkEnqueue(ctx goka.Context, tr codecs.ShardTrigger) (err error) {
 	shard := s.decodeShard(ctx.Key(), valueBytes(ctx))
 	q := shard.Bulk.Queue
 	if r, done := shard.Bulk.Finished(tr.TriggerID); done {
@@ -116,7 +119,7 @@ func (s *Scheduler) bulkEnqueue(ctx goka.Context, tr codecs.ShardTrigger) error 
 		// (a crash after the table write): start it again. Once a chunk
 		// has run, its own continuations carry the walk (bulkRun).
 		if q[0].TriggerID == tr.TriggerID && q[0].Step == 0 {
-			ctx.Loopback(ctx.Key(), codecs.EncodeInternal(q[0]))
+			ctx.Loopback(ctx.Key(), codecs.EncodeInternal(continuation(q[0])))
 		}
 		return nil
 	}
@@ -125,13 +128,32 @@ func (s *Scheduler) bulkEnqueue(ctx goka.Context, tr codecs.ShardTrigger) error 
 			"partition %d already has %d bulk operations queued (the most is %d); send it again when they are done",
 			ctx.Partition(), len(q), codecs.MaxBulkQueued)}
 	}
-	tr.AfterKey, tr.Matched, tr.Changed = "", 0, 0
+	tr.AfterKey, tr.Matched, tr.Changed, tr.Step, tr.Walked = "", 0, 0, 0, false
+	if tr.Nonce, err = newBulkNonce(); err != nil {
+		return err
+	}
 	shard.Bulk.Queue = append(append([]codecs.ShardTrigger(nil), q...), tr)
 	s.setValue(ctx, codecs.EncodeShardRecord(shard))
 	if len(shard.Bulk.Queue) == 1 {
-		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(tr))
+		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(continuation(tr)))
 	}
 	return nil
+}
+
+// continuation is the loopback copy of queue entry tr: without its nonce,
+// which only the table and the barrier carry.
+func continuation(tr codecs.ShardTrigger) codecs.ShardTrigger {
+	tr.Nonce = ""
+	return tr
+}
+
+// newBulkNonce draws a bulk operation's nonce: 128 random bits, hex.
+func newBulkNonce() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("scheduler: drawing a bulk operation's nonce: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
 }
 
 // sameBulkOp returns nil when tr repeats the operation op on bucket and
@@ -178,7 +200,7 @@ func (s *Scheduler) bulkRun(ctx goka.Context, tr codecs.ShardTrigger) error {
 		if head.Walked {
 			ctx.Emit(s.cfg.Layout.Jobs(), ctx.Key(), codecs.EncodeInternal(head))
 		} else {
-			ctx.Loopback(ctx.Key(), codecs.EncodeInternal(head))
+			ctx.Loopback(ctx.Key(), codecs.EncodeInternal(continuation(head)))
 		}
 		return nil
 	default:
@@ -210,6 +232,13 @@ func (s *Scheduler) bulkRun(ctx goka.Context, tr codecs.ShardTrigger) error {
 	}
 	s.cfg.Metrics.bulked(tr.Op, len(c.Commands))
 	next := head
+	if next.Nonce == "" {
+		// Queued by a release before nonces: it gets one before its
+		// barrier is written.
+		if next.Nonce, err = newBulkNonce(); err != nil {
+			return err
+		}
+	}
 	next.AfterKey, next.Matched, next.Changed = c.Last, tr.Matched+c.Matched, tr.Changed+int64(len(c.Commands))
 	next.Step = tr.Step + 1
 	more = more || c.More
@@ -221,7 +250,7 @@ func (s *Scheduler) bulkRun(ctx goka.Context, tr codecs.ShardTrigger) error {
 	shard.Bulk.Queue = append([]codecs.ShardTrigger{next}, q[1:]...)
 	s.setValue(ctx, codecs.EncodeShardRecord(shard))
 	if more {
-		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(next))
+		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(continuation(next)))
 		return nil
 	}
 	// The walk is done; the operation is finished once its commands are
@@ -247,18 +276,38 @@ func (s *Scheduler) bulkBarrier(ctx goka.Context, raw []byte) error {
 		return invalid(&codecs.Error{Code: codecs.CodeReservedID, Field: "id", Reason: "the key belongs to a shard record"})
 	}
 	shard := s.decodeShard(ctx.Key(), valueBytes(ctx))
-	if q := shard.Bulk.Queue; len(q) == 0 || q[0].TriggerID != tr.TriggerID {
+	q := shard.Bulk.Queue
+	if len(q) == 0 || q[0].TriggerID != tr.TriggerID {
 		return nil
 	}
-	shard.Bulk = shard.Bulk.Finish(tr.Matched, tr.Changed)
+	head := q[0]
+	if err := checkBarrier(head, tr); err != nil {
+		return invalid(err)
+	}
+	// The counts are the table's, not the barrier's.
+	shard.Bulk = shard.Bulk.Finish(head.Matched, head.Changed)
 	s.setValue(ctx, codecs.EncodeShardRecord(shard))
 	if len(shard.Bulk.Queue) > 0 {
-		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(shard.Bulk.Queue[0]))
+		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(continuation(shard.Bulk.Queue[0])))
 	}
-	s.cfg.Logger.Info("bulk operation done on this shard", "partition", ctx.Partition(), "op", tr.Op,
-		"target", codecs.BulkTarget(tr.Bucket, tr.Prefix), "trigger_id", tr.TriggerID,
-		"matched", tr.Matched, "commands", tr.Changed)
+	s.cfg.Logger.Info("bulk operation done on this shard", "partition", ctx.Partition(), "op", head.Op,
+		"target", codecs.BulkTarget(head.Bucket, head.Prefix), "trigger_id", head.TriggerID,
+		"matched", head.Matched, "commands", head.Changed)
 	return nil
+}
+
+// checkBarrier accepts tr as the barrier of head, the operation in
+// progress, only once its walk is done and with its nonce: anyone who may
+// write chronos-jobs can write a record under a shard key, and a forged
+// barrier would end the operation early with counts of its choosing
+// (adversary 14). A head without a nonce was walked by a release before
+// nonces, whose barrier has none either.
+func checkBarrier(head, tr codecs.ShardTrigger) error {
+	if head.Walked && subtle.ConstantTimeCompare([]byte(head.Nonce), []byte(tr.Nonce)) == 1 {
+		return nil
+	}
+	return &codecs.Error{Code: codecs.CodeReservedID, Field: "id", Reason: fmt.Sprintf(
+		"the key is a shard key: only the scheduler writes a bulk barrier here, and this one does not carry bulk operation %q's secret (or its walk is not done)", tr.TriggerID)}
 }
 
 // bulkKeys returns up to limit keys of tr's bucket or prefix after its

@@ -100,3 +100,40 @@ func TestDecideBulkOracle(t *testing.T) {
 		require.Equal(t, wantMatched, matched, "round %d", round)
 	}
 }
+
+// TestCheckBarrier: a barrier is accepted only for a walked operation and
+// with its nonce; an operation walked by a release before nonces (none in
+// its queue entry) accepts its own barrier, also without one.
+func TestCheckBarrier(t *testing.T) {
+	t.Parallel()
+	n1, err := newBulkNonce()
+	require.NoError(t, err)
+	n2, err := newBulkNonce()
+	require.NoError(t, err)
+	require.Len(t, n1, 32)
+	require.NotEqual(t, n1, n2)
+	head := codecs.ShardTrigger{Kind: codecs.KindBulk, TriggerID: "p", Walked: true, Nonce: n1}
+	for _, c := range []struct {
+		head  codecs.ShardTrigger
+		nonce string
+		ok    bool
+	}{
+		{head, n1, true},
+		{head, n2, false},
+		{head, "", false},
+		{head, n1[:31], false},
+		{func() codecs.ShardTrigger { h := head; h.Walked = false; return h }(), n1, false},
+		{func() codecs.ShardTrigger { h := head; h.Nonce = ""; return h }(), "", true},
+		{func() codecs.ShardTrigger { h := head; h.Nonce = ""; return h }(), n1, false},
+	} {
+		err := checkBarrier(c.head, codecs.ShardTrigger{Kind: codecs.KindBulk, TriggerID: "p", Nonce: c.nonce, Walked: true})
+		if c.ok {
+			require.NoError(t, err, "%+v %q", c.head, c.nonce)
+			continue
+		}
+		var ce *codecs.Error
+		require.ErrorAs(t, err, &ce, "%+v %q", c.head, c.nonce)
+		require.Equal(t, codecs.CodeReservedID, ce.Code)
+	}
+	require.Empty(t, continuation(head).Nonce, "a continuation carries no nonce")
+}
