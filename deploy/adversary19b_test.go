@@ -24,38 +24,6 @@ import (
 	"github.com/chronos-scheduler/chronos/testenv"
 )
 
-// TestAdv19bFastHostClockScalesAnIdleSystem breaks "an idle system asks for
-// the minimum" under clock skew, which the clock is built to tolerate
-// (MaxAhead: a fast host cannot move time past the broker's clock + 1 s):
-// the gauge subtracts the watermark, which follows the broker-bounded
-// clock, from the pod's own wall clock. A pod whose clock is 30 s fast
-// reads ~29 s on every partition it owns, for ever, and the lateness
-// trigger asks for 6 replicas of an idle system. (The mirror image: a pod
-// 30 s slow reads 0 for a partition up to 30 s behind.)
-//
-//	go test -tags adversary19b -count=1 -v -run TestAdv19bFastHostClockScalesAnIdleSystem ./deploy/
-func TestAdv19bFastHostClockScalesAnIdleSystem(t *testing.T) {
-	const partitions, skew = 12, 30 * time.Second
-	env := testenv.New(t, partitions)
-	so := shippedFor(t, env)
-	reg := prometheus.NewRegistry()
-	cfg := env.Config()
-	cfg.Clock.NoTicker = false // its own ticker, bounded by the broker's clock (MaxAhead 1 s)
-	cfg.Now = func() time.Time { return time.Now().Add(skew) }
-	cfg.Registerer = reg
-	env.Start(cfg)
-	var late float64
-	testenv.Eventually(t, 60*time.Second, func() error {
-		late = lateness(t, reg)
-		if late == 0 {
-			return fmt.Errorf("no advance completed yet")
-		}
-		return nil
-	})
-	asks, _ := so.ReplicasWith(nil, lag.Observed{Lateness: late}, 1)
-	require.Equal(t, int64(1), asks, "an idle system whose one pod's clock is %s fast reads %.1f s of lateness: the shipped ScaledObject asks for %d replicas", skew, late, asks)
-}
-
 // TestAdv19bBackfillsScaleOut breaks "a system whose fires are on time asks
 // for the minimum" for backfills (issue 14): each advance sends each
 // backfill in progress one step through the loopback, so B backfills put
@@ -128,52 +96,4 @@ func TestAdv19bBackfillsScaleOut(t *testing.T) {
 		over, all, seen, lags, share*share*share*share)
 	require.Less(t, share*share*share*share, 0.05, "%d backfills at 1 fire/s, the fan-out on time: %.0f%% of the samples asked for up to %d replicas (lags %v)",
 		jobs, 100*share, seen, lags)
-}
-
-// TestAdv19bStalledClockScalesOut: the lateness trigger cannot tell a
-// fan-out that is behind (which more replicas fix, up to the partition
-// count) from a clock that announces nothing (the chronos-clock owner
-// stuck, or its group rebalancing: docs/operations.md "Clock stalled"),
-// which they do not: every scaling step is one more rebalance of the clock
-// group, the usual cause of the stall. With every fire due up to the last
-// announced time dispatched and no announcement since, the gauge grows a
-// second a second on every partition and the shipped ScaledObject asks for
-// a replica per 5 s of it, maxReplicaCount after a minute. The same holds
-// for one hot or stuck partition ("one hot partition is one instance's
-// work, whatever the count", docs/operations.md): the worst partition
-// decides the count for all.
-//
-//	go test -tags adversary19b -count=1 -v -run TestAdv19bStalledClockScalesOut ./deploy/
-func TestAdv19bStalledClockScalesOut(t *testing.T) {
-	const partitions = 4
-	env := testenv.New(t, partitions)
-	so := shippedFor(t, env)
-	adm := admin(t, env)
-	reg := prometheus.NewRegistry()
-	cfg := env.Config() // no ticker: the test is the clock, and it stalls
-	cfg.Registerer = reg
-	env.Start(cfg)
-	for i := range 40 {
-		env.Put(fmt.Sprintf("job-%03d", i), codecs.JobDef{Every: "1s"}, time.Now())
-	}
-	env.WaitApplied()
-	env.Tick(time.Now())
-	// The advance completed: the watermark is the announced time, every
-	// fire due up to it dispatched (the gauge reads under 2 s once).
-	testenv.Eventually(t, 60*time.Second, func() error {
-		if l := lateness(t, reg); l == 0 || l >= 2 {
-			return fmt.Errorf("lateness %.1f s: the advance has not completed", l)
-		}
-		return nil
-	})
-	var late float64
-	testenv.Eventually(t, 60*time.Second, func() error {
-		if late = lateness(t, reg); late <= 2*lag.FanoutSecondsPerReplica {
-			return fmt.Errorf("lateness %.1f s", late)
-		}
-		return nil
-	})
-	n, verdicts := so.ReplicasWith(measure(t, adm, so), lag.Observed{Lateness: late}, 1)
-	require.Equal(t, int64(1), n, "the clock stalled %.0f s ago, every fire due up to then dispatched (lags %v): the shipped ScaledObject asks for %d replicas",
-		late, byTopic(env, verdicts), n)
 }

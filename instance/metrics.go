@@ -10,7 +10,7 @@ import (
 // next to the state it reads, and chronos_ready, which reads the instance.
 func (s *Instance) registerGauges(reg prometheus.Registerer) {
 	reg.MustRegister(s.sched.JobsCollector(), s.sched.PartitionsGauge(), s.clock.LagGauge(s.cfg.Now),
-		&lag.Lateness{Watermarks: s.sched.Watermarks, Now: s.cfg.Now},
+		&lag.Lateness{Watermarks: s.sched.Watermarks, Announced: s.sched.Announced},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_ready",
 			Help: "1 when every group of this instance runs and has recovered its partitions."},
 			func() float64 {

@@ -72,9 +72,9 @@ const FanoutSecondsPerReplica = 5
 // LatenessThreshold is the lateness trigger's threshold in seconds for pods
 // at clock resolution res (--resolution; 0 or less: the default 1 s): the
 // larger of FanoutSecondsPerReplica and twice the resolution. A caught-up
-// partition's watermark is the last announced step, so its lateness saws
-// from 0 to the resolution; below twice that, an idle system at a coarse
-// resolution would ask for more replicas.
+// partition reads one resolution while an advance is under way (the
+// announced step is the next one, its watermark the last); below twice
+// that, an idle system at a coarse resolution would ask for more replicas.
 func LatenessThreshold(res time.Duration) float64 {
 	return latenessThreshold(res).Seconds()
 }
@@ -104,24 +104,37 @@ func ShardTriggerLagThreshold(partitions int64, res time.Duration) int64 {
 }
 
 var latenessDesc = prometheus.NewDesc(LatenessMetric,
-	"Wall time minus the shard watermark of each scheduler partition this instance owns: how long ago the time up to which every due fire "+
-		"has been dispatched was. 0-1 s when caught up (the clock resolution); grows a second a second while the fan-out is stuck or behind. "+
-		"0 before the partition's first completed advance; a partition still restoring from the changelog is left out.",
+	"The latest time the clock announced to this instance minus the shard watermark of each scheduler partition it owns: how far the time up to which "+
+		"every due fire has been dispatched is behind the announced time. 0 when caught up (up to one clock resolution while an advance is under way); "+
+		"grows a second a second while the fan-out is slow or behind its peers and the clock announces. 0 before the partition's first completed advance "+
+		"and before the instance's first advance; a partition still restoring from the changelog is left out.",
 	[]string{"partition"}, nil)
 
 // Lateness exports chronos_fanout_lateness_seconds{partition}: for each
-// scheduler partition the instance owns, Now minus the partition's shard
-// watermark (never negative; 0 while the watermark is zero). Unlike the fire
-// delay histogram it grows while a dispatch is stuck (nothing is recorded
-// until a fire goes out), has no sub-second floor from schedules finer than
-// the clock, and falls when more replicas share the work. Safe for
-// concurrent use.
+// scheduler partition the instance owns, the latest announced time the
+// instance has consumed (on any of its partitions) minus the partition's
+// shard watermark (never negative; 0 while either is zero).
+//
+// Both terms come from the clock group's announcements, which the broker's
+// clock bounds, never from the pod's wall clock: a pod whose clock is fast
+// or slow reads the same as any other, and a clock that announces nothing
+// (its owner stuck, its group rebalancing) reads 0 once the announced
+// fires are dispatched (chronos_clock_lag_seconds and the chronos-clock lag
+// show that stall; more replicas would not fix it). A partition behind
+// its peers, or a fan-out too slow for the announcements it receives,
+// reads its backlog in seconds. Advances not yet consumed (a callback that
+// cannot return) are not seen: the chronos-shard-triggers lag shows them.
+// Unlike the fire delay histogram it grows while a dispatch is slow
+// (nothing is recorded until a fire goes out), has no sub-second floor
+// from schedules finer than the clock, and falls when more replicas share
+// the work. Safe for concurrent use.
 type Lateness struct {
 	// Watermarks returns the watermark of every owned partition
 	// (scheduler.Scheduler.Watermarks).
 	Watermarks func() map[int32]time.Time
-	// Now is the wall clock (default time.Now).
-	Now func() time.Time
+	// Announced returns the latest announced time the instance has
+	// consumed (scheduler.Scheduler.Announced); zero: none yet.
+	Announced func() time.Time
 }
 
 // Describe implements prometheus.Collector.
@@ -129,23 +142,20 @@ func (l *Lateness) Describe(ch chan<- *prometheus.Desc) { ch <- latenessDesc }
 
 // Collect implements prometheus.Collector.
 func (l *Lateness) Collect(ch chan<- prometheus.Metric) {
-	now := time.Now
-	if l.Now != nil {
-		now = l.Now
-	}
-	t := now()
+	t := l.Announced()
 	for p, w := range l.Watermarks() {
 		ch <- prometheus.MustNewConstMetric(latenessDesc, prometheus.GaugeValue, LatenessOf(w, t), strconv.Itoa(int(p)))
 	}
 }
 
-// LatenessOf is a partition's lateness at now with watermark w: now - w in
-// seconds, never negative, 0 for a zero watermark.
-func LatenessOf(w, now time.Time) float64 {
-	if w.IsZero() || !now.After(w) {
+// LatenessOf is a partition's lateness with watermark w when the latest
+// announced time is announced: announced - w in seconds, never negative, 0
+// when either is zero.
+func LatenessOf(w, announced time.Time) float64 {
+	if w.IsZero() || announced.IsZero() || !announced.After(w) {
 		return 0
 	}
-	return now.Sub(w).Seconds()
+	return announced.Sub(w).Seconds()
 }
 
 // ErrPrometheusTrigger reports prometheus trigger metadata Chronos does not

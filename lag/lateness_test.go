@@ -14,16 +14,22 @@ import (
 	"github.com/chronos-scheduler/chronos/topology"
 )
 
-// TestLatenessGauge generates watermarks and clocks and checks the gauge
-// against its definition: now - watermark per owned partition, never
-// negative, 0 for a partition without a completed advance; and that it
-// grows a second a second while a watermark stands still (a stuck fan-out).
+// TestLatenessGauge generates watermarks and announced times and checks the
+// gauge against its definition: the latest announced time minus the
+// watermark per owned partition, never negative, 0 for a partition without
+// a completed advance and while nothing was announced yet; that it grows a
+// second a second while announcements go on and a watermark stands still (a
+// slow fan-out); and that it stays where it is while announcements stop (a
+// stalled clock), however much wall time passes: the wall clock is no input.
 func TestLatenessGauge(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(19, 3))
 	base := time.Date(2026, 11, 30, 23, 0, 0, 0, time.UTC)
-	for i := range 200 {
-		now := base.Add(time.Duration(rng.IntN(3600)) * time.Second)
+	for i := range 300 {
+		announced := base.Add(time.Duration(rng.IntN(3600)) * time.Second)
+		if rng.IntN(8) == 0 {
+			announced = time.Time{} // no advance consumed yet
+		}
 		ws := map[int32]time.Time{}
 		var want strings.Builder
 		want.WriteString("# HELP chronos_fanout_lateness_seconds " + help + "\n# TYPE chronos_fanout_lateness_seconds gauge\n")
@@ -35,16 +41,23 @@ func TestLatenessGauge(t *testing.T) {
 			v := 0.0
 			switch rng.IntN(4) {
 			case 0: // never advanced
-			case 1: // ahead of the wall clock (a clock running ahead)
-				w = now.Add(time.Duration(rng.IntN(5000)) * time.Millisecond)
+			case 1: // at or ahead of the announced time (caught up; or announced before this instance started)
+				w = announced.Add(time.Duration(rng.IntN(5000)) * time.Millisecond)
+				if announced.IsZero() {
+					w = base
+				}
 			default:
 				d := time.Duration(rng.IntN(600_000)) * time.Millisecond
-				w, v = now.Add(-d), d.Seconds()
+				if announced.IsZero() {
+					w = base.Add(-d)
+				} else {
+					w, v = announced.Add(-d), d.Seconds()
+				}
 			}
 			ws[p] = w
 			fmt.Fprintf(&want, "chronos_fanout_lateness_seconds{partition=\"%d\"} %g\n", p, v)
 		}
-		g := &lag.Lateness{Watermarks: func() map[int32]time.Time { return ws }, Now: func() time.Time { return now }}
+		g := &lag.Lateness{Watermarks: func() map[int32]time.Time { return ws }, Announced: func() time.Time { return announced }}
 		if len(ws) == 0 {
 			require.Zero(t, testutil.CollectAndCount(g), "case %d", i)
 			continue
@@ -52,20 +65,27 @@ func TestLatenessGauge(t *testing.T) {
 		require.NoError(t, testutil.CollectAndCompare(g, strings.NewReader(want.String())), "case %d", i)
 	}
 
-	// Stuck: the watermark stands still, the wall clock moves on.
+	// Slow: the watermark stands still, the announcements go on.
 	w := base
-	now := base
-	g := &lag.Lateness{Watermarks: func() map[int32]time.Time { return map[int32]time.Time{0: w} }, Now: func() time.Time { return now }}
+	announced := base
+	g := &lag.Lateness{Watermarks: func() map[int32]time.Time { return map[int32]time.Time{0: w} }, Announced: func() time.Time { return announced }}
 	for s := 1; s <= 30; s++ {
-		now = base.Add(time.Duration(s) * time.Second)
+		announced = base.Add(time.Duration(s) * time.Second)
 		require.InDelta(t, float64(s), testutil.ToFloat64(g), 1e-9)
+	}
+	// Stalled: nothing more is announced; the fan-out catches up to the
+	// last announcement and reads 0 from then on.
+	w = announced
+	for range 30 {
+		require.Zero(t, testutil.ToFloat64(g))
 	}
 }
 
 // help is the gauge's help text.
-const help = "Wall time minus the shard watermark of each scheduler partition this instance owns: how long ago the time up to which every due fire " +
-	"has been dispatched was. 0-1 s when caught up (the clock resolution); grows a second a second while the fan-out is stuck or behind. " +
-	"0 before the partition's first completed advance; a partition still restoring from the changelog is left out."
+const help = "The latest time the clock announced to this instance minus the shard watermark of each scheduler partition it owns: how far the time up to which " +
+	"every due fire has been dispatched is behind the announced time. 0 when caught up (up to one clock resolution while an advance is under way); " +
+	"grows a second a second while the fan-out is slow or behind its peers and the clock announces. 0 before the partition's first completed advance " +
+	"and before the instance's first advance; a partition still restoring from the changelog is left out."
 
 // TestIdleFanOutAsksForTheMinimum (issue 19, adversary round): a system
 // whose fires are on time asks for minReplicaCount whatever its partition

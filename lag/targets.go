@@ -52,8 +52,9 @@ func ExecutorTargets(l topology.Layout, groups []string) []Target {
 //   - the loopback, lagThreshold 100: fan-out continuations and one-shot
 //     completions waiting behind a busy partition;
 //   - LatenessQuery, threshold FanoutSecondsPerReplica: a replica per 5 s
-//     the worst partition's watermark is behind the wall clock, whether
-//     its fan-out is stuck or merely slow (which none of the lags shows);
+//     the worst partition's watermark is behind the latest announced time
+//     its pod consumed: a fan-out merely slow (which none of the lags
+//     shows), or a partition behind its peers;
 //   - FireRateQuery, threshold FiresPerReplica: a replica per 6,125 fires
 //     a second, the count a steady load needs, so that once the backlog is
 //     gone the HPA does not walk back down into it.

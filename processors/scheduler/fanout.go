@@ -69,6 +69,7 @@ func (s *Scheduler) trigger(ctx goka.Context, tr codecs.ShardTrigger) error {
 	}
 	switch tr.Kind {
 	case codecs.KindAdvance:
+		s.announced.note(tr.T)
 		return s.advance(ctx, tr)
 	case codecs.KindBucket:
 		return s.fireBucket(ctx, tr)

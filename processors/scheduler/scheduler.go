@@ -164,6 +164,7 @@ type Scheduler struct {
 	stores    store.Registry
 	fence     *fence
 	passes    passes
+	announced announced
 }
 
 // New returns a scheduler for cfg.
