@@ -1,7 +1,11 @@
 package codecs
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -32,6 +36,28 @@ const (
 // which Kafka does not order). Direct producers that need two operations
 // applied in order write them with one key, this one or their own.
 const BulkKey = "bulk"
+
+// BulkHeader is the record header of the commands a bulk operation
+// writes: "<MAC> <trigger id>", the MAC (32 hex digits) keyed by the
+// operation's secret over its trigger id, the job id and the version the
+// walk saw. A command so marked that loses to a newer version of its job
+// (if_version) is counted in the operation's skipped count instead of
+// being rejected; with any other value it is an ordinary command.
+const BulkHeader = "chronos-bulk"
+
+// BulkMAC is the MAC of a bulk command (BulkHeader): HMAC-SHA256 keyed by
+// the operation's nonce over its trigger id, the job id and the version
+// the walk saw, 128 bits in hex. Only the shard that holds the nonce can
+// make it, and it does not reveal the nonce.
+func BulkMAC(nonce, triggerID, key string, version uint64) string {
+	m := hmac.New(sha256.New, []byte(nonce))
+	m.Write([]byte(triggerID))
+	m.Write([]byte{0})
+	m.Write([]byte(key))
+	m.Write([]byte{0})
+	m.Write(strconv.AppendUint(nil, version, 10))
+	return hex.EncodeToString(m.Sum(nil)[:16])
+}
 
 // IsBulkOp reports whether op is one of the bulk operations (pause,
 // resume, delete).
@@ -173,6 +199,10 @@ type BulkResult struct {
 	// changes, as the shard saw them when it reached them).
 	Matched int64 `json:"matched"`
 	Changed int64 `json:"changed"`
+	// Skipped is how many of those commands lost to a newer version of
+	// their job (a put between the walk and the command: the command
+	// carries the version the walk saw, if_version) and changed nothing.
+	Skipped int64 `json:"skipped,omitempty"`
 }
 
 // IsZero reports whether s holds nothing.
@@ -203,13 +233,13 @@ func (s BulkState) Finished(id string) (BulkResult, bool) {
 // Finish moves the operation in progress to Done with its counts (keeping
 // the last BulkResultsKept) and returns the state with the next one, if
 // any, in progress. It changes nothing it is given.
-func (s BulkState) Finish(matched, changed int64) BulkState {
+func (s BulkState) Finish(matched, changed, skipped int64) BulkState {
 	if len(s.Queue) == 0 {
 		return s
 	}
 	h := s.Queue[0]
 	done := append(append([]BulkResult(nil), s.Done...), BulkResult{TriggerID: h.TriggerID, Op: h.Op,
-		Bucket: h.Bucket, Prefix: h.Prefix, T: h.T, Matched: matched, Changed: changed})
+		Bucket: h.Bucket, Prefix: h.Prefix, T: h.T, Matched: matched, Changed: changed, Skipped: skipped})
 	if len(done) > BulkResultsKept {
 		done = done[len(done)-BulkResultsKept:]
 	}

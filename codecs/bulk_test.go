@@ -79,17 +79,17 @@ func TestBulkStateFinish(t *testing.T) {
 	for i, id := range ids {
 		require.True(t, s.Queued(id))
 		require.Equal(t, id, s.Queue[0].TriggerID)
-		s = s.Finish(int64(i), int64(i/2))
+		s = s.Finish(int64(i), int64(i/2), int64(i/3))
 		require.False(t, s.Queued(id))
 		r, ok := s.Finished(id)
 		require.True(t, ok)
-		require.Equal(t, [2]int64{int64(i), int64(i / 2)}, [2]int64{r.Matched, r.Changed})
+		require.Equal(t, [3]int64{int64(i), int64(i / 2), int64(i / 3)}, [3]int64{r.Matched, r.Changed, r.Skipped})
 	}
 	require.Empty(t, s.Queue)
 	require.Len(t, s.Done, codecs.BulkResultsKept)
 	_, ok := s.Finished(ids[4])
 	require.False(t, ok, "the oldest results are forgotten")
-	require.Equal(t, s, s.Finish(1, 1), "nothing in progress: no change")
+	require.Equal(t, s, s.Finish(1, 1, 1), "nothing in progress: no change")
 
 	w := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	for _, refs := range [][]codecs.BackfillRef{nil, {{Job: "j", ID: "b-0-1"}}} {

@@ -30,6 +30,13 @@ const (
 	// of Bucket or of the ids starting with Prefix; its continuations carry
 	// the cursor and the counts so far.
 	KindBulk = "bulk"
+	// Loopbacks to the shard key of a bulk operation in progress
+	// (TriggerID): one of its commands lost to a newer version of its job
+	// (bulk_skip; Offset is the command's offset on chronos-jobs plus one),
+	// and its barrier reached (bulk_done): every skip of its commands is
+	// ahead of it on the loopback, so its counts are complete.
+	KindBulkSkip = "bulk_skip"
+	KindBulkDone = "bulk_done"
 )
 
 // ShardTrigger is a chronos-shard-triggers record (key = a shard key) and
@@ -71,6 +78,13 @@ type ShardTrigger struct {
 	// and written only in the operation's barrier, never in its
 	// continuations. A barrier without it is forged and is rejected.
 	Nonce string `json:"nonce,omitempty"`
+	// Skipped counts a bulk operation's commands that lost to a newer
+	// version of their job (if_version); Offset is, in a bulk_skip, the
+	// skipped command's offset plus one, and in the queue entry the
+	// highest one counted (a skip repeated after a crash is not counted
+	// again).
+	Skipped int64 `json:"skipped,omitempty"`
+	Offset  int64 `json:"offset,omitempty"`
 }
 
 // EncodeInternal marshals an internal message (Tick or ShardTrigger).
@@ -101,7 +115,7 @@ func DecodeShardTrigger(b []byte) (ShardTrigger, error) {
 		return ShardTrigger{}, jsonError(err)
 	}
 	switch s.Kind {
-	case KindAdvance, KindBucket, KindComplete, KindSettle, KindPurge, KindBackfill, KindBackfillJoin, KindBackfillLeave, KindBulk:
+	case KindAdvance, KindBucket, KindComplete, KindSettle, KindPurge, KindBackfill, KindBackfillJoin, KindBackfillLeave, KindBulk, KindBulkSkip, KindBulkDone:
 	default:
 		return ShardTrigger{}, errorf(CodeUnknownOp, "kind", "unknown shard trigger kind %q", s.Kind)
 	}

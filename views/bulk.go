@@ -28,6 +28,10 @@ type BulkStatus struct {
 	// (one per job the operation changes).
 	Matched int64 `json:"matched"`
 	Changed int64 `json:"changed"`
+	// Skipped is how many of those commands lost to a newer version of
+	// their job (a put, pause, resume or delete applied between the walk
+	// and the command) and changed nothing.
+	Skipped int64 `json:"skipped"`
 }
 
 // Bulk returns the status of bulk operation id from every shard's entry
@@ -59,6 +63,7 @@ func addBulk(st *BulkStatus, b codecs.BulkState) {
 		st.Finished++
 		st.Matched += r.Matched
 		st.Changed += r.Changed
+		st.Skipped += r.Skipped
 		st.Op, st.Bucket, st.Prefix = r.Op, r.Bucket, r.Prefix
 		return
 	}

@@ -1,9 +1,11 @@
 package scheduler
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -51,17 +53,25 @@ func bulkChanges(op string, rec *codecs.JobRecord) bool {
 
 // bulkChunk is what one chunk of a bulk operation does.
 type bulkChunk struct {
-	Commands []Msg  // the commands to write to chronos-jobs
-	Matched  int64  // jobs of the bucket or prefix seen (tombstones and shard records left out)
-	Last     string // the last key handled
-	More     bool   // keys may follow Last
+	Commands []bulkCommand // the commands to write to chronos-jobs
+	Matched  int64         // jobs of the bucket or prefix seen (tombstones and shard records left out)
+	Last     string        // the last key handled
+	More     bool          // keys may follow Last
+}
+
+// bulkCommand is one command of a bulk operation: to job Key, at the
+// version the walk saw (its if_version, so that a put in between wins).
+type bulkCommand struct {
+	Key     string
+	Version uint64
 }
 
 // decideBulk decides a chunk of bulk operation tr over keys and their
 // table values (nil: gone), in key order: each job that hashes to
-// partition p of n and that the op changes gets the command cmd. It stops
-// after maxBytes of commands (after at least one) and reports More then.
-func decideBulk(tr codecs.ShardTrigger, keys []string, values [][]byte, cmd []byte, p, n int32, maxBytes int) bulkChunk {
+// partition p of n and that the op changes gets a command (cmdBytes long,
+// beyond its key). It stops after maxBytes of commands (after at least
+// one) and reports More then.
+func decideBulk(tr codecs.ShardTrigger, keys []string, values [][]byte, cmdBytes int, p, n int32, maxBytes int) bulkChunk {
 	c := bulkChunk{Last: tr.AfterKey}
 	size := 0
 	for i, k := range keys {
@@ -84,16 +94,20 @@ func decideBulk(tr codecs.ShardTrigger, keys []string, values [][]byte, cmd []by
 		// A job an earlier release stored on a wrong partition cannot be
 		// reached by a command keyed by its id; it is counted as matched.
 		if bulkChanges(tr.Op, rec) && topology.Partition(k, n) == p {
-			c.Commands = append(c.Commands, Msg{Key: k, Value: cmd})
-			size += len(k) + len(cmd) + bulkMsgOverhead
+			c.Commands = append(c.Commands, bulkCommand{Key: k, Version: rec.Version})
+			size += len(k) + cmdBytes + bulkMsgOverhead
 		}
 	}
 	return c
 }
 
 // bulkMsgOverhead is the estimated per-record size of a command beyond
-// its key and value (headers, framing) for the chunk's byte budget.
-const bulkMsgOverhead = 64
+// its key and value (headers, framing) for the chunk's byte budget, and
+// bulkCmdOverhead the size of a command's value beyond its op and note.
+const (
+	bulkMsgOverhead = 64 + 2*len(codecs.BulkHeader) + 100
+	bulkCmdOverhead = 64
+)
 
 // bulkEnqueue queues bulk operation tr (a shard trigger) on this shard:
 // a shard runs its bulk operations one at a time, in the order they
@@ -210,10 +224,6 @@ func (s *Scheduler) bulkRun(ctx goka.Context, tr codecs.ShardTrigger) error {
 	if st == nil {
 		return fmt.Errorf("scheduler: no open store for partition %d", ctx.Partition())
 	}
-	cmd, err := codecs.EncodeCommand(codecs.CommandMsg{Op: tr.Op, Note: tr.Note})
-	if err != nil {
-		return err
-	}
 	keys, more, err := bulkKeys(st, tr, s.cfg.ChunkSize)
 	if err != nil {
 		return err
@@ -222,23 +232,27 @@ func (s *Scheduler) bulkRun(ctx goka.Context, tr codecs.ShardTrigger) error {
 	if err != nil {
 		return err
 	}
-	c := decideBulk(tr, keys, values, cmd, ctx.Partition(), s.cfg.Layout.Partitions, s.cfg.ChunkBytes)
-	var opts []goka.ContextOption
-	if tr.Actor != "" {
-		opts = append(opts, goka.WithCtxEmitHeaders(goka.Headers{codecs.ActorHeader: []byte(tr.Actor)}))
-	}
-	for _, m := range c.Commands {
-		ctx.Emit(s.cfg.Layout.Jobs(), m.Key, m.Value, opts...)
-	}
-	s.cfg.Metrics.bulked(tr.Op, len(c.Commands))
 	next := head
 	if next.Nonce == "" {
 		// Queued by a release before nonces: it gets one before its
-		// barrier is written.
+		// commands and barrier are written.
 		if next.Nonce, err = newBulkNonce(); err != nil {
 			return err
 		}
 	}
+	c := decideBulk(tr, keys, values, len(tr.Op)+len(tr.Note)+bulkCmdOverhead, ctx.Partition(), s.cfg.Layout.Partitions, s.cfg.ChunkBytes)
+	for _, bc := range c.Commands {
+		value, err := codecs.EncodeCommand(codecs.CommandMsg{Op: tr.Op, Note: tr.Note, IfVersion: &bc.Version})
+		if err != nil {
+			return err
+		}
+		h := goka.Headers{codecs.BulkHeader: []byte(codecs.BulkMAC(next.Nonce, tr.TriggerID, bc.Key, bc.Version) + " " + tr.TriggerID)}
+		if tr.Actor != "" {
+			h[codecs.ActorHeader] = []byte(tr.Actor)
+		}
+		ctx.Emit(s.cfg.Layout.Jobs(), bc.Key, value, goka.WithCtxEmitHeaders(h))
+	}
+	s.cfg.Metrics.bulked(tr.Op, len(c.Commands))
 	next.AfterKey, next.Matched, next.Changed = c.Last, tr.Matched+c.Matched, tr.Changed+int64(len(c.Commands))
 	next.Step = tr.Step + 1
 	more = more || c.More
@@ -284,17 +298,87 @@ func (s *Scheduler) bulkBarrier(ctx goka.Context, raw []byte) error {
 	if err := checkBarrier(head, tr); err != nil {
 		return invalid(err)
 	}
-	// The counts are the table's, not the barrier's.
-	shard.Bulk = shard.Bulk.Finish(head.Matched, head.Changed)
+	// Every command is applied; the skips of those that lost to a newer
+	// version are on the loopback ahead of this (one producer, one
+	// partition): bulk_done finishes behind them.
+	ctx.Loopback(ctx.Key(), codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindBulkDone, T: head.T, TriggerID: head.TriggerID}))
+	return nil
+}
+
+// bulkDone finishes the bulk operation in progress (tr names it) once its
+// barrier has been reached: the shard records its counts, the table's own,
+// and starts the next queued operation. A repeat does nothing.
+func (s *Scheduler) bulkDone(ctx goka.Context, tr codecs.ShardTrigger) error {
+	if want := s.shardKeys[ctx.Partition()]; ctx.Key() != want {
+		return &codecs.Error{Code: codecs.CodeInvalidID, Reason: fmt.Sprintf("bulk key %q is not partition %d's shard key %q", ctx.Key(), ctx.Partition(), want)}
+	}
+	shard := s.decodeShard(ctx.Key(), valueBytes(ctx))
+	q := shard.Bulk.Queue
+	if len(q) == 0 || q[0].TriggerID != tr.TriggerID || !q[0].Walked {
+		return nil
+	}
+	head := q[0]
+	shard.Bulk = shard.Bulk.Finish(head.Matched, head.Changed, head.Skipped)
 	s.setValue(ctx, codecs.EncodeShardRecord(shard))
 	if len(shard.Bulk.Queue) > 0 {
 		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(continuation(shard.Bulk.Queue[0])))
 	}
 	s.cfg.Logger.Info("bulk operation done on this shard", "partition", ctx.Partition(), "op", head.Op,
 		"target", codecs.BulkTarget(head.Bucket, head.Prefix), "trigger_id", head.TriggerID,
-		"matched", head.Matched, "commands", head.Changed)
+		"matched", head.Matched, "commands", head.Changed, "skipped", head.Skipped)
 	return nil
 }
+
+// bulkSkipped counts a command of the bulk operation in progress that
+// lost to a newer version of its job (a bulk_skip loopback), once: a
+// repeat after a crash carries an offset already counted.
+func (s *Scheduler) bulkSkipped(ctx goka.Context, tr codecs.ShardTrigger) error {
+	if want := s.shardKeys[ctx.Partition()]; ctx.Key() != want {
+		return &codecs.Error{Code: codecs.CodeInvalidID, Reason: fmt.Sprintf("bulk key %q is not partition %d's shard key %q", ctx.Key(), ctx.Partition(), want)}
+	}
+	shard := s.decodeShard(ctx.Key(), valueBytes(ctx))
+	q := shard.Bulk.Queue
+	if len(q) == 0 || q[0].TriggerID != tr.TriggerID || tr.Offset <= q[0].Offset {
+		return nil
+	}
+	head := q[0]
+	head.Skipped, head.Offset = head.Skipped+1, tr.Offset
+	shard.Bulk.Queue = append([]codecs.ShardTrigger{head}, q[1:]...)
+	s.setValue(ctx, codecs.EncodeShardRecord(shard))
+	return nil
+}
+
+// bulkSkip reports whether cmd, rejected with err, is a command of the
+// bulk operation in progress that lost to a newer version of its job (its
+// BulkHeader carries the operation's MAC for this job and version), and
+// if so sends the operation its skip: a put between the walk and the
+// command wins, and the loss is counted, not rejected.
+func (s *Scheduler) bulkSkip(ctx goka.Context, cmd codecs.Command, err error) bool {
+	var ce *codecs.Error
+	if !errors.As(err, &ce) || ce.Code != codecs.CodeVersionConflict || cmd.IfVersion == nil {
+		return false
+	}
+	mac, id, ok := strings.Cut(string(ctx.Headers()[codecs.BulkHeader]), " ")
+	if !ok {
+		return false
+	}
+	shard, err := s.shard(ctx.Partition())
+	if err != nil {
+		return false
+	}
+	q := shard.Bulk.Queue
+	if len(q) == 0 || q[0].TriggerID != id || q[0].Nonce == "" ||
+		!hmac.Equal([]byte(mac), []byte(codecs.BulkMAC(q[0].Nonce, id, ctx.Key(), *cmd.IfVersion))) {
+		return false
+	}
+	ctx.Loopback(s.shardKeys[ctx.Partition()], codecs.EncodeInternal(codecs.ShardTrigger{
+		Kind: codecs.KindBulkSkip, T: q[0].T, TriggerID: id, Offset: ctx.Offset() + 1}))
+	return true
+}
+
+// errBulkSkipped is the outcome of a bulk command that lost to a newer
+// version of its job: committed, nothing changed, no reject.
+var errBulkSkipped = fmt.Errorf("%w: a bulk operation's command lost to a newer version of its job", errStale)
 
 // checkBarrier accepts tr as the barrier of head, the operation in
 // progress, only once its walk is done and with its nonce: anyone who may

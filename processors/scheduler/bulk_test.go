@@ -83,7 +83,7 @@ func TestDecideBulkOracle(t *testing.T) {
 			for i, k := range rest {
 				values[i] = vals[k]
 			}
-			c := decideBulk(tr, rest, values, []byte(`{"v":1,"op":"`+op+`"}`), p, parts, budget)
+			c := decideBulk(tr, rest, values, 20, p, parts, budget)
 			for _, m := range c.Commands {
 				gotCmds = append(gotCmds, m.Key)
 			}

@@ -41,6 +41,10 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 		Actor: codecs.Truncate(string(ctx.Headers()[codecs.ActorHeader]), codecs.HistoryActorBytes)}
 	in.Old, in.Tomb = liveRecord(cur)
 	if err := checkCommand(cmd, in.Old); err != nil {
+		if s.bulkSkip(ctx, cmd, err) {
+			s.cfg.Metrics.command(cmd.Op, "skipped")
+			return cmd.Op, errBulkSkipped
+		}
 		return cmd.Op, err
 	}
 	if in.Shard, err = s.shard(ctx.Partition()); err != nil {

@@ -54,6 +54,10 @@ func (s *Scheduler) loop(ctx goka.Context, raw []byte) error {
 		return s.backfillRegistry(ctx, tr)
 	case codecs.KindBulk:
 		return s.bulkRun(ctx, tr)
+	case codecs.KindBulkSkip:
+		return s.bulkSkipped(ctx, tr)
+	case codecs.KindBulkDone:
+		return s.bulkDone(ctx, tr)
 	}
 	return s.trigger(ctx, tr)
 }
