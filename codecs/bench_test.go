@@ -61,3 +61,47 @@ func BenchmarkEncodeJobRecord(b *testing.B) {
 		_ = codecs.EncodeJobRecord(r)
 	}
 }
+
+// BenchmarkDecodeShardRecord decodes a shard record holding a full bulk
+// history (16 operations queued, 32 finished): "full" is what every
+// command and advance paid before DecodeShardHead (the bulk state parsed
+// from JSON), "head" what they pay now, "head+encode" an advance's
+// decode and write back.
+func BenchmarkDecodeShardRecord(b *testing.B) {
+	recs := sampleShardRecords()
+	raw := codecs.EncodeShardRecord(recs[len(recs)-1])
+	b.Run("full", func(b *testing.B) {
+		b.SetBytes(int64(len(raw)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := codecs.DecodeShardRecord(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("head", func(b *testing.B) {
+		b.SetBytes(int64(len(raw)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := codecs.DecodeShardHead(raw); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("full+encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			r, _ := codecs.DecodeShardRecord(raw)
+			r.Watermark = r.Watermark.Add(time.Second)
+			_ = codecs.EncodeShardRecord(r)
+		}
+	})
+	b.Run("head+encode", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			r, _ := codecs.DecodeShardHead(raw)
+			r.Watermark = r.Watermark.Add(time.Second)
+			_ = codecs.EncodeShardRecord(r)
+		}
+	})
+}

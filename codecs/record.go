@@ -176,8 +176,12 @@ type ShardRecord struct {
 	// Backfills are the backfills in progress of this shard's jobs, sorted
 	// by job: each completed advance sends each one a step.
 	Backfills []BackfillRef
-	// Bulk holds the shard's bulk operations, queued and finished.
+	// Bulk holds the shard's bulk operations, queued and finished (zero
+	// when decoded by DecodeShardHead).
 	Bulk BulkState
+	// bulkRaw is the encoded bulk state DecodeShardHead left undecoded;
+	// EncodeShardRecord writes it back as it was unless Bulk is set.
+	bulkRaw []byte
 }
 
 // ErrNotJob is returned by DecodeJobRecord for a value of another kind.
@@ -286,13 +290,18 @@ func DecodeJobRecord(b []byte) (*JobRecord, error) {
 // format 4 (written only with bulk operations to remember) adds their
 // count (maybe 0) and Bulk as length-prefixed JSON.
 func EncodeShardRecord(r ShardRecord) []byte {
+	bulk := r.bulkRaw
 	if !r.Bulk.IsZero() {
-		w := appendTime(appendTime([]byte{tagShard, recordFormat4}, r.Watermark), r.Advancing)
+		bulk = EncodeInternal(r.Bulk)
+	}
+	if len(bulk) > 0 {
+		w := make([]byte, 0, 32+len(bulk))
+		w = appendTime(appendTime(append(w, tagShard, recordFormat4), r.Watermark), r.Advancing)
 		w = binary.AppendUvarint(w, uint64(len(r.Backfills)))
 		for _, b := range r.Backfills {
 			w = appendBytes(appendBytes(w, []byte(b.Job)), []byte(b.ID))
 		}
-		return appendBytes(w, EncodeInternal(r.Bulk))
+		return appendBytes(w, bulk)
 	}
 	if len(r.Backfills) > 0 {
 		return appendBackfillRefs(appendTime(appendTime([]byte{tagShard, recordFormat3}, r.Watermark), r.Advancing), r.Backfills)
@@ -301,7 +310,19 @@ func EncodeShardRecord(r ShardRecord) []byte {
 }
 
 // DecodeShardRecord parses a shard record; nil or empty b is the zero record.
-func DecodeShardRecord(b []byte) (ShardRecord, error) {
+func DecodeShardRecord(b []byte) (ShardRecord, error) { return decodeShardRecord(b, true) }
+
+// DecodeShardHead parses a shard record without its bulk state (Bulk is
+// left zero): what every command and advance reads. The bulk state, a JSON
+// document of up to 16 queued and 32 finished operations, costs tens of
+// microseconds to parse; it is kept as encoded (aliasing b) and
+// EncodeShardRecord writes it back unchanged, so a record decoded this
+// way and encoded again loses nothing. Only the bulk operations read it
+// (DecodeShardRecord). The stored format is unchanged: records written by
+// earlier releases decode either way.
+func DecodeShardHead(b []byte) (ShardRecord, error) { return decodeShardRecord(b, false) }
+
+func decodeShardRecord(b []byte, bulk bool) (ShardRecord, error) {
 	if len(b) == 0 {
 		return ShardRecord{}, nil
 	}
@@ -317,7 +338,7 @@ func DecodeShardRecord(b []byte) (ShardRecord, error) {
 		r.Backfills = readBackfillRefs(&rd)
 	}
 	if b[1] == recordFormat4 {
-		readShardFormat4(&rd, &r)
+		readShardFormat4(&rd, &r, bulk)
 	}
 	if rd.err != nil || len(rd.b) != 0 {
 		return ShardRecord{}, errors.New("codecs: corrupt shard record")
@@ -441,7 +462,7 @@ func JobStatus(b []byte) (Status, bool) {
 
 // readShardFormat4 reads what format 4 of a shard record adds after the
 // times: backfill refs (a count, maybe 0) and the bulk state.
-func readShardFormat4(rd *reader, r *ShardRecord) {
+func readShardFormat4(rd *reader, r *ShardRecord, bulk bool) {
 	n := rd.uvarint()
 	if n > uint64(len(rd.b)) {
 		rd.err = errShort
@@ -451,6 +472,12 @@ func readShardFormat4(rd *reader, r *ShardRecord) {
 		r.Backfills = append(r.Backfills, BackfillRef{Job: string(rd.bytes()), ID: string(rd.bytes())})
 	}
 	js := rd.bytes()
+	if !bulk {
+		if len(js) > 0 {
+			r.bulkRaw = js
+		}
+		return
+	}
 	if rd.err == nil {
 		if err := json.Unmarshal(js, &r.Bulk); err != nil {
 			rd.err = err

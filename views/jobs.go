@@ -199,7 +199,7 @@ func (j *Jobs) watermark(p int32) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("views: %w", err)
 	}
 	b, _ := v.([]byte)
-	rec, err := codecs.DecodeShardRecord(b)
+	rec, err := codecs.DecodeShardHead(b) // the watermark only, not the bulk state
 	return rec.Watermark, err
 }
 

@@ -116,7 +116,7 @@ const (
 // twice (if it is in progress, its first chunk is sent again: the one sent
 // before a crash may be lost); a full queue rejects it.
 func (s *Scheduler) bulkEnqueue(ctx goka.Context, tr codecs.ShardTrigger) (err error) {
-	shard := s.decodeShard(ctx.Key(), valueBytes(ctx))
+	shard := s.decodeShardBulk(ctx.Key(), valueBytes(ctx))
 	q := shard.Bulk.Queue
 	if r, done := shard.Bulk.Finished(tr.TriggerID); done {
 		return sameBulkOp(tr, r.Op, r.Bucket, r.Prefix)
@@ -195,7 +195,7 @@ func (s *Scheduler) bulkRun(ctx goka.Context, tr codecs.ShardTrigger) error {
 	if want := s.shardKeys[ctx.Partition()]; ctx.Key() != want {
 		return &codecs.Error{Code: codecs.CodeInvalidID, Reason: fmt.Sprintf("bulk key %q is not partition %d's shard key %q", ctx.Key(), ctx.Partition(), want)}
 	}
-	shard := s.decodeShard(ctx.Key(), valueBytes(ctx))
+	shard := s.decodeShardBulk(ctx.Key(), valueBytes(ctx))
 	q := shard.Bulk.Queue
 	if len(q) == 0 || q[0].TriggerID != tr.TriggerID {
 		return nil
@@ -289,7 +289,7 @@ func (s *Scheduler) bulkBarrier(ctx goka.Context, raw []byte) error {
 	if tr.Kind != codecs.KindBulk {
 		return invalid(&codecs.Error{Code: codecs.CodeReservedID, Field: "id", Reason: "the key belongs to a shard record"})
 	}
-	shard := s.decodeShard(ctx.Key(), valueBytes(ctx))
+	shard := s.decodeShardBulk(ctx.Key(), valueBytes(ctx))
 	q := shard.Bulk.Queue
 	if len(q) == 0 || q[0].TriggerID != tr.TriggerID {
 		return nil
@@ -312,7 +312,7 @@ func (s *Scheduler) bulkDone(ctx goka.Context, tr codecs.ShardTrigger) error {
 	if want := s.shardKeys[ctx.Partition()]; ctx.Key() != want {
 		return &codecs.Error{Code: codecs.CodeInvalidID, Reason: fmt.Sprintf("bulk key %q is not partition %d's shard key %q", ctx.Key(), ctx.Partition(), want)}
 	}
-	shard := s.decodeShard(ctx.Key(), valueBytes(ctx))
+	shard := s.decodeShardBulk(ctx.Key(), valueBytes(ctx))
 	q := shard.Bulk.Queue
 	if len(q) == 0 || q[0].TriggerID != tr.TriggerID || !q[0].Walked {
 		return nil
@@ -336,7 +336,7 @@ func (s *Scheduler) bulkSkipped(ctx goka.Context, tr codecs.ShardTrigger) error 
 	if want := s.shardKeys[ctx.Partition()]; ctx.Key() != want {
 		return &codecs.Error{Code: codecs.CodeInvalidID, Reason: fmt.Sprintf("bulk key %q is not partition %d's shard key %q", ctx.Key(), ctx.Partition(), want)}
 	}
-	shard := s.decodeShard(ctx.Key(), valueBytes(ctx))
+	shard := s.decodeShardBulk(ctx.Key(), valueBytes(ctx))
 	q := shard.Bulk.Queue
 	if len(q) == 0 || q[0].TriggerID != tr.TriggerID || tr.Offset <= q[0].Offset {
 		return nil
@@ -352,28 +352,34 @@ func (s *Scheduler) bulkSkipped(ctx goka.Context, tr codecs.ShardTrigger) error 
 // bulk operation in progress that lost to a newer version of its job (its
 // BulkHeader carries the operation's MAC for this job and version), and
 // if so sends the operation its skip: a put between the walk and the
-// command wins, and the loss is counted, not rejected.
-func (s *Scheduler) bulkSkip(ctx goka.Context, cmd codecs.Command, err error) bool {
+// command wins, and the loss is counted, not rejected. It reads the bulk
+// state only for such a command (an error: the store's).
+func (s *Scheduler) bulkSkip(ctx goka.Context, cmd codecs.Command, err error) (bool, error) {
 	var ce *codecs.Error
 	if !errors.As(err, &ce) || ce.Code != codecs.CodeVersionConflict || cmd.IfVersion == nil {
-		return false
+		return false, nil
 	}
 	mac, id, ok := strings.Cut(string(ctx.Headers()[codecs.BulkHeader]), " ")
 	if !ok {
-		return false
+		return false, nil
 	}
-	shard, err := s.shard(ctx.Partition())
+	p := ctx.Partition()
+	st := s.Store(p)
+	if st == nil {
+		return false, fmt.Errorf("scheduler: no open store for partition %d", p)
+	}
+	b, err := st.Get(s.shardKeys[p])
 	if err != nil {
-		return false
+		return false, err
 	}
-	q := shard.Bulk.Queue
+	q := s.decodeShardBulk(s.shardKeys[p], b).Bulk.Queue
 	if len(q) == 0 || q[0].TriggerID != id || q[0].Nonce == "" ||
 		!hmac.Equal([]byte(mac), []byte(codecs.BulkMAC(q[0].Nonce, id, ctx.Key(), *cmd.IfVersion))) {
-		return false
+		return false, nil
 	}
-	ctx.Loopback(s.shardKeys[ctx.Partition()], codecs.EncodeInternal(codecs.ShardTrigger{
+	ctx.Loopback(s.shardKeys[p], codecs.EncodeInternal(codecs.ShardTrigger{
 		Kind: codecs.KindBulkSkip, T: q[0].T, TriggerID: id, Offset: ctx.Offset() + 1}))
-	return true
+	return true, nil
 }
 
 // errBulkSkipped is the outcome of a bulk command that lost to a newer

@@ -6,11 +6,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/schedule"
+	"github.com/chronos-scheduler/chronos/store"
 	"github.com/chronos-scheduler/chronos/topology"
 )
 
@@ -136,4 +138,30 @@ func TestCheckBarrier(t *testing.T) {
 		require.Equal(t, codecs.CodeReservedID, ce.Code)
 	}
 	require.Empty(t, continuation(head).Nonce, "a continuation carries no nonce")
+}
+
+// TestShardHeadKeepsBulkState: an advance reads the shard record without
+// its bulk state (decodeShard) and writes it back (passDone, passYield):
+// the bulk operations, queued and finished, survive byte for byte.
+func TestShardHeadKeepsBulkState(t *testing.T) {
+	t.Parallel()
+	w := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	bulk := codecs.BulkState{
+		Queue: []codecs.ShardTrigger{{Kind: codecs.KindBulk, T: w, Op: codecs.BulkPause, Bucket: "b", TriggerID: "q", Step: 2, Nonce: "n"}},
+		Done:  []codecs.BulkResult{{TriggerID: "d", Op: codecs.BulkDelete, Prefix: "p", T: w, Matched: 3, Changed: 2, Skipped: 1}},
+	}
+	for _, refs := range [][]codecs.BackfillRef{nil, {{Job: "j", ID: "b-0-1"}}} {
+		raw := codecs.EncodeShardRecord(codecs.ShardRecord{Watermark: w, Backfills: refs, Bulk: bulk})
+		head, err := codecs.DecodeShardHead(raw)
+		require.NoError(t, err)
+		require.True(t, head.Bulk.IsZero(), "the head leaves the bulk state undecoded")
+		mark, _ := passYield(head, w.Add(2*time.Second), store.Due{}, false)
+		require.NotNil(t, mark)
+		for _, rec := range []codecs.ShardRecord{*mark, passDone(head, w.Add(time.Second))} {
+			got, err := codecs.DecodeShardRecord(codecs.EncodeShardRecord(rec))
+			require.NoError(t, err)
+			require.Equal(t, bulk, got.Bulk)
+			require.Equal(t, refs, got.Backfills)
+		}
+	}
 }

@@ -41,7 +41,10 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 		Actor: codecs.Truncate(string(ctx.Headers()[codecs.ActorHeader]), codecs.HistoryActorBytes)}
 	in.Old, in.Tomb = liveRecord(cur)
 	if err := checkCommand(cmd, in.Old); err != nil {
-		if s.bulkSkip(ctx, cmd, err) {
+		switch skipped, serr := s.bulkSkip(ctx, cmd, err); {
+		case serr != nil:
+			return cmd.Op, serr
+		case skipped:
 			s.cfg.Metrics.command(cmd.Op, "skipped")
 			return cmd.Op, errBulkSkipped
 		}

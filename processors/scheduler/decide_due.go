@@ -107,7 +107,8 @@ func passYield(shard codecs.ShardRecord, t time.Time, last store.Due, fromStart 
 // up to t: the watermark moves to t (never back), and a later pass under
 // way stays recorded.
 func passDone(shard codecs.ShardRecord, t time.Time) codecs.ShardRecord {
-	done := codecs.ShardRecord{Watermark: later(t, shard.Watermark), Backfills: shard.Backfills, Bulk: shard.Bulk}
+	done := shard // the rest (backfills, bulk operations) as it was
+	done.Watermark, done.Advancing = later(t, shard.Watermark), time.Time{}
 	if shard.Advancing.After(t) {
 		done.Advancing = shard.Advancing // a later pass is still under way
 	}

@@ -103,7 +103,7 @@ func (s *Scheduler) Watermarks() map[int32]time.Time {
 	for p, key := range s.shardKeys {
 		if st := s.Store(int32(p)); st != nil && st.Recovered() {
 			if b, err := st.Get(key); err == nil {
-				if rec, err := codecs.DecodeShardRecord(b); err == nil {
+				if rec, err := codecs.DecodeShardHead(b); err == nil {
 					out[int32(p)] = rec.Watermark
 				}
 			}

@@ -322,8 +322,22 @@ func (s *Scheduler) watermark(r store.Reader, shardKey string) (time.Time, error
 // (handled through, or since their put) and the next advance writes a good
 // one. Fires since then within their grace go out again, with the same
 // fire_ids; later ones follow the misfire policy.
+//
+// It leaves the bulk state undecoded (codecs.DecodeShardHead): commands,
+// advances and the indexer never read it, and writing the record back
+// keeps it. The bulk operations decode it (decodeShardBulk).
 func (s *Scheduler) decodeShard(key string, b []byte) codecs.ShardRecord {
-	rec, err := codecs.DecodeShardRecord(b)
+	return s.decodeShardWith(codecs.DecodeShardHead, key, b)
+}
+
+// decodeShardBulk decodes a shard record with its bulk state, as
+// decodeShard does otherwise.
+func (s *Scheduler) decodeShardBulk(key string, b []byte) codecs.ShardRecord {
+	return s.decodeShardWith(codecs.DecodeShardRecord, key, b)
+}
+
+func (s *Scheduler) decodeShardWith(decode func([]byte) (codecs.ShardRecord, error), key string, b []byte) codecs.ShardRecord {
+	rec, err := decode(b)
 	if err != nil {
 		s.cfg.Logger.Error("unreadable shard record in the table; reading it as none (fires since the last good one may repeat)", "key", key, "err", err)
 		return codecs.ShardRecord{}
