@@ -37,6 +37,14 @@ type Spec struct {
 	Start time.Time     // optional: no fire before Start (zero = unbounded)
 	End   time.Time     // optional: no fire after End (zero = unbounded)
 	DST   DST           // cron only: the daylight-saving policy (zero = shift, first)
+	// Also holds further schedules: the Spec fires at the union of its own
+	// times and theirs, once per instant (two members firing at the same
+	// instant fire once). A member sets Cron, Every or At and may set TZ
+	// and DST; Start and End are this Spec's, for every member. At most
+	// MaxSpecs members in all (this Spec counts). nil: none.
+	Also []Spec
+	// Exclude removes times from the union (see Exclusions). Zero: none.
+	Exclude Exclusions
 }
 
 // DST is a cron schedule's daylight-saving policy. The zero value is the
@@ -110,6 +118,14 @@ const (
 // Parse validates s and returns its Schedule. Every validation failure is a
 // *Error.
 func Parse(s Spec) (Schedule, error) {
+	if len(s.Also) == 0 && s.Exclude.IsZero() {
+		return parseOne(s)
+	}
+	return parseSet(s)
+}
+
+// parseOne parses a Spec without members or exclusions.
+func parseOne(s Spec) (Schedule, error) {
 	kinds := 0
 	if s.Cron != "" {
 		kinds++
