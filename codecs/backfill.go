@@ -148,8 +148,12 @@ func WithoutBackfill(refs []BackfillRef, job, id string) []BackfillRef {
 	return out
 }
 
-// extBackfill tags a job record's backfill extension (format 5).
-const extBackfill = 'B'
+// Tags of a job record's extensions (formats 5 and 6): a backfill, and the
+// further schedules and exclusions of its spec (recordset.go).
+const (
+	extBackfill    = 'B'
+	extScheduleSet = 'M'
+)
 
 func appendBackfill(w []byte, b *Backfill) []byte {
 	var e []byte
@@ -164,7 +168,7 @@ func appendBackfill(w []byte, b *Backfill) []byte {
 	return appendBytes(w, e)
 }
 
-// readExtensions reads a format 5 job record's tagged extensions, which
+// readExtensions reads a format 5 or 6 job record's tagged extensions, which
 // run to the end of the record.
 func readExtensions(rd *reader, r *JobRecord) {
 	if len(rd.b) == 0 && rd.err == nil {
@@ -184,6 +188,8 @@ func readExtensions(rd *reader, r *JobRecord) {
 				body.err = errors.New("trailing bytes in the backfill")
 			}
 			rd.err, r.Backfill = body.err, b
+		case extScheduleSet:
+			rd.err = readScheduleSet(&body, &r.Job.Spec)
 		default:
 			rd.err = errors.New("unknown record extension")
 		}

@@ -218,6 +218,9 @@ func FuzzDecodeJobDef(f *testing.F) {
 		`{"every":"1m","payload":{"k":1,"k":2}}`,
 		`{"every":"1m"} {}`,
 		`null`,
+		`{"schedules":[{"cron":"0 9 * * 1-5","tz":"Europe/Berlin","dst":{"gap":"skip"}},{"every":"1h"}],"tz":"Asia/Tokyo","exclude":{"dates":["2026-12-25"],"ranges":[{"from":"2026-01-01T00:00:00Z","to":"2026-01-02T00:00:00Z"}]}}`,
+		`{"schedules":[{"cron":"@daily","Tz":"UTC"}]}`,
+		`{"every":"1m","exclude":{"ranges":[{"from":"x","from":"y"}]}}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -126,10 +126,10 @@ func validateJitter(in string, spec schedule.Spec, s schedule.Schedule) (time.Du
 	if j == 0 {
 		return 0, nil
 	}
-	if spec.Every > 0 && j > spec.Every {
+	if spec.Every > 0 && len(spec.Also) == 0 && j > spec.Every {
 		return 0, errorf(CodeInvalidField, "jitter", "jitter %s is longer than the period %s: fires would change order; use at most the period", j, spec.Every)
 	}
-	if spec.Cron != "" {
+	if spec.Cron != "" || len(spec.Also) > 0 || !spec.Exclude.IsZero() {
 		from := spec.Start
 		if from.IsZero() {
 			from = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

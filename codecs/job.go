@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 	"unicode/utf8"
 
@@ -58,6 +59,35 @@ type JobDef struct {
 	// MaxFires, when set (1 to MaxMaxFires), stops the job after that many
 	// scheduled times (docs/schedules.md#max_fires).
 	MaxFires int `json:"max_fires,omitempty"`
+	// Schedules, instead of cron/every/at, gives the job several
+	// schedules: it fires at their union, once per instant
+	// (docs/schedules.md#several-schedules).
+	Schedules []ScheduleDef `json:"schedules,omitempty"`
+	// Exclude lists times the job does not fire.
+	Exclude *ExcludeDef `json:"exclude,omitempty"`
+}
+
+// ScheduleDef is one of a job's several schedules: exactly one of Cron,
+// Every, At; TZ defaults to the job's tz; DST applies to cron.
+type ScheduleDef struct {
+	Cron  string  `json:"cron,omitempty"`
+	Every string  `json:"every,omitempty"`
+	At    string  `json:"at,omitempty"`
+	TZ    string  `json:"tz,omitempty"`
+	DST   *DSTDef `json:"dst,omitempty"`
+}
+
+// ExcludeDef lists the times a job does not fire: whole days in the job's
+// tz (YYYY-MM-DD) and ranges of instants [from, to) in RFC 3339.
+type ExcludeDef struct {
+	Dates  []string   `json:"dates,omitempty"`
+	Ranges []RangeDef `json:"ranges,omitempty"`
+}
+
+// RangeDef is a span of instants [From, To) in RFC 3339.
+type RangeDef struct {
+	From string `json:"from"`
+	To   string `json:"to"`
 }
 
 // DSTDef is a cron job's daylight-saving policy as written in JSON:
@@ -127,41 +157,141 @@ func (d JobDef) Validate(lim Limits) (Job, error) {
 }
 
 func (d JobDef) spec() (schedule.Spec, error) {
-	s := schedule.Spec{Cron: d.Cron, TZ: d.TZ}
-	if d.DST != nil {
-		s.DST = schedule.DST{Gap: d.DST.Gap, Overlap: d.DST.Overlap}.Normalize()
+	var s schedule.Spec
+	if len(d.Schedules) == 0 {
+		m, err := ScheduleDef{Cron: d.Cron, Every: d.Every, At: d.At, TZ: d.TZ, DST: d.DST}.spec("")
+		if err != nil {
+			return s, err
+		}
+		s = m
+	} else {
+		if err := d.checkSchedules(); err != nil {
+			return s, err
+		}
+		for i, sd := range d.Schedules {
+			if sd.TZ == "" {
+				sd.TZ = d.TZ
+			}
+			m, err := sd.spec(fmt.Sprintf("schedules[%d].", i))
+			if err != nil {
+				return s, err
+			}
+			if i == 0 {
+				s = m
+			} else {
+				s.Also = append(s.Also, m)
+			}
+		}
 	}
 	var err error
-	if d.Every != "" {
-		if s.Every, err = time.ParseDuration(d.Every); err != nil {
-			return s, errorf(CodeInvalidSchedule, "every", "not a duration (like 30s, 5m, 1h): %q", d.Every)
-		}
-		if s.Every <= 0 {
-			return s, errorf(CodeInvalidSchedule, "every", "must be at least 1s, got %q", d.Every)
-		}
+	if s.Start, err = parseInstant("start", d.Start); err != nil {
+		return s, err
 	}
-	for _, f := range []struct {
-		name string
-		in   string
-		out  *time.Time
-	}{{"at", d.At, &s.At}, {"start", d.Start, &s.Start}, {"end", d.End, &s.End}} {
-		if f.in == "" {
-			continue
+	if s.End, err = parseInstant("end", d.End); err != nil {
+		return s, err
+	}
+	if d.Exclude != nil {
+		if s.Exclude, err = d.Exclude.exclusions(d.TZ); err != nil {
+			return s, err
 		}
-		t, err := time.Parse(time.RFC3339Nano, f.in)
-		if err != nil {
-			return s, errorf(CodeInvalidSchedule, f.name, "not an RFC 3339 time (like 2026-01-02T15:04:05Z): %q", f.in)
-		}
-		if t.IsZero() {
-			// The zero instant is how "not set" is stored: refuse it
-			// rather than silently treat it as absent.
-			return s, errorf(CodeInvalidSchedule, f.name, "%q is the zero time (0001-01-01T00:00:00Z), which Chronos reserves for \"not set\"; omit %s or give a later time", f.in, f.name)
-		}
-		// UTC, as stored and as Def writes it: the year range is checked
-		// on the UTC date, so every valid definition survives Def.
-		*f.out = t.UTC()
 	}
 	return s, nil
+}
+
+// checkSchedules checks the shape of a definition that uses schedules.
+func (d JobDef) checkSchedules() error {
+	if d.Cron != "" || d.Every != "" || d.At != "" || d.DST != nil {
+		return errorf(CodeInvalidSchedule, "schedules", "give either cron, every or at (with dst) at the top level, or schedules, not both")
+	}
+	if len(d.Schedules) > schedule.MaxSpecs {
+		return errorf(CodeInvalidSchedule, "schedules", "%d schedules, the most is %d", len(d.Schedules), schedule.MaxSpecs)
+	}
+	return nil
+}
+
+// spec turns one schedule into a Spec without bounds; prefix names it in
+// errors ("schedules[2]." or "").
+func (sd ScheduleDef) spec(prefix string) (schedule.Spec, error) {
+	s := schedule.Spec{Cron: sd.Cron, TZ: sd.TZ}
+	if sd.DST != nil {
+		s.DST = schedule.DST{Gap: sd.DST.Gap, Overlap: sd.DST.Overlap}.Normalize()
+	}
+	var err error
+	if sd.Every != "" {
+		if s.Every, err = time.ParseDuration(sd.Every); err != nil {
+			return s, errorf(CodeInvalidSchedule, prefix+"every", "not a duration (like 30s, 5m, 1h): %q", sd.Every)
+		}
+		if s.Every <= 0 {
+			return s, errorf(CodeInvalidSchedule, prefix+"every", "must be at least 1s, got %q", sd.Every)
+		}
+	}
+	if s.At, err = parseInstant(prefix+"at", sd.At); err != nil {
+		return s, err
+	}
+	if prefix != "" {
+		// Each member alone, so that an error names it.
+		if _, err := schedule.Parse(s); err != nil {
+			var se *schedule.Error
+			if errors.As(err, &se) {
+				return s, &Error{Code: CodeInvalidSchedule, Field: prefix + se.Field, Reason: se.Reason}
+			}
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// parseInstant parses an RFC 3339 field of a definition ("" is unset).
+func parseInstant(name, in string) (time.Time, error) {
+	if in == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, in)
+	if err != nil {
+		return t, errorf(CodeInvalidSchedule, name, "not an RFC 3339 time (like 2026-01-02T15:04:05Z): %q", in)
+	}
+	if t.IsZero() {
+		// The zero instant is how "not set" is stored: refuse it
+		// rather than silently treat it as absent.
+		return t, errorf(CodeInvalidSchedule, name, "%q is the zero time (0001-01-01T00:00:00Z), which Chronos reserves for \"not set\"; omit %s or give a later time", in, name)
+	}
+	// UTC, as stored and as Def writes it: the year range is checked
+	// on the UTC date, so every valid definition survives Def.
+	return t.UTC(), nil
+}
+
+// exclusions parses x, whose dates are days in zone tz.
+func (x *ExcludeDef) exclusions(tz string) (schedule.Exclusions, error) {
+	out := schedule.Exclusions{TZ: tz}
+	if len(x.Dates) == 0 && len(x.Ranges) == 0 {
+		return schedule.Exclusions{}, nil // excludes nothing: stored as absent
+	}
+	if len(x.Dates) > schedule.MaxExcludeDates {
+		return out, errorf(CodeInvalidSchedule, "exclude.dates", "%d dates, the most is %d", len(x.Dates), schedule.MaxExcludeDates)
+	}
+	if len(x.Ranges) > schedule.MaxExcludeRanges {
+		return out, errorf(CodeInvalidSchedule, "exclude.ranges", "%d ranges, the most is %d", len(x.Ranges), schedule.MaxExcludeRanges)
+	}
+	for i, in := range x.Dates {
+		d, err := schedule.ParseDate(in)
+		if err != nil {
+			return out, errorf(CodeInvalidSchedule, fmt.Sprintf("exclude.dates[%d]", i), "%v", Truncate(err.Error(), 300))
+		}
+		out.Dates = append(out.Dates, d)
+	}
+	for i, r := range x.Ranges {
+		name := fmt.Sprintf("exclude.ranges[%d]", i)
+		from, err := parseInstant(name+".from", r.From)
+		if err != nil {
+			return out, err
+		}
+		to, err := parseInstant(name+".to", r.To)
+		if err != nil {
+			return out, err
+		}
+		out.Ranges = append(out.Ranges, schedule.Range{From: from, To: to})
+	}
+	return out, nil
 }
 
 func compactPayload(p json.RawMessage, lim Limits) ([]byte, error) {
@@ -195,10 +325,44 @@ func (j Job) Def() JobDef {
 	if !j.Spec.DST.IsZero() {
 		d.DST = &DSTDef{Gap: j.Spec.DST.Gap, Overlap: j.Spec.DST.Overlap}
 	}
+	if x := j.Spec.Exclude; len(j.Spec.Also) > 0 || (!x.IsZero() && x.TZ != j.Spec.TZ) {
+		d.Schedules = append([]ScheduleDef{{Cron: d.Cron, Every: d.Every, At: d.At, TZ: d.TZ, DST: d.DST}}, scheduleDefs(j.Spec.Also)...)
+		d.Cron, d.Every, d.At, d.TZ, d.DST = "", "", "", j.Spec.Exclude.TZ, nil
+	}
+	if x := j.Spec.Exclude; len(x.Dates) > 0 || len(x.Ranges) > 0 {
+		d.TZ = x.TZ
+		d.Exclude = excludeDef(x)
+	}
 	if j.Jitter > 0 {
 		d.Jitter = j.Jitter.String()
 	}
 	d.MaxFires = j.MaxFires
+	return d
+}
+
+func scheduleDefs(ms []schedule.Spec) []ScheduleDef {
+	out := make([]ScheduleDef, 0, len(ms))
+	for _, m := range ms {
+		sd := ScheduleDef{Cron: m.Cron, At: formatTime(m.At), TZ: m.TZ}
+		if m.Every > 0 {
+			sd.Every = m.Every.String()
+		}
+		if !m.DST.IsZero() {
+			sd.DST = &DSTDef{Gap: m.DST.Gap, Overlap: m.DST.Overlap}
+		}
+		out = append(out, sd)
+	}
+	return out
+}
+
+func excludeDef(x schedule.Exclusions) *ExcludeDef {
+	d := &ExcludeDef{}
+	for _, day := range x.Dates {
+		d.Dates = append(d.Dates, day.String())
+	}
+	for _, r := range x.Ranges {
+		d.Ranges = append(d.Ranges, RangeDef{From: formatTime(r.From), To: formatTime(r.To)})
+	}
 	return d
 }
 

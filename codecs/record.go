@@ -63,11 +63,16 @@ const (
 	// see readExtensions): written only when the record has one (a
 	// backfill in progress).
 	recordFormat5 = 5
+	// Format 6 is format 5 with the count of its extensions before them,
+	// so that a record cut after one of them is not read as complete:
+	// written when the job has several schedules or exclusions (an
+	// extension that, unlike a backfill, may sit beside another).
+	recordFormat6 = 6
 )
 
 // knownFormat reports whether f is a job record format this release reads.
 func knownFormat(f byte) bool {
-	return f == recordFormat || f == recordFormat1 || f == recordFormat3 || f == recordFormat4 || f == recordFormat5
+	return f == recordFormat || f == recordFormat1 || f == recordFormat3 || f == recordFormat4 || f == recordFormat5 || f == recordFormat6
 }
 
 // hasFormat4 reports whether r has a field only format 4 holds.
@@ -195,6 +200,8 @@ func EncodeJobRecord(r *JobRecord) []byte {
 	w := make([]byte, 0, 64+len(r.Job.Payload)+len(r.Job.Spec.Cron)+len(r.Job.Bucket))
 	format := byte(recordFormat)
 	switch {
+	case hasScheduleSet(r.Job.Spec):
+		format = recordFormat6
 	case r.Backfill != nil:
 		format = recordFormat5
 	case r.hasFormat4():
@@ -233,8 +240,14 @@ func EncodeJobRecord(r *JobRecord) []byte {
 		w = appendBytes(w, []byte(r.Pause.Note))
 		w = appendBytes(w, []byte(r.Pause.By))
 	}
+	if format == recordFormat6 {
+		w = binary.AppendUvarint(w, uint64(1+boolCount(r.Backfill != nil)))
+	}
 	if r.Backfill != nil {
 		w = appendBackfill(w, r.Backfill)
+	}
+	if hasScheduleSet(s) {
+		w = appendScheduleSet(w, s)
 	}
 	return w
 }
@@ -270,8 +283,15 @@ func DecodeJobRecord(b []byte) (*JobRecord, error) {
 		r.LimitEnd = rd.time()
 		r.Pause = PauseNote{Note: string(rd.bytes()), By: string(rd.bytes())}
 	}
-	if b[1] == recordFormat5 {
+	switch b[1] {
+	case recordFormat5:
 		readExtensions(&rd, r)
+	case recordFormat6:
+		n := rd.uvarint()
+		readExtensions(&rd, r)
+		if rd.err == nil && n != uint64(boolCount(hasScheduleSet(r.Job.Spec))+boolCount(r.Backfill != nil)) {
+			rd.err = errors.New("extension count does not match")
+		}
 	}
 	if rd.err != nil {
 		return nil, fmt.Errorf("codecs: corrupt job record: %w", rd.err)

@@ -58,6 +58,14 @@ func sampleRecords() []codecs.JobRecord {
 		{Version: 12, Status: codecs.StatusPaused, Job: codecs.Job{Spec: schedule.Spec{Cron: "30 1 * * *", TZ: "Europe/Berlin",
 			DST: schedule.DST{Gap: schedule.GapSkip, Overlap: schedule.OverlapFirst}}}, Through: t0,
 			Backfill: &codecs.Backfill{ID: "b-0-0", From: time.Date(1600, 1, 1, 0, 0, 0, 0, time.UTC), To: t0, LastStep: t0, Total: 1 << 40}},
+		// Several schedules and exclusions (format 5), with a backfill too.
+		{Version: 14, Status: codecs.StatusActive, Job: codecs.Job{Spec: schedule.Spec{Cron: "0 9 * * 1-5", TZ: "Europe/Berlin",
+			Also: []schedule.Spec{{Every: time.Hour}, {At: t0}, {Cron: "30 1 * * *", TZ: "America/New_York", DST: schedule.DST{Gap: schedule.GapSkip}}},
+			Exclude: schedule.Exclusions{TZ: "Europe/Berlin", Dates: []schedule.Date{{Year: 2026, Month: 12, Day: 25}, {Year: 1, Month: 1, Day: 1}},
+				Ranges: []schedule.Range{{From: t0, To: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}}}}}},
+		{Version: 15, Status: codecs.StatusPaused, Job: codecs.Job{Spec: schedule.Spec{Every: time.Minute,
+			Exclude: schedule.Exclusions{Dates: []schedule.Date{{Year: 2027, Month: 1, Day: 1}}}}},
+			Backfill: &codecs.Backfill{ID: "b-1-1", From: t0, To: t0.Add(time.Hour), Total: 60}},
 	}
 }
 
@@ -77,6 +85,9 @@ func TestJobRecordDSTFormat(t *testing.T) {
 		}
 		if r.Backfill != nil {
 			want = 5
+		}
+		if len(r.Job.Spec.Also) > 0 || !r.Job.Spec.Exclude.IsZero() {
+			want = 6
 		}
 		require.Equal(t, want, b[1], "record %d", i)
 		st, ok := codecs.JobStatus(b)
@@ -120,7 +131,7 @@ func TestJobRecordTruncated(t *testing.T) {
 		}
 		// Trailing bytes are an error too (in format 4, a truncated extension).
 		_, err := codecs.DecodeJobRecord(append(b[:len(b):len(b)], 0))
-		if r.Backfill == nil {
+		if r.Backfill == nil && len(r.Job.Spec.Also) == 0 && r.Job.Spec.Exclude.IsZero() {
 			require.ErrorContains(t, err, "trailing")
 		} else {
 			require.ErrorContains(t, err, "truncated")

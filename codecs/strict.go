@@ -14,10 +14,16 @@ import (
 // but no key twice).
 type shape map[string]shape
 
+// elemShape is the key under which an array's shape gives its elements'.
+const elemShape = "[]"
+
 var (
+	dstShape    = shape{"gap": nil, "overlap": nil}
 	jobDefShape = shape{"cron": nil, "every": nil, "at": nil, "tz": nil, "start": nil, "end": nil,
 		"payload": nil, "bucket": nil, "misfire_policy": nil, "misfire_grace": nil,
-		"dst": {"gap": nil, "overlap": nil}, "jitter": nil, "max_fires": nil}
+		"dst": dstShape, "jitter": nil, "max_fires": nil,
+		"schedules": {elemShape: {"cron": nil, "every": nil, "at": nil, "tz": nil, "dst": dstShape}},
+		"exclude":   {"dates": nil, "ranges": {elemShape: {"from": nil, "to": nil}}}}
 	commandShape = shape{"v": nil, "op": nil, "id": nil, "job": jobDefShape, "trigger_id": nil,
 		"payload": nil, "if_version": nil, "note": nil, "from": nil, "to": nil}
 	bucketTriggerShape = shape{"v": nil, "op": nil, "bucket": nil, "prefix": nil, "note": nil, "trigger_id": nil, "payload": nil}
@@ -35,7 +41,19 @@ func strictUnmarshal(data []byte, v any, sh shape) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonError(err)
+		err = jsonError(err)
+		var e *Error
+		if errors.As(err, &e) && e.Code == CodeUnknownField {
+			// encoding/json names the field without its path: inside an
+			// array of objects (schedules[1].start) the shape walk names
+			// it in full. Elsewhere the field's name alone stays, as
+			// documented.
+			var se *Error
+			if serr := checkShape(data, sh); errors.As(serr, &se) && strings.Contains(se.Field, "]") {
+				return serr
+			}
+		}
+		return err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errorf(CodeMalformed, "", "trailing data after the JSON value")
@@ -64,8 +82,13 @@ func walk(dec *json.Decoder, sh shape, known bool, path string) error {
 	}
 	switch d {
 	case '[':
-		for dec.More() {
-			if err := walk(dec, nil, false, path); err != nil {
+		elem := sh[elemShape]
+		for i := 0; dec.More(); i++ {
+			p := path
+			if known && elem != nil {
+				p += "[" + strconv.Itoa(i) + "]"
+			}
+			if err := walk(dec, elem, known && elem != nil, p); err != nil {
 				return err
 			}
 		}

@@ -72,7 +72,7 @@ type excluded struct {
 func newExcluded(inner Schedule, x Exclusions) (Schedule, error) {
 	loc, err := loadLocation(x.TZ)
 	if err != nil {
-		return nil, &Error{Field: "exclude.tz", Reason: err.(*Error).Reason}
+		return nil, &Error{Field: "tz", Reason: "the zone of exclude.dates: " + err.(*Error).Reason}
 	}
 	if len(x.Dates) > MaxExcludeDates {
 		return nil, errorf("exclude.dates", "%d dates, the most is %d", len(x.Dates), MaxExcludeDates)

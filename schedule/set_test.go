@@ -214,7 +214,7 @@ func TestSetErrors(t *testing.T) {
 		{Spec{Every: time.Hour, Also: []Spec{{Every: time.Hour, Start: at}}}, "schedules[1].schedule"},
 		{Spec{Every: time.Hour, Also: []Spec{{Every: time.Hour, Also: []Spec{{Every: time.Hour}}}}}, "schedules[1].schedule"},
 		{Spec{Every: time.Hour, Also: []Spec{{At: at}}, End: at.Add(-1)}, "schedules[1].at"},
-		{Spec{Every: time.Hour, Exclude: Exclusions{TZ: "Nope/Nope"}}, "exclude.tz"},
+		{Spec{Every: time.Hour, Exclude: Exclusions{TZ: "Nope/Nope"}}, "tz"},
 		{Spec{Every: time.Hour, Exclude: Exclusions{Dates: []Date{{2026, 2, 30}}}}, "exclude.dates[0]"},
 		{Spec{Every: time.Hour, Exclude: Exclusions{Dates: make([]Date, MaxExcludeDates+1)}}, "exclude.dates"},
 		{Spec{Every: time.Hour, Exclude: Exclusions{Ranges: make([]Range, MaxExcludeRanges+1)}}, "exclude.ranges"},

@@ -166,8 +166,9 @@ func newJobsPut(api *apiClient) *cobra.Command {
 	var def codecs.JobDef
 	var payload string
 	var dst codecs.DSTDef
+	var set scheduleFlags
 	cmd := &cobra.Command{
-		Use:   "put ID (--cron EXPR | --every DUR | --at TIME)",
+		Use:   "put ID (--cron EXPR | --every DUR | --at TIME)...",
 		Short: "Create or replace a job",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -177,8 +178,8 @@ func newJobsPut(api *apiClient) *cobra.Command {
 				}
 				def.Payload = json.RawMessage(payload)
 			}
-			if dst != (codecs.DSTDef{}) {
-				def.DST = &dst
+			if err := set.apply(&def, dst); err != nil {
+				return &exitError{code: 1, err: err}
 			}
 			if err := checkIDArg(args[0], false); err != nil {
 				return err
@@ -191,10 +192,13 @@ func newJobsPut(api *apiClient) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&def.Cron, "cron", "", "cron expression: 5 fields, 6 with seconds first, or @hourly/@daily/...")
-	fs.StringVar(&def.Every, "every", "", "fixed interval (Go duration, at least 1s), aligned to the Unix epoch or --start")
-	fs.StringVar(&def.At, "at", "", "one-shot time, RFC 3339")
-	fs.StringVar(&def.TZ, "tz", "", "IANA time zone of the cron expression (default UTC)")
+	fs.StringArrayVar(&set.crons, "cron", nil, "cron expression: 5 fields, 6 with seconds first, or @hourly/@daily/... (repeat for several schedules)")
+	fs.StringArrayVar(&set.everys, "every", nil, "fixed interval (Go duration, at least 1s), aligned to the Unix epoch or --start (repeatable)")
+	fs.StringArrayVar(&set.ats, "at", nil, "one-shot time, RFC 3339 (repeatable)")
+	fs.StringVar(&set.schedules, "schedules", "", `several schedules as a JSON array, each {"cron"|"every"|"at", "tz", "dst"} (instead of --cron/--every/--at)`)
+	fs.StringArrayVar(&set.dates, "exclude-date", nil, "a day (YYYY-MM-DD, in --tz) on which the job does not fire (repeatable)")
+	fs.StringArrayVar(&set.ranges, "exclude-range", nil, "FROM/TO: RFC 3339 instants [FROM, TO) in which the job does not fire (repeatable)")
+	fs.StringVar(&def.TZ, "tz", "", "IANA time zone of the cron expressions and of --exclude-date (default UTC)")
 	fs.StringVar(&def.Start, "start", "", "no fire before this RFC 3339 time")
 	fs.StringVar(&def.End, "end", "", "no fire after this RFC 3339 time")
 	fs.StringVar(&payload, "payload", "", "JSON payload copied into every dispatch event")
@@ -206,6 +210,61 @@ func newJobsPut(api *apiClient) *cobra.Command {
 	fs.StringVar(&def.Jitter, "jitter", "", "delay each fire by a deterministic offset in [0, jitter) from its fire_id (at most 1h and the schedule's gap)")
 	fs.StringVar(&dst.Overlap, "dst-overlap", "", "cron only: a wall time repeated when clocks go back fires at its first (default), last or both occurrences")
 	return cmd
+}
+
+// scheduleFlags are the flags of jobs put that give a job's schedules and
+// exclusions.
+type scheduleFlags struct {
+	crons, everys, ats []string
+	schedules          string
+	dates, ranges      []string
+}
+
+// apply sets def's schedule: one flag gives the top-level cron, every or
+// at; several (or --schedules) give schedules, the DST flags applying to
+// each cron.
+func (f *scheduleFlags) apply(def *codecs.JobDef, dst codecs.DSTDef) error {
+	var dp *codecs.DSTDef
+	if dst != (codecs.DSTDef{}) {
+		dp = &dst
+	}
+	var ms []codecs.ScheduleDef
+	for _, c := range f.crons {
+		ms = append(ms, codecs.ScheduleDef{Cron: c, DST: dp})
+	}
+	for _, e := range f.everys {
+		ms = append(ms, codecs.ScheduleDef{Every: e})
+	}
+	for _, a := range f.ats {
+		ms = append(ms, codecs.ScheduleDef{At: a})
+	}
+	switch {
+	case f.schedules != "":
+		if len(ms) > 0 {
+			return errors.New("give --schedules or --cron/--every/--at, not both")
+		}
+		if err := json.Unmarshal([]byte(f.schedules), &def.Schedules); err != nil {
+			return fmt.Errorf("--schedules is not a JSON array of schedules: %w", err)
+		}
+	case len(ms) == 1:
+		def.Cron, def.Every, def.At, def.DST = ms[0].Cron, ms[0].Every, ms[0].At, dp
+	case len(ms) > 1:
+		def.Schedules = ms
+	default:
+		def.DST = dp // no schedule: the API names what is missing
+	}
+	if len(f.dates) == 0 && len(f.ranges) == 0 {
+		return nil
+	}
+	def.Exclude = &codecs.ExcludeDef{Dates: f.dates}
+	for _, r := range f.ranges {
+		from, to, ok := strings.Cut(r, "/")
+		if !ok {
+			return fmt.Errorf("--exclude-range %q: want FROM/TO", r)
+		}
+		def.Exclude.Ranges = append(def.Exclude.Ranges, codecs.RangeDef{From: from, To: to})
+	}
+	return nil
 }
 
 func newJobsFire(api *apiClient) *cobra.Command {

@@ -88,6 +88,24 @@ func TestJobsCommands(t *testing.T) {
 				require.Equal(t, "30s", c.Job.Def().Every)
 				require.Equal(t, "2027-01-01T00:00:00Z", c.Job.Def().End)
 			}},
+		{"put several schedules with exclusions", []string{"put", "multi", "--cron", "0 9 * * 1-5", "--cron", "0 12 * * 6", "--every", "6h",
+			"--tz", "Europe/Berlin", "--dst-gap", "skip", "--exclude-date", "2026-12-25", "--exclude-date", "2026-12-26",
+			"--exclude-range", "2026-08-01T00:00:00Z/2026-08-15T00:00:00Z"}, "multi",
+			func(t *testing.T, c codecs.Command, _ httpapi.Accepted) {
+				d := c.Job.Def()
+				require.Equal(t, []codecs.ScheduleDef{
+					{Cron: "0 9 * * 1-5", TZ: "Europe/Berlin", DST: &codecs.DSTDef{Gap: "skip"}},
+					{Cron: "0 12 * * 6", TZ: "Europe/Berlin", DST: &codecs.DSTDef{Gap: "skip"}},
+					{Every: "6h0m0s", TZ: "Europe/Berlin"}}, d.Schedules)
+				require.Equal(t, &codecs.ExcludeDef{Dates: []string{"2026-12-25", "2026-12-26"},
+					Ranges: []codecs.RangeDef{{From: "2026-08-01T00:00:00Z", To: "2026-08-15T00:00:00Z"}}}, d.Exclude)
+				require.Equal(t, "Europe/Berlin", d.TZ)
+			}},
+		{"put schedules as JSON", []string{"put", "multi2", "--schedules", `[{"cron":"0 9 * * *","tz":"Asia/Tokyo"},{"at":"2030-01-01T00:00:00Z"}]`}, "multi2",
+			func(t *testing.T, c codecs.Command, _ httpapi.Accepted) {
+				require.Equal(t, "Asia/Tokyo", c.Job.Spec.TZ)
+				require.Len(t, c.Job.Spec.Also, 1)
+			}},
 		{"put at", []string{"put", "once", "--at", "2030-05-06T07:08:09Z"}, "once",
 			func(t *testing.T, c codecs.Command, _ httpapi.Accepted) {
 				require.Equal(t, "2030-05-06T07:08:09Z", c.Job.Def().At)

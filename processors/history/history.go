@@ -278,6 +278,12 @@ func detail(c codecs.Command) string {
 		if s.TZ != "" {
 			out += " tz " + s.TZ
 		}
+		if len(s.Also) > 0 {
+			out += fmt.Sprintf(" +%d schedules", len(s.Also))
+		}
+		if n := len(s.Exclude.Dates) + len(s.Exclude.Ranges); n > 0 {
+			out += fmt.Sprintf(" excluding %d", n)
+		}
 		if c.Job.Bucket != "" {
 			out += " bucket " + c.Job.Bucket
 		}

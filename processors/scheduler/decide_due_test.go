@@ -23,6 +23,12 @@ func TestDecideDue(t *testing.T) {
 	skip.MisfirePolicy, skip.MisfireGrace = codecs.MisfireSkip, 5*time.Second
 	fast := codecs.Job{Spec: schedule.Spec{Every: time.Second}, MisfirePolicy: codecs.MisfireFireAll, MisfireGrace: time.Hour}
 	bad := codecs.Job{Spec: schedule.Spec{Cron: "not a cron"}}
+	// Several schedules (every10, every 20s, once at :15) without the
+	// times in [:20, :30).
+	set := codecs.Job{Spec: schedule.Spec{Every: 10 * time.Second, Also: []schedule.Spec{{Every: 20 * time.Second}, {At: cmdSec(15)}},
+		Exclude: schedule.Exclusions{Ranges: []schedule.Range{{From: cmdSec(20), To: cmdSec(30)}}}}, MisfirePolicy: codecs.MisfireFireAll, MisfireGrace: time.Hour}
+	setSkip := set
+	setSkip.MisfirePolicy, setSkip.MisfireGrace = codecs.MisfireSkip, 5*time.Second
 	const big = 1 << 30
 	tests := []struct {
 		name      string
@@ -56,6 +62,12 @@ func TestDecideDue(t *testing.T) {
 			loop: &codecs.ShardTrigger{Kind: codecs.KindSettle, T: cmdSec(30), Version: 5}},
 		{name: "late past grace under skip: counted, the last one fires", due: cmdSec(10), t: cmdSec(52), bytesLeft: big,
 			value: enc(codecs.JobRecord{Version: 5, Status: codecs.StatusActive, Job: skip}),
+			fires: []time.Time{cmdSec(50)}, missed: 4, moveTo: cmdSec(60)},
+		{name: "several schedules: their union once per instant, without the excluded", due: cmdSec(10), t: cmdSec(52), bytesLeft: big,
+			value: enc(codecs.JobRecord{Version: 5, Status: codecs.StatusActive, Job: set}),
+			fires: []time.Time{cmdSec(10), cmdSec(15), cmdSec(30), cmdSec(40), cmdSec(50)}, moveTo: cmdSec(60)},
+		{name: "several schedules late under skip: excluded times are not counted as missed", due: cmdSec(10), t: cmdSec(52), bytesLeft: big,
+			value: enc(codecs.JobRecord{Version: 5, Status: codecs.StatusActive, Job: setSkip}),
 			fires: []time.Time{cmdSec(50)}, missed: 4, moveTo: cmdSec(60)},
 		{name: "cut by the chunk's bytes: stays due at its first unsent fire", due: cmdSec(1), t: cmdSec(5), bytesLeft: 1,
 			value: enc(codecs.JobRecord{Version: 5, Status: codecs.StatusActive, Job: fast}),
