@@ -200,7 +200,7 @@ func (d JobDef) spec() (schedule.Spec, error) {
 
 // checkSchedules checks the shape of a definition that uses schedules.
 func (d JobDef) checkSchedules() error {
-	if d.Cron != "" || d.Every != "" || d.At != "" || d.DST != nil {
+	if d.Cron != "" || d.Every != "" || d.At != "" || (d.DST != nil && *d.DST != DSTDef{}) {
 		return errorf(CodeInvalidSchedule, "schedules", "give either cron, every or at (with dst) at the top level, or schedules, not both")
 	}
 	if len(d.Schedules) > schedule.MaxSpecs {

@@ -23,6 +23,16 @@ Usage:
   oracle.py --sample         # a small fixture: one zone, two years (for the Go test that reruns it)
   oracle.py --dump EXPR ZONE GAP OVERLAP   # every fire, one Unix second a line (debugging)
   oracle.py --fires EXPR ZONE GAP OVERLAP FROM TO   # the fires in [FROM, TO) (Unix seconds), one a line
+  oracle.py --sets           # the fixture of several schedules with exclusions (oracle_sets.json)
+  oracle.py --sets-sample    # a small one (one zone, two years)
+
+Several schedules with exclusions (--sets): the union of the members'
+fires (each cron member by the walk above under its own DST policy, each
+"every" member as the multiples of its period since the Unix epoch),
+as a set, without the instants in a range [from, to) and those whose wall
+reading (minute by minute, as above) falls on an excluded date. The dates
+are chosen at random, plus every date on which the zone's offset changes
+(the days DST shortens or lengthens) and Christmas of each year.
 """
 
 import bisect
@@ -256,7 +266,73 @@ def cases(exprs, zones, years):
     return out
 
 
+def transition_dates(zone):
+    """The local dates on which the zone's offset changes."""
+    out = set()
+    for i in range(1, len(zone.wall)):
+        if zone.wall[i] - zone.wall[i - 1] != 60:
+            out.add(dt.datetime.fromtimestamp(zone.wall[i], dt.timezone.utc).date())
+            out.add(dt.datetime.fromtimestamp(zone.wall[i - 1], dt.timezone.utc).date())
+    return sorted(out)
+
+
+def wall_date(zone, u):
+    """The local date of instant u (the reading of its minute)."""
+    w = zone.wall[(u - zone.start) // 60] + (u - zone.start) % 60
+    return dt.datetime.fromtimestamp(w, dt.timezone.utc).date()
+
+
+def set_cases(zones, years, n, seed):
+    rng = random.Random(seed)
+    pool = CURATED + generated(30, 20261130)
+    out = []
+    for name in zones:
+        zone = Zone(name, year_bounds(years))
+        lo, hi = zone.start + MARGIN, zone.end - MARGIN
+        walls = {}
+        trans = transition_dates(zone)
+        for _ in range(n):
+            members, union = [], set()
+            for _ in range(rng.randint(2, 4)):
+                if rng.random() < 0.25:
+                    every = rng.choice([3600, 5400, 86400, 7 * 3600 + 60, 6 * 86400 + 3600])
+                    members.append({"every": every})
+                    union.update(range(-(-lo // every) * every, hi, every))
+                    continue
+                expr = rng.choice(pool)
+                gap, overlap = rng.choice(POLICIES)
+                members.append({"cron": expr, "gap": gap, "overlap": overlap})
+                if expr not in walls:
+                    walls[expr] = Cron(expr).walls(zone.start + 2 * 86400, zone.end - 2 * 86400)
+                union.update(fires(walls[expr], zone, gap, overlap))
+            days = sorted(set(rng.sample(trans, min(len(trans), rng.randint(0, 30))))
+                          | {dt.date(y, 12, 25) for y in range(*years)}
+                          | {dt.date.fromordinal(rng.randint(dt.date(years[0], 1, 1).toordinal(), dt.date(years[1], 1, 1).toordinal()))
+                             for _ in range(rng.randint(0, 200))})
+            ranges = []
+            for _ in range(rng.randint(0, 20)):
+                a = rng.randint(lo, hi)
+                ranges.append([a, a + rng.randint(1, 30 * 86400)])
+            dayset = set(days)
+            f = sorted(u for u in union if lo <= u < hi
+                       and not any(a <= u < b for a, b in ranges)
+                       and wall_date(zone, u) not in dayset)
+            digest = hashlib.sha256("".join(f"{u}\n" for u in f).encode()).hexdigest()
+            out.append({"members": members, "tz": name, "dates": [d.isoformat() for d in days], "ranges": ranges,
+                        "from": lo, "to": hi, "count": len(f), "sha256": digest, "head": f[:3]})
+    return out
+
+
 def main(argv):
+    if argv[1:2] in (["--sets"], ["--sets-sample"]):
+        if argv[1] == "--sets":
+            res = set_cases(ZONES, YEARS, 8, 20261201)
+        else:
+            res = set_cases(["Australia/Lord_Howe"], (2026, 2028), 4, 7)
+        json.dump({"generator": "schedule/testdata/oracle.py " + " ".join(argv[1:]), "sets": res},
+                  sys.stdout, indent=0)
+        sys.stdout.write("\n")
+        return
     if argv[1:2] == ["--dump"]:
         expr, name, gap, overlap = argv[2:6]
         zone = Zone(name, year_bounds(YEARS))

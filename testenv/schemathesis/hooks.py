@@ -56,6 +56,12 @@ schemathesis.openapi.format("date-time", st.datetimes(
 ).map(lambda d: d.isoformat()))
 
 
+# Dates (exclude.dates) that exist, years 1 to 9999.
+schemathesis.openapi.format("date", st.dates(
+    min_value=datetime.date(1, 1, 1), max_value=datetime.date(9999, 12, 31),
+).map(lambda d: f"{d.year:04d}-{d.month:02d}-{d.day:02d}"))
+
+
 def _time(s):
     """s as an aware datetime, None when it is not one."""
     try:
@@ -114,9 +120,26 @@ def before_call(ctx, case, kwargs):
         if at and ((start and at < start) or (end and at > end)):
             job["at"] = job["start"] if start else job["end"]
         # jitter is at most 1h and the schedule's shortest gap; the drawn
-        # cron and every values have gaps of 1s or more.
+        # cron and every values have gaps of 1s or more, but the union of
+        # several schedules may have shorter ones (every 1.5s beside a cron).
         if isinstance(job.get("jitter"), str) and job["jitter"] not in ("", "0s"):
             job["jitter"] = "1s"
+            if isinstance(job.get("schedules"), list) and len(job["schedules"]) > 1:
+                job["jitter"] = None
+        # Each member's at lies within start and end, like a job's.
+        for m in job.get("schedules") or []:
+            mat = _time(m.get("at")) if isinstance(m, dict) else None
+            if mat and ((start and mat < start) or (end and mat > end)):
+                m["at"] = job["start"] if start else job["end"]
+        # An excluded range is non-empty: from < to.
+        exclude = job.get("exclude")
+        for r in (exclude.get("ranges") or []) if isinstance(exclude, dict) else []:
+            lo, hi = _time(r.get("from")), _time(r.get("to"))
+            if lo and hi and not lo < hi:
+                lo, hi = min(lo, hi), max(lo, hi)
+                if lo == hi:
+                    hi = lo + datetime.timedelta(seconds=1)
+                r["from"], r["to"] = lo.isoformat(), hi.isoformat()
 
 
 @schemathesis.check
