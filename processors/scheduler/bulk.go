@@ -352,9 +352,13 @@ func (s *Scheduler) bulkSkipped(ctx goka.Context, tr codecs.ShardTrigger) error 
 // bulk operation in progress that lost to a newer version of its job (its
 // BulkHeader carries the operation's MAC for this job and version), and
 // if so sends the operation its skip: a put between the walk and the
-// command wins, and the loss is counted, not rejected. It reads the bulk
-// state only for such a command (an error: the store's).
-func (s *Scheduler) bulkSkip(ctx goka.Context, cmd codecs.Command, err error) (bool, error) {
+// command wins, and the loss is counted, not rejected. A command handled
+// again after a crash (the job is one version past its if_version, in the
+// state the command leaves it) is its own effect, not a loss: it is
+// dropped uncounted. It reads the bulk state only for such a command (an
+// error: the store's). old and tomb are the job's live record and
+// tombstone (liveRecord).
+func (s *Scheduler) bulkSkip(ctx goka.Context, cmd codecs.Command, err error, old, tomb *codecs.JobRecord) (bool, error) {
 	var ce *codecs.Error
 	if !errors.As(err, &ce) || ce.Code != codecs.CodeVersionConflict || cmd.IfVersion == nil {
 		return false, nil
@@ -377,9 +381,29 @@ func (s *Scheduler) bulkSkip(ctx goka.Context, cmd codecs.Command, err error) (b
 		!hmac.Equal([]byte(mac), []byte(codecs.BulkMAC(q[0].Nonce, id, ctx.Key(), *cmd.IfVersion))) {
 		return false, nil
 	}
-	ctx.Loopback(s.shardKeys[p], codecs.EncodeInternal(codecs.ShardTrigger{
-		Kind: codecs.KindBulkSkip, T: q[0].T, TriggerID: id, Offset: ctx.Offset() + 1}))
+	if !bulkRepeat(cmd, old, tomb) {
+		ctx.Loopback(s.shardKeys[p], codecs.EncodeInternal(codecs.ShardTrigger{
+			Kind: codecs.KindBulkSkip, T: q[0].T, TriggerID: id, Offset: ctx.Offset() + 1}))
+	}
 	return true, nil
+}
+
+// bulkRepeat reports whether the job (live record old, or tombstone tomb)
+// is as bulk command cmd leaves it, one version past its if_version: the
+// command was applied and is handled again (a crash before its commit).
+func bulkRepeat(cmd codecs.Command, old, tomb *codecs.JobRecord) bool {
+	want := *cmd.IfVersion + 1
+	switch {
+	case cmd.Op == codecs.BulkDelete:
+		return tomb != nil && tomb.Version == want
+	case old == nil || old.Version != want:
+		return false
+	case cmd.Op == codecs.BulkPause:
+		return old.Status == codecs.StatusPaused
+	case cmd.Op == codecs.BulkResume:
+		return old.Status == codecs.StatusActive
+	}
+	return false
 }
 
 // errBulkSkipped is the outcome of a bulk command that lost to a newer

@@ -165,3 +165,33 @@ func TestShardHeadKeepsBulkState(t *testing.T) {
 		}
 	}
 }
+
+// TestBulkRepeat: a bulk command that conflicts because it was applied
+// already (the job one version past its if_version, in the state it
+// leaves) is a repeat; one that lost to another change is not.
+func TestBulkRepeat(t *testing.T) {
+	t.Parallel()
+	v := uint64(7)
+	rec := func(st codecs.Status, version uint64) *codecs.JobRecord {
+		return &codecs.JobRecord{Status: st, Version: version}
+	}
+	for _, c := range []struct {
+		op        string
+		old, tomb *codecs.JobRecord
+		repeat    bool
+	}{
+		{codecs.BulkPause, rec(codecs.StatusPaused, 8), nil, true},
+		{codecs.BulkPause, rec(codecs.StatusActive, 8), nil, false}, // a put in between
+		{codecs.BulkPause, rec(codecs.StatusPaused, 9), nil, false}, // paused again since
+		{codecs.BulkResume, rec(codecs.StatusActive, 8), nil, true},
+		{codecs.BulkResume, rec(codecs.StatusPaused, 8), nil, false},
+		{codecs.BulkDelete, nil, rec(codecs.StatusDeleted, 8), true},
+		{codecs.BulkDelete, rec(codecs.StatusActive, 8), nil, false}, // put again
+		{codecs.BulkDelete, nil, rec(codecs.StatusDeleted, 9), false},
+		{codecs.BulkDelete, nil, nil, false}, // purged
+		{codecs.BulkPause, nil, nil, false},
+	} {
+		got := bulkRepeat(codecs.Command{Op: c.op, IfVersion: &v}, c.old, c.tomb)
+		require.Equal(t, c.repeat, got, "%s old %+v tomb %+v", c.op, c.old, c.tomb)
+	}
+}

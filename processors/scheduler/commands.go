@@ -41,7 +41,7 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 		Actor: codecs.Truncate(string(ctx.Headers()[codecs.ActorHeader]), codecs.HistoryActorBytes)}
 	in.Old, in.Tomb = liveRecord(cur)
 	if err := checkCommand(cmd, in.Old); err != nil {
-		switch skipped, serr := s.bulkSkip(ctx, cmd, err); {
+		switch skipped, serr := s.bulkSkip(ctx, cmd, err, in.Old, in.Tomb); {
 		case serr != nil:
 			return cmd.Op, serr
 		case skipped:
