@@ -22,6 +22,7 @@ func BenchmarkNext(b *testing.B) {
 		{"cron 0 9 * * 1-5 Europe/Berlin", Spec{Cron: "0 9 * * 1-5", TZ: "Europe/Berlin"}},
 		{"cron 30 2 * * * America/New_York", Spec{Cron: "30 2 * * *", TZ: "America/New_York"}},
 		{"every 1m", Spec{Every: time.Minute}},
+		{"union of 3, 50 dates and 10 ranges excluded", benchSet()},
 	} {
 		s, err := Parse(bc.spec)
 		if err != nil {
@@ -59,4 +60,19 @@ func BenchmarkCacheGet(b *testing.B) {
 			}
 		}
 	})
+}
+
+// benchSet is a union of three schedules with 50 dates (Europe/Berlin)
+// and 10 ranges excluded across 2026.
+func benchSet() Spec {
+	s := Spec{Cron: "0 9 * * 1-5", TZ: "Europe/Berlin", Also: []Spec{{Every: 7 * time.Minute}, {Cron: "30 2 * * *", TZ: "America/New_York"}},
+		Exclude: Exclusions{TZ: "Europe/Berlin"}}
+	for i := range 50 {
+		s.Exclude.Dates = append(s.Exclude.Dates, DateOf(time.Date(2026, 1, 1+7*i, 0, 0, 0, 0, time.UTC)))
+	}
+	for i := range 10 {
+		from := time.Date(2026, time.Month(1+i), 15, 0, 0, 0, 0, time.UTC)
+		s.Exclude.Ranges = append(s.Exclude.Ranges, Range{From: from, To: from.Add(36 * time.Hour)})
+	}
+	return s
 }

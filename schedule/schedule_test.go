@@ -256,6 +256,8 @@ func TestNextIsAllocationFree(t *testing.T) {
 		{Cron: "0 0 30 2 *"},
 		{Every: time.Minute, Start: at},
 		{At: at},
+		{Cron: "0 9 * * 1-5", TZ: "Europe/Berlin", Also: []Spec{{Every: 7 * time.Minute}, {Cron: "30 2 * * *", TZ: "America/New_York"}},
+			Exclude: Exclusions{TZ: "America/Santiago", Dates: []Date{{2026, 3, 8}, {2026, 5, 1}}, Ranges: []Range{{From: at, To: at.Add(time.Hour)}}}},
 	} {
 		s := mustParse(t, spec)
 		from := utc("2026-03-08T06:00:00Z")
