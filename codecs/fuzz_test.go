@@ -239,5 +239,20 @@ func FuzzDecodeJobDef(f *testing.F) {
 		requireJSONEqual(t, d.Payload, again.Payload)
 		d.Payload, again.Payload = nil, nil
 		require.Equal(t, d, again)
+		// A valid definition (several schedules and exclusions included)
+		// survives Def and the table record unchanged.
+		j, err := d.Validate(codecs.DefaultLimits())
+		if err != nil {
+			var e *codecs.Error
+			require.True(t, errors.As(err, &e), "%T %v", err, err)
+			return
+		}
+		j2, err := j.Def().Validate(codecs.DefaultLimits())
+		require.NoError(t, err, "%+v", j.Def())
+		require.Equal(t, j, j2)
+		rec := codecs.JobRecord{Version: 1, Status: codecs.StatusActive, Job: j}
+		got, err := codecs.DecodeJobRecord(codecs.EncodeJobRecord(&rec))
+		require.NoError(t, err)
+		require.Equal(t, normRecord(rec), *got)
 	})
 }

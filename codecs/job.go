@@ -382,5 +382,22 @@ func DecodeJobDef(b []byte) (JobDef, error) {
 	if err := strictUnmarshal(b, &d, jobDefShape); err != nil {
 		return JobDef{}, err
 	}
+	d.normalizeLists()
 	return d, nil
+}
+
+// normalizeLists makes empty lists nil ([] and null both mean "none"),
+// so that a definition and its JSON encoding decode alike.
+func (d *JobDef) normalizeLists() {
+	if len(d.Schedules) == 0 {
+		d.Schedules = nil
+	}
+	if x := d.Exclude; x != nil {
+		if len(x.Dates) == 0 {
+			x.Dates = nil
+		}
+		if len(x.Ranges) == 0 {
+			x.Ranges = nil
+		}
+	}
 }
