@@ -445,8 +445,15 @@ func bulkKeys(st *store.Store, tr codecs.ShardTrigger, limit int) ([]string, boo
 
 // checkBulkTrigger checks what a bulk shard trigger needs to finish: a
 // bulk op, a valid bucket or prefix (one of them), a trigger id, a note
-// only on a pause. A bad one is rejected, never retried.
+// only on a pause. A bad one is rejected, never retried. A prefix under
+// the reserved "__chronos/" passes here: every entrance refuses it now,
+// but an operation an earlier release queued with one must still finish
+// (its continuations rejected, it would block the shard's queue for
+// good); its walk selects no job, since no job id has that prefix.
 func checkBulkTrigger(tr codecs.ShardTrigger) error {
+	if strings.HasPrefix(tr.Prefix, topology.ShardKeyPrefix) {
+		tr.Prefix = "x" + strings.TrimPrefix(tr.Prefix, topology.ShardKeyPrefix) // checked as an ordinary prefix otherwise
+	}
 	bt := codecs.BucketTrigger{Op: tr.Op, Bucket: tr.Bucket, Prefix: tr.Prefix, Note: tr.Note, TriggerID: tr.TriggerID}
 	if !codecs.IsBulkOp(tr.Op) {
 		return &codecs.Error{Code: codecs.CodeUnknownOp, Field: "op", Reason: fmt.Sprintf("a bulk shard trigger needs op pause, resume or delete, not %q", tr.Op)}
