@@ -7,17 +7,28 @@ import (
 )
 
 // Targets are the (group, topic) pairs of a Chronos system on layout l: the
-// scheduler group's three inputs (its first, the jobs topic, is the one
-// KEDA watches), the clock group's and the router group's.
+// scheduler group's four inputs (the first three are the shipped
+// ScaledObject's Kafka triggers; the backfill topic's lag is backfill steps
+// in flight, paced by --backfill-rate, which no trigger watches), the clock
+// group's and the router group's.
 func Targets(l topology.Layout) []Target {
 	s := string(l.SchedulerGroup())
 	return []Target{
 		{Group: s, Topic: string(l.Jobs())},
 		{Group: s, Topic: string(l.ShardTriggers())},
 		{Group: s, Topic: string(l.SchedulerLoop())},
+		BackfillTarget(l),
 		{Group: string(l.ClockGroup()), Topic: string(l.Clock())},
 		{Group: string(l.RouterGroup()), Topic: string(l.BucketTriggers())},
 	}
+}
+
+// BackfillTarget is the scheduler group's backfill-step topic on layout l:
+// about one step per backfill in progress is in flight, paced by
+// --backfill-rate. Not a scaling trigger (the loopback was, and B backfills
+// at any rate asked for B / 100 replicas there); also in Targets.
+func BackfillTarget(l topology.Layout) Target {
+	return Target{Group: string(l.SchedulerGroup()), Topic: string(l.SchedulerBackfill())}
 }
 
 // HistoryTargets are the history group's inputs on layout l (issue 13):
@@ -50,7 +61,9 @@ func ExecutorTargets(l topology.Layout, groups []string) []Target {
 //     per second a stuck fan-out is behind (idle: up to about one per
 //     partition in flight, under the threshold whatever the partitions);
 //   - the loopback, lagThreshold 100: fan-out continuations and one-shot
-//     completions waiting behind a busy partition;
+//     completions waiting behind a busy partition (backfill steps have
+//     their own topic, which no trigger watches: B backfills keep about B
+//     steps in flight whatever their rate);
 //   - LatenessQuery, threshold FanoutSecondsPerReplica: a replica per 5 s
 //     the worst partition's watermark is behind the latest announced time
 //     its pod consumed: a fan-out merely slow (which none of the lags

@@ -50,6 +50,7 @@ func TestBackfillRatePauseCancel(t *testing.T) {
 		now = now.Add(time.Second)
 		env.Tick(now)
 		waitAdvanced(env)
+		env.WaitConsumed(string(env.Layout.SchedulerGroup()), string(env.Layout.SchedulerBackfill()), time.Minute)
 		env.WaitConsumed(string(env.Layout.SchedulerGroup()), string(env.Layout.SchedulerLoop()), time.Minute)
 	}
 	command := func(op string, from, to time.Time) {

@@ -132,6 +132,9 @@ func TestPoisonRecordsNeverStopScheduling(t *testing.T) {
 		{"shard trigger with a foreign key", string(n.ShardTriggers()), -1, []byte("intruder"),
 			codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t0.Add(time.Hour)}), codecs.CodeInvalidID},
 		{"junk loopback", string(n.SchedulerLoop()), -1, []byte(shardKey[p]), junk(big), codecs.CodeMalformed},
+		{"junk backfill step", string(n.SchedulerBackfill()), -1, []byte(job), junk(big), codecs.CodeMalformed},
+		{"advance on the backfill topic", string(n.SchedulerBackfill()), -1, []byte(shardKey[p]),
+			codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t0.Add(time.Hour)}), codecs.CodeUnknownOp},
 		{"bucket shard trigger with a 990 kB payload", string(n.ShardTriggers()), -1, []byte(shardKey[p]), codecs.EncodeInternal(codecs.ShardTrigger{
 			Kind: codecs.KindBucket, T: t0, Bucket: "b", TriggerID: "x", Payload: []byte(`"` + strings.Repeat("z", big) + `"`)}), codecs.CodePayloadTooLarge},
 		{"bucket loopback with a 990 kB payload", string(n.SchedulerLoop()), -1, []byte(shardKey[p]), codecs.EncodeInternal(codecs.ShardTrigger{

@@ -67,6 +67,7 @@ func (l Layout) Topics() []Topic {
 		sharded(string(l.ShardTriggers()), nil),
 		sharded(string(l.SchedulerTable()), compact),
 		sharded(string(l.SchedulerLoop()), nil),
+		sharded(string(l.SchedulerBackfill()), nil),
 		sharded(string(l.Dispatch()), nil),
 		sharded(string(l.Rejects()), nil),
 		sharded(string(l.BucketTriggers()), inbound),

@@ -53,17 +53,18 @@ func TestLayoutTopics(t *testing.T) {
 	compact := map[string]string{"cleanup.policy": "compact"}
 	inbound := map[string]string{"compression.type": "uncompressed"}
 	want := map[string]topology.Topic{
-		"x.chronos-jobs":            {Partitions: 7, Sharded: true, Configs: inbound},
-		"x.chronos-shard-triggers":  {Partitions: 7, Sharded: true},
-		"x.chronos-scheduler-table": {Partitions: 7, Sharded: true, Configs: compact},
-		"x.chronos-scheduler-loop":  {Partitions: 7, Sharded: true},
-		"x.chronos-dispatch":        {Partitions: 7, Sharded: true},
-		"x.chronos-rejects":         {Partitions: 7, Sharded: true},
-		"x.chronos-bucket-triggers": {Partitions: 7, Sharded: true, Configs: inbound},
-		"x.chronos-results":         {Partitions: 7, Sharded: true, Configs: inbound},
-		"x.chronos-history-table":   {Partitions: 7, Sharded: true, Configs: compact},
-		"x.chronos-clock":           {Partitions: 1, Configs: map[string]string{"message.timestamp.type": "LogAppendTime"}},
-		"x.chronos-clock-table":     {Partitions: 1, Configs: compact},
+		"x.chronos-jobs":               {Partitions: 7, Sharded: true, Configs: inbound},
+		"x.chronos-shard-triggers":     {Partitions: 7, Sharded: true},
+		"x.chronos-scheduler-table":    {Partitions: 7, Sharded: true, Configs: compact},
+		"x.chronos-scheduler-loop":     {Partitions: 7, Sharded: true},
+		"x.chronos-scheduler-backfill": {Partitions: 7, Sharded: true},
+		"x.chronos-dispatch":           {Partitions: 7, Sharded: true},
+		"x.chronos-rejects":            {Partitions: 7, Sharded: true},
+		"x.chronos-bucket-triggers":    {Partitions: 7, Sharded: true, Configs: inbound},
+		"x.chronos-results":            {Partitions: 7, Sharded: true, Configs: inbound},
+		"x.chronos-history-table":      {Partitions: 7, Sharded: true, Configs: compact},
+		"x.chronos-clock":              {Partitions: 1, Configs: map[string]string{"message.timestamp.type": "LogAppendTime"}},
+		"x.chronos-clock-table":        {Partitions: 1, Configs: compact},
 	}
 	require.Len(t, got, len(want))
 	for name, w := range want {

@@ -77,6 +77,15 @@ func (n Names) SchedulerTable() goka.Table { return goka.GroupTable(n.SchedulerG
 // SchedulerLoop is the scheduler group's loopback topic.
 func (n Names) SchedulerLoop() goka.Stream { return goka.Stream(string(n.SchedulerGroup()) + "-loop") }
 
+// SchedulerBackfill is the scheduler group's topic for backfill steps, its
+// second self-addressed topic: each completed advance sends every backfill
+// in progress a step on it (keyed by the job), apart from the loopback so
+// that the loopback's lag, which the shipped ScaledObject scales on, counts
+// fan-out continuations and completions only, not paced backfill work.
+func (n Names) SchedulerBackfill() goka.Stream {
+	return goka.Stream(string(n.SchedulerGroup()) + "-backfill")
+}
+
 // ClockTable is the clock group's changelog (compacted, one partition).
 func (n Names) ClockTable() goka.Table { return goka.GroupTable(n.ClockGroup()) }
 

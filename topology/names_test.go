@@ -14,15 +14,16 @@ func TestNames(t *testing.T) {
 	for _, prefix := range []string{"", "staging."} {
 		n := topology.Names{Prefix: prefix}
 		for got, want := range map[string]string{
-			string(n.Jobs()):           "chronos-jobs",
-			string(n.BucketTriggers()): "chronos-bucket-triggers",
-			string(n.Dispatch()):       "chronos-dispatch",
-			string(n.Rejects()):        "chronos-rejects",
-			string(n.Clock()):          "chronos-clock",
-			string(n.ShardTriggers()):  "chronos-shard-triggers",
-			string(n.SchedulerTable()): "chronos-scheduler-table",
-			string(n.SchedulerLoop()):  "chronos-scheduler-loop",
-			string(n.ClockTable()):     "chronos-clock-table",
+			string(n.Jobs()):              "chronos-jobs",
+			string(n.BucketTriggers()):    "chronos-bucket-triggers",
+			string(n.Dispatch()):          "chronos-dispatch",
+			string(n.Rejects()):           "chronos-rejects",
+			string(n.Clock()):             "chronos-clock",
+			string(n.ShardTriggers()):     "chronos-shard-triggers",
+			string(n.SchedulerTable()):    "chronos-scheduler-table",
+			string(n.SchedulerLoop()):     "chronos-scheduler-loop",
+			string(n.SchedulerBackfill()): "chronos-scheduler-backfill",
+			string(n.ClockTable()):        "chronos-clock-table",
 		} {
 			require.Equal(t, prefix+want, got)
 		}

@@ -34,7 +34,7 @@ func newLag() *cobra.Command {
 		Long: "Without --topic: the triggers of the shipped ScaledObject for --partitions (deploy/kubernetes/keda-scaledobject.yaml:\n" +
 			"commands on chronos-jobs, a stuck fan-out on chronos-shard-triggers, the loopback, and with --lateness the\n" +
 			"fan-out lateness trigger), each trigger's metric and proposal, and the largest, as KEDA and the HPA combine\n" +
-			"them; the history group's lag is listed too (no trigger watches it). --lateness is what the lateness trigger's query returns (max(chronos_fanout_lateness_seconds), from\n" +
+			"them; the lag of backfill steps (chronos-scheduler-backfill) and of the history group is listed too (no trigger watches them). --lateness is what the lateness trigger's query returns (max(chronos_fanout_lateness_seconds), from\n" +
 			"Prometheus or the largest value on the pods' /metrics). With --topic: one trigger with the --lag-threshold,\n" +
 			"--activation-lag-threshold and --offset-reset-policy given.",
 		Args: cobra.NoArgs,
@@ -86,11 +86,22 @@ func newLag() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			shown, histErr := parts, error(nil)
-			if topic == "" { // and the history group's, which no trigger watches
-				var hist []lag.Partition
-				if hist, histErr = lag.Measure(ctx, adm, lag.Earliest, lag.HistoryTargets(l)...); histErr == nil {
-					shown = append(shown[:len(shown):len(shown)], hist...)
+			shown := parts
+			var unmeasured []string
+			if topic == "" { // and the backfill steps' and history group's, which no trigger watches
+				for _, u := range []struct {
+					what    string
+					targets []lag.Target
+				}{
+					{"backfill steps (" + string(l.SchedulerBackfill()) + ")", []lag.Target{lag.BackfillTarget(l)}},
+					{"history group " + string(l.HistoryGroup()), lag.HistoryTargets(l)},
+				} {
+					more, err := lag.Measure(ctx, adm, lag.Earliest, u.targets...)
+					if err != nil {
+						unmeasured = append(unmeasured, fmt.Sprintf("%s: lag not measured: %v", u.what, err))
+						continue
+					}
+					shown = append(shown[:len(shown):len(shown)], more...)
 				}
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
@@ -105,8 +116,8 @@ func newLag() *cobra.Command {
 			if err := w.Flush(); err != nil {
 				return err
 			}
-			if histErr != nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "history group %s: lag not measured: %v\n", l.HistoryGroup(), histErr)
+			for _, u := range unmeasured {
+				fmt.Fprintln(cmd.OutOrStdout(), u)
 			}
 			want, verdicts := so.Replicas(parts, current)
 			if observed {

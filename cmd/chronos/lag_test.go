@@ -64,7 +64,8 @@ func TestLagCommandReportsTheBacklogThenZero(t *testing.T) {
 	}
 	out = run() // without the history group's topics: said, not an error
 	require.Contains(t, out, "history group lt.chronos-history: lag not measured")
-	for _, topic := range []string{"lt.chronos-dispatch", "lt.chronos-results"} {
+	require.Contains(t, out, "backfill steps (lt.chronos-scheduler-backfill): lag not measured")
+	for _, topic := range []string{"lt.chronos-dispatch", "lt.chronos-results", "lt.chronos-scheduler-backfill"} {
 		_, err = adm.CreateTopic(ctx, 2, 1, nil, topic)
 		require.NoError(t, err)
 	}

@@ -246,9 +246,29 @@ func (s *Scheduler) backfillRegistry(ctx goka.Context, tr codecs.ShardTrigger) e
 }
 
 // stepBackfills sends every backfill in progress on the shard one step for
-// shard time t (after an advance to t completed).
-func stepBackfills(ctx goka.Context, refs []codecs.BackfillRef, t time.Time) {
+// shard time t (after an advance to t completed), on the group's backfill
+// topic (topology.Names.SchedulerBackfill), keyed by the job.
+func stepBackfills(ctx goka.Context, topic goka.Stream, refs []codecs.BackfillRef, t time.Time) {
 	for _, r := range refs {
-		ctx.Loopback(r.Job, codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindBackfill, T: t, TriggerID: r.ID}))
+		ctx.Emit(topic, r.Job, codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindBackfill, T: t, TriggerID: r.ID}))
 	}
+}
+
+// onBackfill handles a record of the backfill topic: one step of a
+// backfill (the job's key). Any other kind is rejected.
+func (s *Scheduler) onBackfill(ctx goka.Context, msg any) {
+	s.guard(ctx)
+	raw, _ := msg.([]byte)
+	s.resolve(ctx, raw, "", s.backfillInput(ctx, raw))
+}
+
+func (s *Scheduler) backfillInput(ctx goka.Context, raw []byte) error {
+	tr, err := s.decodeTrigger(raw)
+	if err != nil {
+		return invalid(err)
+	}
+	if tr.Kind != codecs.KindBackfill {
+		return &codecs.Error{Code: codecs.CodeUnknownOp, Field: "kind", Reason: "only backfill steps are read from the backfill topic, not " + tr.Kind}
+	}
+	return s.stepBackfill(ctx, tr)
 }

@@ -29,7 +29,9 @@ func (s *Scheduler) shardTrigger(ctx goka.Context, raw []byte) error {
 }
 
 // onLoop handles loopback messages: fan-out continuations (shard key) and
-// completions of one-shot jobs (job key).
+// completions of one-shot jobs (job key). Backfill steps have their own
+// topic (onBackfill); one still on the loopback (sent before that topic
+// existed) is run here the same way.
 func (s *Scheduler) onLoop(ctx goka.Context, msg any) {
 	s.guard(ctx)
 	raw, _ := msg.([]byte)
@@ -160,7 +162,7 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 	}
 	done := passDone(shard, t)
 	s.setValue(ctx, codecs.EncodeShardRecord(done))
-	stepBackfills(ctx, done.Backfills, t)
+	stepBackfills(ctx, s.cfg.Layout.SchedulerBackfill(), done.Backfills, t)
 	return nil
 }
 

@@ -193,6 +193,9 @@ func (s *Scheduler) Graph() *goka.GroupGraph {
 		goka.Input(n.Jobs(), new(codec.Bytes), s.onCommand),
 		goka.Input(n.ShardTriggers(), new(codec.Bytes), s.onTrigger),
 		goka.Loop(new(codec.Bytes), s.onLoop),
+		// Backfill steps: sent by completed advances, consumed here.
+		goka.Input(n.SchedulerBackfill(), new(codec.Bytes), s.onBackfill),
+		goka.Output(n.SchedulerBackfill(), new(codec.Bytes)),
 		goka.Persist(new(codec.Bytes)),
 		goka.Output(n.Rejects(), new(codec.Bytes)),
 		// Bulk operations write one command per job they change.
