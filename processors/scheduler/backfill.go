@@ -16,8 +16,9 @@ import (
 // the partition continues it; the partition's shard record lists the
 // backfills in progress (codecs.ShardRecord.Backfills), so the owner knows
 // them without scanning the table. Every completed advance of the shard
-// sends each listed backfill one step (a loopback with the job's key); a
-// step dispatches at most BackfillRate fires per second of shard time since
+// sends each listed backfill one step (a record with the job's key on the
+// group's backfill topic, not the loopback: see topology.SchedulerBackfill);
+// a step dispatches at most BackfillRate fires per second of shard time since
 // the backfill's last step, acknowledged before its record moves forward.
 // A crash between the two repeats that step's fires with the same
 // fire_ids. A backfill never holds its shard longer than one step: other
@@ -186,7 +187,8 @@ func backfillEvent(key string, rec *codecs.JobRecord, at, firedAt time.Time) Msg
 	return Msg{Key: key, Value: codecs.AppendDispatch(make([]byte, 0, eventOverhead+len(key)+len(rec.Job.Bucket)+len(rec.Job.Payload)), &ev)}
 }
 
-// stepBackfill runs one backfill step (a loopback with the job's key).
+// stepBackfill runs one backfill step (a record of the backfill topic, or of
+// the loopback from an earlier release, with the job's key).
 func (s *Scheduler) stepBackfill(ctx goka.Context, tr codecs.ShardTrigger) error {
 	if ctx.Context().Err() != nil {
 		return errRevoked
