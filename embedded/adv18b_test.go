@@ -244,7 +244,7 @@ func TestAdv18bGuardAgreesWithConsumer(t *testing.T) {
 				data = append(data, data[:rng.IntN(len(data)+1)]...)
 			}
 		}
-		err := checkInflated(rawBatch(codec, data), limit)
+		_, err := inflate(codec, data, limit)
 		if err != nil {
 			continue
 		}

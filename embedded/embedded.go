@@ -80,7 +80,7 @@ func Start(o Options) (*Broker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded: starting broker: %w", err)
 	}
-	refuseCompressionBombs(c, DefaultMaxInflatedBatchBytes)
+	guardProduce(c, DefaultMaxInflatedBatchBytes, int(maxReq))
 	return &Broker{c: c}, nil
 }
 
