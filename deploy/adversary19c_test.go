@@ -1,0 +1,194 @@
+//go:build adversary19c
+
+package deploy
+
+// Adversary round 19c on issue 19 (autoscaling on what makes fires late):
+// failing reproductions of promises the shipped ScaledObject, its metrics
+// and the alerts break. Each test names the promise and its run command.
+// All run on the embedded broker (and, with CHRONOS_TEST_BROKERS, on
+// Apache Kafka):
+//
+//	go test -tags adversary19c -count=1 -v -run TestAdv19c ./deploy/
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/lag"
+	"github.com/chronos-scheduler/chronos/testenv"
+)
+
+// TestAdv19cBucketTriggersScaleOut breaks "an idle or on-time system asks
+// for the minimum" (docs/operations.md Autoscaling: the chronos-shard-triggers
+// lagThreshold is 5 x partitions, "an idle system (about one advance per
+// partition in flight) asks for the minimum whatever the partitions") for
+// bucket triggers (docs/topics.md): the router sends every bucket trigger
+// to every partition of chronos-shard-triggers, next to the advances, so a
+// steady R bucket triggers a second put R x P records a second on the
+// topic the shard-trigger trigger watches. With the group committing once
+// a second, its committed lag sits near R x P however cheap each trigger
+// is, and the lagThreshold (sized for one advance per partition per
+// second) asks for about R/5 + 1 replicas. Here: 4 partitions (threshold
+// 20), 4 jobs in one bucket, 20 bucket triggers a second for 30 s (80
+// fires a second in all, about 1% of a replica's 6,125), the fan-out on
+// time (its lateness trigger reads under a second). At 10 a second 60% of
+// the samples asked for 2-3 replicas (lag up to 44).
+//
+//	go test -tags adversary19c -count=1 -v -run TestAdv19cBucketTriggersScaleOut ./deploy/
+func TestAdv19cBucketTriggersScaleOut(t *testing.T) {
+	const partitions, jobs, perSecond = 4, 4, 20
+	env := testenv.New(t, partitions)
+	so := shippedFor(t, env)
+	adm := admin(t, env)
+	now := time.Now()
+	for i := range jobs {
+		env.Put(fmt.Sprintf("job-%03d", i), codecs.JobDef{Every: "24h", Bucket: "tenant-a"}, now)
+	}
+	reg := prometheus.NewRegistry()
+	cfg := env.Config()
+	cfg.Clock.NoTicker = false // a live clock: one advance per partition per second
+	cfg.Registerer = reg
+	env.Start(cfg)
+	env.WaitApplied()
+	dispatch := env.Collect(string(env.Layout.Dispatch()))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var sent atomic.Int64
+	go func() {
+		pace := time.NewTicker(time.Second / perSecond) // the load's rate, not a wait for an effect
+		defer pace.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-pace.C:
+			}
+			n := sent.Add(1)
+			env.Produce(string(env.Layout.BucketTriggers()), "tenant-a",
+				[]byte(fmt.Sprintf(`{"v":1,"bucket":"tenant-a","trigger_id":"t-%d"}`, n)), time.Now())
+		}
+	}()
+	// Warm up 5 s, then sample for 30 s. KEDA's 15 s polls are not aligned
+	// with anything here: a sample at a random time is one of them. The HPA
+	// scales up to the lowest recommendation of its 60 s window (4 polls):
+	// with a share s of samples asking for more than 1, it does so in a
+	// window with probability about s^4.
+	start := time.Now()
+	var over, all int
+	var seen int64
+	var lags map[string]int64
+	worstLate := 0.0
+	for time.Since(start) < 35*time.Second {
+		time.Sleep(50 * time.Millisecond) // a sampling rate, not a wait for an effect
+		if time.Since(start) < 5*time.Second {
+			continue
+		}
+		parts, err := lag.Measure(context.Background(), adm, lag.Earliest, so.Targets()...)
+		if err != nil {
+			continue
+		}
+		late := lateness(t, reg)
+		worstLate = max(worstLate, late)
+		n, verdicts := so.ReplicasWith(parts, lag.Observed{Lateness: late, FireRate: perSecond * jobs}, 1)
+		all++
+		if n > 1 {
+			over++
+			if n > seen {
+				seen, lags = n, byTopic(env, verdicts)
+			}
+		}
+	}
+	cancel()
+	share := float64(over) / float64(max(all, 1))
+	t.Logf("%d bucket triggers sent (%d/s), %d fires dispatched, worst fan-out lateness %.2f s; %d of %d samples asked for more than 1 replica (up to %d, lags %v): the HPA scales up in a 60 s window with probability %.2f",
+		sent.Load(), perSecond, dispatch.Len(), worstLate, over, all, seen, lags, math.Pow(share, 4))
+	require.Positive(t, all)
+	require.Less(t, worstLate, lag.LatenessThreshold(time.Second), "the fan-out is on time (setup)")
+	require.Less(t, math.Pow(share, 4), 0.05, "%d bucket triggers a second of %d jobs, the fan-out on time: %.0f%% of the samples asked for up to %d replicas (lags %v)",
+		perSecond, jobs, 100*share, seen, lags)
+}
+
+// TestAdv19cClockStalledAlertSilent breaks "the clock-stalled alert still
+// fires when the clock stalls" (docs/deploy.md Alerts: ChronosClockStalled
+// is chronos_consumergroup_lag_sum{consumergroup="chronos-clock"} over 30;
+// docs/operations.md "Clock stalled": the clock group lag grows, or
+// chronos_clock_lag_seconds is high). The clock stalls whenever the ticks
+// it consumes cannot move time past its last announcement: it drops each
+// such tick (clock.onTick: !t.After(last)), so the ticks do not pile up,
+// the chronos-clock lag stays near 0 and the alert cannot fire, and the
+// owner's chronos_clock_lag_seconds is NaN (no announcement since it took
+// the partition), which the runbook reads as "the group keeps
+// rebalancing", on the only instance there is. Nothing fires on schedule meanwhile, and the lateness
+// trigger reads 0 (measured from the announced time). The table holds such
+// an announcement after a run with --clock-max-ahead negative (documented
+// for replays and simulated clocks that run ahead), and the same drop
+// happens when the broker's clock steps back (the chronos-clock leader
+// moves to a broker whose clock is behind: every tick is bounded to that
+// broker's time + 1 s, behind the last announcement). Here: a replay
+// instance announces now + 10 min and stops; a production instance with
+// a live ticker takes over. For 40 s: no advance, no fire of a job due
+// every second, and neither signal the alert and the runbook name.
+//
+//	go test -tags adversary19c -count=1 -v -run TestAdv19cClockStalledAlertSilent ./deploy/
+func TestAdv19cClockStalledAlertSilent(t *testing.T) {
+	const partitions = 2
+	env := testenv.New(t, partitions)
+	adm := admin(t, env)
+	now := time.Now().Truncate(time.Second)
+	env.Put("every-second", codecs.JobDef{Every: "1s"}, now)
+
+	replay := env.Config()
+	replay.Clock.MaxAhead = -1 // unbounded: a replay or simulated clock
+	a := env.Start(replay)
+	env.WaitApplied()
+	ahead := now.Add(10 * time.Minute)
+	env.Tick(ahead)
+	testenv.Eventually(t, 60*time.Second, func() error {
+		if got := a.Scheduler().Announced(); !got.Equal(ahead) {
+			return fmt.Errorf("announced %s, want %s", got, ahead)
+		}
+		return nil
+	})
+	a.Stop()
+
+	triggers := env.Collect(string(env.Layout.ShardTriggers()))
+	dispatch := env.Collect(string(env.Layout.Dispatch()))
+	reg := prometheus.NewRegistry()
+	prod := env.Config()
+	prod.Clock.NoTicker = false // production: a live ticker, the default --clock-max-ahead 1s
+	prod.Registerer = reg
+	env.Start(prod)
+	// Let the takeover settle, then watch for 40 s.
+	time.Sleep(5 * time.Second) // a settling time, then a fixed observation window
+	advances0, fires0 := triggers.Len(), dispatch.Len()
+	clockTarget := lag.Target{Group: string(env.Layout.ClockGroup()), Topic: string(env.Layout.Clock())}
+	var worstClockLag int64
+	worstGauge := math.NaN() // NaN: no sample had a number
+	start := time.Now()
+	for time.Since(start) < 40*time.Second {
+		time.Sleep(200 * time.Millisecond) // a sampling rate, not a wait for an effect
+		parts, err := lag.Measure(context.Background(), adm, lag.Earliest, clockTarget)
+		if err == nil {
+			worstClockLag = max(worstClockLag, lag.Sum(parts))
+		}
+		if g := gauge(t, reg, "chronos_clock_lag_seconds"); !math.IsNaN(g) && !(g <= worstGauge) {
+			worstGauge = g
+		}
+	}
+	advances, fires := triggers.Len()-advances0, dispatch.Len()-fires0
+	t.Logf("40 s after the takeover: %d advances announced, %d fires of a job due every second; chronos-clock lag up to %d (alert: > 30), chronos_clock_lag_seconds up to %.0f, fan-out lateness %.1f",
+		advances, fires, worstClockLag, worstGauge, lateness(t, reg))
+	require.Zero(t, advances, "setup: the clock is stalled")
+	require.Zero(t, fires, "setup: nothing fires")
+	require.Greater(t, worstClockLag, int64(30),
+		"the clock announced nothing for 40 s, yet ChronosClockStalled's input never rose over 30 (up to %d), and chronos_clock_lag_seconds read %.0f (NaN: never a number) on the only instance", worstClockLag, worstGauge)
+}
