@@ -38,10 +38,30 @@ func (h *RecordHeader) decode(pd packetDecoder) (err error) {
 		return err
 	}
 
-	if h.Value, err = pd.getVarintBytes(); err != nil {
+	if h.Value, err = getNullableBytes(pd); err != nil {
 		return err
 	}
 	return nil
+}
+
+// getNullableBytes reads a record's key, value or header value: a varint
+// length and that many bytes, or null for any negative length (Chronos
+// patch). Apache Kafka reads a record the same way: it stores a record
+// whose length is -2 and its Java consumer reads null, where upstream
+// sarama fails the whole batch at every fetch (invalid byteslice length)
+// and the partition stops.
+func getNullableBytes(pd packetDecoder) ([]byte, error) {
+	n, err := pd.getVarint()
+	if err != nil {
+		return nil, err
+	}
+	if n < 0 {
+		return nil, nil
+	}
+	if n > int64(pd.remaining()) {
+		return nil, ErrInsufficientData
+	}
+	return pd.getRawBytes(int(n))
 }
 
 // Record is kafka record type
@@ -103,12 +123,12 @@ func (r *Record) decode(pd packetDecoder) (err error) {
 	// Chronos patch: key, value and headers are copied out of the packet,
 	// so a decoded record holds its own bytes and never keeps the whole
 	// fetch response alive (third_party/sarama/README.md).
-	if r.Key, err = pd.getVarintBytes(); err != nil {
+	if r.Key, err = getNullableBytes(pd); err != nil {
 		return err
 	}
 	r.Key = bytes.Clone(r.Key)
 
-	if r.Value, err = pd.getVarintBytes(); err != nil {
+	if r.Value, err = getNullableBytes(pd); err != nil {
 		return err
 	}
 	r.Value = bytes.Clone(r.Value)
@@ -131,7 +151,7 @@ func (r *Record) decode(pd packetDecoder) (err error) {
 			if _, err := pd.getVarintBytes(); err != nil {
 				return err
 			}
-			if _, err := pd.getVarintBytes(); err != nil {
+			if _, err := getNullableBytes(pd); err != nil {
 				return err
 			}
 			r.DroppedHeaders++
