@@ -1,0 +1,73 @@
+//go:build adversary14c
+
+// Adversary 14c: breaks of issue 14's promises about several schedules,
+// exclusions and jitter (docs/schedules.md). Run:
+//
+//	go test -tags adversary14c -count=1 -run Adversary14c ./codecs/
+package codecs
+
+import (
+	"testing"
+	"time"
+
+	"github.com/chronos-scheduler/chronos/schedule"
+)
+
+// Promise (docs/schedules.md "Jitter", issue 14 item 3): a jitter delays
+// each fire, none is lost; "Jitter is checked against the gaps of the
+// union (the shortest gap among its first fires)". The check reads only
+// the first 1000 fires from 2026 (or start): a union whose members come
+// close later passes it, and then two scheduled times can get one due
+// time. DueSchedule.Next returns that due time once and the next call is
+// strictly after it, so one scheduled fire is never dispatched.
+func TestAdversary14cJitterUnionLosesFire(t *testing.T) {
+	const gap = time.Microsecond
+	hour := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	second := hour.Add(gap)
+	// A job id whose two fires get one due time (about 1 in 4000 ids).
+	var key string
+	for i := 0; i < 10_000_000 && key == ""; i++ {
+		k := "adv14c-" + itoa(i)
+		a := JitterOffset(ScheduledFireID(k, hour), 2*gap)
+		b := JitterOffset(ScheduledFireID(k, second), 2*gap)
+		if a-b == gap {
+			key = k
+		}
+	}
+	if key == "" {
+		t.Fatal("no colliding id found")
+	}
+	def := JobDef{
+		Schedules: []ScheduleDef{{Every: "1h"}, {At: second.Format(time.RFC3339Nano)}},
+		Jitter:    (2 * gap).String(),
+	}
+	job, err := def.Validate(DefaultLimits())
+	if err != nil {
+		t.Fatalf("validation refused it (would be a fix): %v", err)
+	}
+	s, err := schedule.Parse(job.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &JobRecord{Status: StatusActive, Job: job}
+	due := JobSchedule(key, rec, s)
+	var got []time.Time
+	for d := due.Next(hour.Add(-time.Minute)); !d.IsZero() && d.Before(hour.Add(2*time.Hour)); d = due.Next(d) {
+		got = append(got, Scheduled(due, d))
+	}
+	want := []time.Time{hour, second, hour.Add(time.Hour)}
+	if len(got) != len(want) {
+		t.Fatalf("job %s (jitter %s accepted): scheduled times reached through due times %v, want %v: a fire is lost", key, 2*gap, got, want)
+	}
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var b []byte
+	for ; i > 0; i /= 10 {
+		b = append([]byte{byte('0' + i%10)}, b...)
+	}
+	return string(b)
+}
