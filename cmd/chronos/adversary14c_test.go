@@ -1,0 +1,41 @@
+//go:build adversary14c
+
+// Adversary 14c: the CLI and the API disagree on several schedules.
+// Run:
+//
+//	go test -tags adversary14c -count=1 -run Adversary14c ./cmd/chronos/
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+)
+
+// Promise (issue 14: "decoded strictly" through every entrance; COMMON:
+// bad input gets a clear error; docs/schedules.md CLI: "--schedules
+// '[{"cron":..,"tz":..}, ...]' gives members their own zones"): the API
+// refuses a schedule member with an unknown field (a typo such as
+// "timezone" for "tz"), but `jobs put --schedules` decodes the
+// flag with encoding/json's lenient rules: the typo is dropped silently
+// and the job is created in UTC, firing at another time than asked.
+func TestAdversary14cCLISchedulesTypoAccepted(t *testing.T) {
+	t.Parallel()
+	member := `{"cron":"0 9 * * *","timezone":"Asia/Tokyo"}`
+	// The API's decoder refuses it.
+	_, err := codecs.DecodeJobDef([]byte(`{"schedules":[` + member + `,{"every":"1h"}]}`))
+	require.Error(t, err, "the API accepts an unknown member field")
+	// (Also accepted, harmlessly: "TZ" for "tz", which the API refuses.)
+	for _, flag := range []string{`[` + member + `,{"every":"1h"}]`} {
+		api := newAPI(t, "")
+		_, err := run(t, "jobs", "--api", api.url+"/", "put", "typo", "--schedules", flag)
+		recs := api.prod.records()
+		if err == nil && len(recs) == 1 {
+			c, derr := codecs.DecodeCommand(recs[0].Key, recs[0].Value, codecs.DefaultLimits())
+			require.NoError(t, derr)
+			t.Errorf("--schedules %s: accepted; the job's first schedule is %q in zone %q", flag, c.Job.Spec.Cron, c.Job.Spec.TZ)
+		}
+	}
+}
