@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -191,4 +192,99 @@ func TestAdv19cClockStalledAlertSilent(t *testing.T) {
 	require.Zero(t, fires, "setup: nothing fires")
 	require.Greater(t, worstClockLag, int64(30),
 		"the clock announced nothing for 40 s, yet ChronosClockStalled's input never rose over 30 (up to %d), and chronos_clock_lag_seconds read %.0f (NaN: never a number) on the only instance", worstClockLag, worstGauge)
+}
+
+// TestAdv19cScaleUpRestoreAsksForMore breaks "an idle system asks for the
+// minimum" through rebalances and restores, the feedback adversary 19b
+// found in the lateness gauge (TestRecoveringOwnerReportsNoStaleWatermark:
+// "each step it takes is another restore on new pods") and which the fix
+// removed from the gauge only. A new pod (the shipped Deployment's
+// emptyDir: every pod a scale step adds) restores the partitions it is
+// given from the changelog before it consumes their advances, so the
+// chronos-shard-triggers lag grows by one a second per restoring partition
+// (and by one per partition while the group rebalances) for as long as
+// the restore lasts: 433 s for 10M jobs (docs/operations.md). The
+// shard-trigger trigger (5 x partitions: "a stuck fan-out") reads that as
+// a fan-out behind and asks for more replicas; each step it takes adds
+// pods that restore again: k of P partitions restoring for R s ask for
+// ceil(k x R / (5 x P)) replicas. Here: 2 partitions (lagThreshold 10), 60,000
+// idle jobs of 1 KiB, one pod with a live clock; a second pod joins with
+// an empty data dir. While it restores, the Kafka triggers ask for more
+// than 1 replica, the lateness trigger reading 0 (40,000 jobs: ready after
+// 9.5 s, 23 of 273 samples asked for 2, shard-trigger lag up to 14;
+// 60,000: 9.2 s, 25 of 268, 14; the rebalance itself is part of it).
+//
+//	go test -tags adversary19c -count=1 -v -run TestAdv19cScaleUpRestoreAsksForMore ./deploy/
+func TestAdv19cScaleUpRestoreAsksForMore(t *testing.T) {
+	const partitions, jobs = 2, 60000
+	env := testenv.New(t, partitions)
+	so := shippedFor(t, env)
+	adm := admin(t, env)
+	now := time.Now()
+	payload := []byte(`{"blob":"` + strings.Repeat("x", 1000) + `"}`)
+	for i := 0; i < jobs; i += 1000 {
+		keys, vals := make([]string, 1000), make([][]byte, 1000)
+		for k := range keys {
+			keys[k] = fmt.Sprintf("job-%06d", i+k)
+			vals[k] = testenv.PutCommand(keys[k], codecs.JobDef{Every: "24h", Payload: payload})
+		}
+		env.ProduceMany(string(env.Layout.Jobs()), keys, vals, now)
+	}
+	regA := prometheus.NewRegistry()
+	cfg := env.Config()
+	cfg.Clock.NoTicker = false
+	cfg.Registerer = regA
+	env.Start(cfg)
+	env.WaitApplied()
+	time.Sleep(3 * time.Second) // the idle system settles (commits), then the baseline
+	base, baseLags := kafkaAsks(t, env, adm, so)
+	require.Equal(t, int64(1), base, "setup: idle asks for 1 (lags %v)", baseLags)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	type sample struct {
+		at    time.Duration
+		asks  int64
+		late  float64
+		lags  map[string]int64
+		ready bool
+	}
+	var ready atomic.Bool
+	samples := make(chan sample, 100000)
+	regB := prometheus.NewRegistry()
+	start := time.Now()
+	go func() {
+		defer close(samples)
+		for ctx.Err() == nil {
+			parts, err := lag.Measure(ctx, adm, lag.Earliest, so.Targets()...)
+			if err == nil {
+				late := max(lateness(t, regA), lateness(t, regB))
+				n, verdicts := so.ReplicasWith(parts, lag.Observed{Lateness: late}, 1)
+				samples <- sample{time.Since(start), n, late, byTopic(env, verdicts), ready.Load()}
+			}
+			time.Sleep(50 * time.Millisecond) // a sampling rate, not a wait for an effect
+		}
+	}()
+	cfgB := env.Config() // an empty data dir
+	cfgB.Clock.NoTicker = false
+	cfgB.Registerer = regB
+	env.Start(cfgB)
+	ready.Store(true)
+	readyAfter := time.Since(start)
+	time.Sleep(5 * time.Second) // watch the lag drain after the restore
+	cancel()
+	var worst sample
+	var over, all int
+	for s := range samples {
+		all++
+		if s.asks > 1 {
+			over++
+		}
+		if s.asks > worst.asks || (s.asks == worst.asks && s.lags["chronos-shard-triggers"] > worst.lags["chronos-shard-triggers"]) {
+			worst = s
+		}
+	}
+	t.Logf("second pod ready (restored) %.1f s after it started; %d of %d samples asked for more than 1 replica, the worst %d at %.1f s (lags %v, lateness %.1f, after ready: %v)",
+		readyAfter.Seconds(), over, all, worst.asks, worst.at.Seconds(), worst.lags, worst.late, worst.ready)
+	require.Equal(t, int64(1), worst.asks, "an idle system asked for %d replicas while a new pod restored (lags %v): a restore of R s on k of P partitions asks for ceil(k x R / 5P)",
+		worst.asks, worst.lags)
 }
