@@ -311,3 +311,64 @@ func TestNegativeLengthsReadAsNull(t *testing.T) {
 	require.Equal(t, "h", string(got[1].Headers[0].Key))
 	require.Nil(t, got[1].Headers[0].Value, "a header value length of -5 reads as null")
 }
+
+// TestOutOfSequenceOffsetDeltasAreNumberedInOrder: Apache Kafka 4.4.0
+// stores an uncompressed batch's offset deltas as the producer wrote them
+// (it assigns the batch its offsets, base to base+count-1, in the header
+// only), and sarama numbered the records by them: deltas 0, 5 made the
+// consumer move past the partition's end ("offset out of range") and
+// stop handing over records, deltas 0, 0 made it drop the second record.
+// The patched decoder (third_party/sarama) numbers the records of a batch
+// that spans as many offsets as it holds records by position; the
+// embedded broker refuses such batches (INVALID_RECORD, stricter than
+// Kafka). Either way every put produced after the batch arrives, in order,
+// at consecutive offsets.
+func TestOutOfSequenceOffsetDeltasAreNumberedInOrder(t *testing.T) {
+	tenv := testenv.New(t, 1)
+	kc, _ := inboundKafka(t, tenv)
+	topic := string(tenv.Layout.Jobs())
+	c, err := sarama.NewConsumer(kc.Brokers, kc.Sarama())
+	require.NoError(t, err)
+	defer c.Close()
+	pc, err := c.ConsumePartition(topic, 0, sarama.OffsetOldest)
+	require.NoError(t, err)
+	defer pc.AsyncClose()
+	put := func(id string, delta int64) []byte {
+		return rawRecord(delta, []byte(id), testenv.PutCommand(id, codecs.JobDef{Cron: "0 0 1 1 *"}), []byte{0})
+	}
+	last := int64(-1)
+	for _, deltas := range [][2]int64{{0, 5}, {0, 0}, {1, 0}, {0, 1}} {
+		name := fmt.Sprintf("%d-%d", deltas[0], deltas[1])
+		code := produceRawBatch(t, tenv, topic, rawBatch(2, put("a-"+name, deltas[0]), put("b-"+name, deltas[1])))
+		inSequence := deltas == [2]int64{0, 1}
+		var want []string
+		switch {
+		case inSequence:
+			require.Zero(t, code, "%s: stored", name)
+			want = []string{"a-" + name, "b-" + name}
+		case tenv.Broker != nil:
+			require.Equal(t, kerr.InvalidRecord.Code, code, "%s: the embedded broker refuses deltas out of sequence", name)
+		default:
+			require.Zero(t, code, "%s: Apache Kafka stores deltas out of sequence (%v)", name, kerr.ErrorForCode(code))
+			want = []string{"a-" + name, "b-" + name}
+		}
+		marker := "after-" + name
+		tenv.Put(marker, codecs.JobDef{Cron: "0 0 1 1 *"}, time.Now())
+		want = append(want, marker)
+		var got []string
+		deadline := time.After(30 * time.Second)
+		for len(got) < len(want) {
+			select {
+			case m := <-pc.Messages():
+				require.Equal(t, last+1, m.Offset, "%s: %s's offset follows the previous record's", name, m.Key)
+				last = m.Offset
+				got = append(got, string(m.Key))
+			case err := <-pc.Errors():
+				t.Fatalf("%s: the consumer failed: %v", name, err)
+			case <-deadline:
+				t.Fatalf("%s: after 30 s the consumer handed over %q of %q: the partition stopped", name, got, want)
+			}
+		}
+		require.Equal(t, want, got, name)
+	}
+}

@@ -198,6 +198,18 @@ func (b *RecordBatch) decode(pd packetDecoder) (err error) {
 		b.Records = nil
 		return nil
 	}
+	// Chronos patch: a batch holding as many records as its offsets span
+	// (every batch but one that compaction thinned) holds them at
+	// FirstOffset, FirstOffset+1, ..., in order: that is how the broker
+	// assigned them. Apache Kafka stores a batch's offset deltas as the
+	// producer wrote them, so deltas out of sequence (0, 5) made the
+	// consumer skip records or jump past the partition's end; the records
+	// are numbered by position instead.
+	if err == nil && len(b.Records) == int(b.LastOffsetDelta)+1 {
+		for i, r := range b.Records {
+			r.OffsetDelta = int64(i)
+		}
+	}
 	return err
 }
 
