@@ -39,3 +39,21 @@ func TestAdversary14cCLISchedulesTypoAccepted(t *testing.T) {
 		}
 	}
 }
+
+// Promise (docs/schedules.md CLI: "--dst-gap/--dst-overlap apply to each
+// cron"; the API refuses a DST policy with every/at, and beside
+// schedules): `jobs put --every 1h --dst-gap skip` is refused (one every:
+// the flag reaches the API), but `jobs put --every 1h --every 90m
+// --dst-gap skip` is accepted with the flag silently dropped (no cron to
+// carry it): the same flag is an error or nothing depending on how many
+// schedules there are.
+func TestAdversary14cCLIDSTFlagDroppedWithSeveralEverys(t *testing.T) {
+	t.Parallel()
+	one := newAPI(t, "")
+	_, errOne := run(t, "jobs", "--api", one.url+"/", "put", "e1", "--every", "1h", "--dst-gap", "skip")
+	two := newAPI(t, "")
+	_, errTwo := run(t, "jobs", "--api", two.url+"/", "put", "e2", "--every", "1h", "--every", "90m", "--dst-gap", "skip")
+	if (errOne == nil) != (errTwo == nil) {
+		t.Errorf("--dst-gap skip with one --every: err %v; with two: err %v (%d commands produced)", errOne, errTwo, len(two.prod.records()))
+	}
+}
