@@ -288,3 +288,71 @@ func TestAdv19cScaleUpRestoreAsksForMore(t *testing.T) {
 	require.Equal(t, int64(1), worst.asks, "an idle system asked for %d replicas while a new pod restored (lags %v): a restore of R s on k of P partitions asks for ceil(k x R / 5P)",
 		worst.asks, worst.lags)
 }
+
+// TestAdv19cOneShotJobsScaleOut breaks "an idle or on-time system asks for
+// the minimum" for one-shot jobs, as adversary 19b broke it for backfills
+// (fixed by giving backfill steps their own topic): after a one-shot job's
+// last fire the fan-out sends a complete through the loopback
+// (chronos-scheduler-loop), one record per fire, so a steady R one-shot
+// fires a second put R records a second on the loopback, and with the
+// group committing once a second its committed lag sits near R. The
+// loopback trigger's lagThreshold is a fixed 100 (not per partition, not
+// per fire), so one-shot fires at a few hundred a second ask for more
+// replicas whatever load they make (a reminder service of `at` jobs: 600
+// fires a second is 10% of a replica's 6,125). Here: 4 partitions, 600
+// `at` jobs due in each second for 35 s, the fan-out on time. At 300 a
+// second: 51% of the samples asked for 2-3 replicas (loop lag up to 300).
+//
+//	go test -tags adversary19c -count=1 -v -run TestAdv19cOneShotJobsScaleOut ./deploy/
+func TestAdv19cOneShotJobsScaleOut(t *testing.T) {
+	const partitions, perSecond, seconds = 4, 600, 35
+	env := testenv.New(t, partitions)
+	so := shippedFor(t, env)
+	adm := admin(t, env)
+	first := time.Now().Truncate(time.Second).Add(15 * time.Second)
+	for s := range seconds {
+		keys, vals := make([]string, perSecond), make([][]byte, perSecond)
+		for k := range keys {
+			keys[k] = fmt.Sprintf("remind-%02d-%03d", s, k)
+			vals[k] = testenv.PutCommand(keys[k], codecs.JobDef{At: first.Add(time.Duration(s) * time.Second).Format(time.RFC3339)})
+		}
+		env.ProduceMany(string(env.Layout.Jobs()), keys, vals, time.Now())
+	}
+	reg := prometheus.NewRegistry()
+	cfg := env.Config()
+	cfg.Clock.NoTicker = false
+	cfg.Registerer = reg
+	env.Start(cfg)
+	env.WaitApplied()
+	dispatch := env.Collect(string(env.Layout.Dispatch()))
+	require.Less(t, time.Until(first), 15*time.Second)
+	time.Sleep(time.Until(first.Add(3 * time.Second))) // the reminders start falling due
+	var over, all int
+	var seen int64
+	var lags map[string]int64
+	worstLate := 0.0
+	for time.Now().Before(first.Add(seconds*time.Second - 3*time.Second)) {
+		time.Sleep(50 * time.Millisecond) // a sampling rate, not a wait for an effect
+		parts, err := lag.Measure(context.Background(), adm, lag.Earliest, so.Targets()...)
+		if err != nil {
+			continue
+		}
+		late := lateness(t, reg)
+		worstLate = max(worstLate, late)
+		n, verdicts := so.ReplicasWith(parts, lag.Observed{Lateness: late, FireRate: perSecond}, 1)
+		all++
+		if n > 1 {
+			over++
+			if n > seen {
+				seen, lags = n, byTopic(env, verdicts)
+			}
+		}
+	}
+	share := float64(over) / float64(max(all, 1))
+	t.Logf("%d one-shot fires a second, %d dispatched, worst fan-out lateness %.2f s; %d of %d samples asked for more than 1 replica (up to %d, lags %v): the HPA scales up in a 60 s window with probability %.2f",
+		perSecond, dispatch.Len(), worstLate, over, all, seen, lags, math.Pow(share, 4))
+	require.Positive(t, all)
+	require.Less(t, worstLate, lag.LatenessThreshold(time.Second), "the fan-out is on time (setup)")
+	require.Less(t, math.Pow(share, 4), 0.05, "%d one-shot fires a second, the fan-out on time: %.0f%% of the samples asked for up to %d replicas (lags %v)",
+		perSecond, 100*share, seen, lags)
+}
