@@ -60,3 +60,60 @@ func TestAdv19cHelmResolutionMismatchRenders(t *testing.T) {
 	}
 	require.Empty(t, bad)
 }
+
+// TestAdv19cHelmRendersScaledObjectsKEDARefuses breaks "Helm and the plain
+// manifests agree" at the edges of the values: the chart refuses
+// keda.minReplicaCount 0 and a maxReplicaCount over the partitions, but
+// renders, without a word, ScaledObjects that KEDA refuses or that do not
+// scale as the values say: keda.partitions 0 (maxReplicaCount 0 under
+// minReplicaCount 1, shard-trigger lagThreshold "0"), minReplicaCount 13
+// over maxReplicaCount 12, lagThreshold or firesPerReplica 0 or
+// loopLagThreshold -5 (thresholds lag.ParseKafkaTrigger and
+// lag.ParsePrometheusTrigger refuse, as KEDA does), and a
+// fanoutSecondsPerReplica of 2.5 truncated to 2 (lateness threshold 2,
+// shard-trigger lagThreshold 24 instead of 2.5 and 30).
+//
+//	CHRONOS_HELM=~/.cache/chronos-helm/v3.22.0/helm go test -tags 'helm adversary19c' -count=1 -v -run TestAdv19cHelm ./deploy/
+func TestAdv19cHelmRendersScaledObjectsKEDARefuses(t *testing.T) {
+	var bad []string
+	for _, set := range []string{"keda.partitions=0", "keda.minReplicaCount=13", "keda.lagThreshold=0",
+		"keda.loopLagThreshold=-5", "keda.firesPerReplica=0", "keda.fanoutSecondsPerReplica=2.5"} {
+		args := []string{"template", "r", chart, "--set", "keda.enabled=true", "--set", set}
+		out, err := helm(t, args...)
+		if err != nil {
+			continue // refused
+		}
+		so := kind(t, parseYAMLDocs(t, "helm "+strings.Join(args, " "), []byte(out)), "ScaledObject")
+		minR, maxR := get(so, "spec", "minReplicaCount").(int), get(so, "spec", "maxReplicaCount").(int)
+		var problems []string
+		if minR > maxR || maxR < 1 {
+			problems = append(problems, fmt.Sprintf("minReplicaCount %d, maxReplicaCount %d", minR, maxR))
+		}
+		for _, tr := range list(get(so, "spec", "triggers")) {
+			md := map[string]string{}
+			for k, v := range dict(get(tr, "metadata")) {
+				md[k], _ = v.(string)
+			}
+			var err error
+			switch str(get(tr, "type")) {
+			case "kafka":
+				_, err = lag.ParseKafkaTrigger(md)
+			case "prometheus":
+				var pt lag.PrometheusTrigger
+				mt, _ := get(tr, "metricType").(string)
+				pt, err = lag.ParsePrometheusTrigger(mt, md)
+				if err == nil && strings.Contains(pt.Query, lag.LatenessMetric) && set == "keda.fanoutSecondsPerReplica=2.5" && pt.Threshold != 2.5 {
+					err = fmt.Errorf("lateness threshold %g, want 2.5", pt.Threshold)
+				}
+			}
+			if err != nil {
+				problems = append(problems, err.Error())
+			}
+		}
+		if len(problems) > 0 {
+			t.Logf("--set %s rendered: %s", set, strings.Join(problems, "; "))
+			bad = append(bad, set)
+		}
+	}
+	require.Empty(t, bad, "values rendered into ScaledObjects KEDA refuses or that do not scale as set")
+}

@@ -41,7 +41,9 @@ import (
 // 20), 4 jobs in one bucket, 20 bucket triggers a second for 30 s (80
 // fires a second in all, about 1% of a replica's 6,125), the fan-out on
 // time (its lateness trigger reads under a second). At 10 a second 60% of
-// the samples asked for 2-3 replicas (lag up to 44).
+// the samples asked for 2-3 replicas (lag up to 44). Measured: embedded
+// broker 75% of samples, up to 4 replicas, lag 63; Apache Kafka 78%, up
+// to 4, lag 131.
 //
 //	go test -tags adversary19c -count=1 -v -run TestAdv19cBucketTriggersScaleOut ./deploy/
 func TestAdv19cBucketTriggersScaleOut(t *testing.T) {
@@ -138,6 +140,8 @@ func TestAdv19cBucketTriggersScaleOut(t *testing.T) {
 // instance announces now + 10 min and stops; a production instance with
 // a live ticker takes over. For 40 s: no advance, no fire of a job due
 // every second, and neither signal the alert and the runbook name.
+// Measured: chronos-clock lag up to 2 (embedded broker) and 1 (Apache
+// Kafka), chronos_clock_lag_seconds NaN throughout on both.
 //
 //	go test -tags adversary19c -count=1 -v -run TestAdv19cClockStalledAlertSilent ./deploy/
 func TestAdv19cClockStalledAlertSilent(t *testing.T) {
@@ -212,7 +216,8 @@ func TestAdv19cClockStalledAlertSilent(t *testing.T) {
 // an empty data dir. While it restores, the Kafka triggers ask for more
 // than 1 replica, the lateness trigger reading 0 (40,000 jobs: ready after
 // 9.5 s, 23 of 273 samples asked for 2, shard-trigger lag up to 14;
-// 60,000: 9.2 s, 25 of 268, 14; the rebalance itself is part of it).
+// 60,000: 9.2 s, 25 of 268, 14; the rebalance itself is part of it;
+// Apache Kafka, 60,000: 9.7 s, 20 of 252, 14).
 //
 //	go test -tags adversary19c -count=1 -v -run TestAdv19cScaleUpRestoreAsksForMore ./deploy/
 func TestAdv19cScaleUpRestoreAsksForMore(t *testing.T) {
@@ -302,6 +307,8 @@ func TestAdv19cScaleUpRestoreAsksForMore(t *testing.T) {
 // fires a second is 10% of a replica's 6,125). Here: 4 partitions, 600
 // `at` jobs due in each second for 35 s, the fan-out on time. At 300 a
 // second: 51% of the samples asked for 2-3 replicas (loop lag up to 300).
+// Measured at 600: embedded broker 548 of 552 samples, up to 4, loop lag
+// 600; Apache Kafka 509 of 514, up to 4, 600.
 //
 //	go test -tags adversary19c -count=1 -v -run TestAdv19cOneShotJobsScaleOut ./deploy/
 func TestAdv19cOneShotJobsScaleOut(t *testing.T) {
