@@ -363,3 +363,68 @@ func TestAdv19cOneShotJobsScaleOut(t *testing.T) {
 	require.Less(t, math.Pow(share, 4), 0.05, "%d one-shot fires a second, the fan-out on time: %.0f%% of the samples asked for up to %d replicas (lags %v)",
 		perSecond, 100*share, seen, lags)
 }
+
+// TestAdv19cClockStalledAlertOnIdleFineResolution breaks the other side of
+// "the clock-stalled alert fires when the clock stalls": it must not fire
+// on a clock that is fine. ChronosClockStalled is the chronos-clock lag
+// over 30 for 2 min (docs/deploy.md: "The lag counts ticks (one per
+// instance per resolution), so 30 is 15 s with two instances at the
+// default 1 s"), a fixed count. The ticks arrive at instances /
+// resolution a second and the clock group commits once a second, so at
+// --resolution 50ms (which the ScaledObject thresholds now follow) an idle
+// system of two instances keeps 0-40 ticks in flight, and at 10ms (the
+// lowest the Helm chart and chronos lag take) 0-200:
+// the alert's input sits over 30 most of the time and the critical alert
+// ("nothing fires on schedule") fires with every fire on time. Here: two
+// instances at 10ms, idle, the chronos-clock lag sampled for 30 s; with
+// rules evaluated every 15 s (deploy/prometheus/prometheus.yml) a 2 min
+// "for" is 9 evaluations in a row, so with a share s of samples over 30 the
+// alert fires in a given 2 minutes with probability about s^9. At 20ms:
+// 412 of 589 samples over 30 (up to 100), s^9 0.04.
+//
+//	go test -tags adversary19c -count=1 -v -run TestAdv19cClockStalledAlertOnIdleFineResolution ./deploy/
+func TestAdv19cClockStalledAlertOnIdleFineResolution(t *testing.T) {
+	const partitions, res = 2, 10 * time.Millisecond
+	env := testenv.New(t, partitions)
+	adm := admin(t, env)
+	env.Put("every-second", codecs.JobDef{Every: "1s"}, time.Now())
+	for range 2 {
+		cfg := env.Config()
+		cfg.Clock.NoTicker = false
+		cfg.Clock.Resolution = res
+		env.Start(cfg)
+	}
+	env.WaitApplied()
+	dispatch := env.Collect(string(env.Layout.Dispatch()))
+	time.Sleep(5 * time.Second) // the two instances settle (one rebalance), then the idle system is sampled
+	clockTarget := lag.Target{Group: string(env.Layout.ClockGroup()), Topic: string(env.Layout.Clock())}
+	var over, all int
+	var worst int64
+	start := time.Now()
+	for time.Since(start) < 30*time.Second {
+		time.Sleep(50 * time.Millisecond) // a sampling rate, not a wait for an effect
+		parts, err := lag.Measure(context.Background(), adm, lag.Earliest, clockTarget)
+		if err != nil {
+			continue
+		}
+		n := lag.Sum(parts)
+		all++
+		worst = max(worst, n)
+		if n > 30 {
+			over++
+		}
+	}
+	share := float64(over) / float64(max(all, 1))
+	late := 0.0
+	for _, d := range dispatch.Dispatches(t) {
+		if d.ScheduledAt.Before(start) {
+			continue // the start's rebalance
+		}
+		late = max(late, d.FiredAt.Sub(d.ScheduledAt).Seconds())
+	}
+	t.Logf("2 instances at --resolution %s, idle: %d of %d samples of the chronos-clock lag over 30 (up to %d); %d fires, the latest %.2f s after its time; the alert fires in 2 min with probability %.2f",
+		res, over, all, worst, dispatch.Len(), late, math.Pow(share, 9))
+	require.Positive(t, all)
+	require.Less(t, math.Pow(share, 9), 0.05, "a clock that announces every step, fires on time: ChronosClockStalled's input over 30 in %.0f%% of the samples (up to %d)",
+		100*share, worst)
+}
