@@ -1,18 +1,21 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	httpapi "github.com/chronos-scheduler/chronos/api"
+	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/schedule"
 	"github.com/chronos-scheduler/chronos/views"
 )
@@ -90,6 +93,15 @@ func printJob(out io.Writer, j *views.Job) {
 			overlap = "first"
 		}
 		row("dst", "gap "+gap+", overlap "+overlap)
+	}
+	for i, m := range j.Job.Schedules {
+		row(fmt.Sprintf("schedule %d", i+1), scheduleLine(m))
+	}
+	if x := j.Job.Exclude; x != nil {
+		row("exclude dates", strings.Join(x.Dates, ", "))
+		for _, r := range x.Ranges {
+			row("exclude range", r.From+" to "+r.To)
+		}
 	}
 	row("start", j.Job.Start)
 	row("end", j.Job.End)
@@ -269,4 +281,19 @@ func newTrigger() *cobra.Command {
 	cmd.Flags().StringVar(&payload, "payload", "", "JSON payload for every fire instead of each job's")
 	cmd.Flags().StringVar(&trigger, "trigger-id", "", "idempotency key of this trigger (default: random)")
 	return cmd
+}
+
+// scheduleLine shows one of a job's several schedules on one line, like
+// "cron 0 9 * * 1-5 tz Europe/Berlin dst gap skip".
+func scheduleLine(m codecs.ScheduleDef) string {
+	var parts []string
+	for _, f := range [][2]string{{"cron", m.Cron}, {"every", m.Every}, {"at", m.At}, {"tz", shown(m.TZ)}} {
+		if f[1] != "" {
+			parts = append(parts, f[0]+" "+f[1])
+		}
+	}
+	if d := m.DST; d != nil {
+		parts = append(parts, "dst gap "+cmp.Or(d.Gap, "shift")+", overlap "+cmp.Or(d.Overlap, "first"))
+	}
+	return strings.Join(parts, " ")
 }
