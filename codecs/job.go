@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -82,6 +83,9 @@ type ScheduleDef struct {
 type ExcludeDef struct {
 	Dates  []string   `json:"dates,omitempty"`
 	Ranges []RangeDef `json:"ranges,omitempty"`
+	// Calendars names calendars (chronos-calendars) whose dates, in the
+	// job's tz, the job does not fire on, as they are at each fire.
+	Calendars []string `json:"calendars,omitempty"`
 }
 
 // RangeDef is a span of instants [From, To) in RFC 3339.
@@ -263,8 +267,20 @@ func parseInstant(name, in string) (time.Time, error) {
 // exclusions parses x, whose dates are days in zone tz.
 func (x *ExcludeDef) exclusions(tz string) (schedule.Exclusions, error) {
 	out := schedule.Exclusions{TZ: tz}
-	if len(x.Dates) == 0 && len(x.Ranges) == 0 {
+	if len(x.Dates) == 0 && len(x.Ranges) == 0 && len(x.Calendars) == 0 {
 		return schedule.Exclusions{}, nil // excludes nothing: stored as absent
+	}
+	if len(x.Calendars) > schedule.MaxExcludeCalendars {
+		return out, errorf(CodeInvalidSchedule, "exclude.calendars", "%d calendars, the most is %d", len(x.Calendars), schedule.MaxExcludeCalendars)
+	}
+	for i, name := range x.Calendars {
+		if err := ValidateCalendarName(name); err != nil {
+			return out, errorf(CodeInvalidSchedule, fmt.Sprintf("exclude.calendars[%d]", i), "%s", err.(*Error).Reason)
+		}
+		if slices.Contains(x.Calendars[:i], name) {
+			return out, errorf(CodeInvalidSchedule, fmt.Sprintf("exclude.calendars[%d]", i), "calendar %q is named twice", name)
+		}
+		out.Calendars = append(out.Calendars, name)
 	}
 	if len(x.Dates) > schedule.MaxExcludeDates {
 		return out, errorf(CodeInvalidSchedule, "exclude.dates", "%d dates, the most is %d", len(x.Dates), schedule.MaxExcludeDates)
@@ -329,7 +345,7 @@ func (j Job) Def() JobDef {
 		d.Schedules = append([]ScheduleDef{{Cron: d.Cron, Every: d.Every, At: d.At, TZ: d.TZ, DST: d.DST}}, scheduleDefs(j.Spec.Also)...)
 		d.Cron, d.Every, d.At, d.TZ, d.DST = "", "", "", j.Spec.Exclude.TZ, nil
 	}
-	if x := j.Spec.Exclude; len(x.Dates) > 0 || len(x.Ranges) > 0 {
+	if x := j.Spec.Exclude; len(x.Dates) > 0 || len(x.Ranges) > 0 || len(x.Calendars) > 0 {
 		d.TZ = x.TZ
 		d.Exclude = excludeDef(x)
 	}
@@ -363,6 +379,7 @@ func excludeDef(x schedule.Exclusions) *ExcludeDef {
 	for _, r := range x.Ranges {
 		d.Ranges = append(d.Ranges, RangeDef{From: formatTime(r.From), To: formatTime(r.To)})
 	}
+	d.Calendars = slices.Clone(x.Calendars)
 	return d
 }
 
@@ -398,6 +415,9 @@ func (d *JobDef) normalizeLists() {
 		}
 		if len(x.Ranges) == 0 {
 			x.Ranges = nil
+		}
+		if len(x.Calendars) == 0 {
+			x.Calendars = nil
 		}
 	}
 }

@@ -36,6 +36,12 @@ func appendScheduleSet(w []byte, s schedule.Spec) []byte {
 	for _, r := range x.Ranges {
 		e = appendTime(appendTime(e, r.From), r.To)
 	}
+	if len(x.Calendars) > 0 { // absent: none (the form before calendars)
+		e = binary.AppendUvarint(e, uint64(len(x.Calendars)))
+		for _, c := range x.Calendars {
+			e = appendBytes(e, []byte(c))
+		}
+	}
 	w = append(w, extScheduleSet)
 	return appendBytes(w, e)
 }
@@ -63,6 +69,14 @@ func readScheduleSet(rd *reader, s *schedule.Spec) error {
 	}
 	for i := uint64(0); i < n && rd.err == nil; i++ {
 		s.Exclude.Ranges = append(s.Exclude.Ranges, schedule.Range{From: rd.time(), To: rd.time()})
+	}
+	if rd.err == nil && len(rd.b) > 0 {
+		if n = rd.uvarint(); n == 0 || n > uint64(len(rd.b)) {
+			return errShort // never written empty
+		}
+		for i := uint64(0); i < n && rd.err == nil; i++ {
+			s.Exclude.Calendars = append(s.Exclude.Calendars, string(rd.bytes()))
+		}
 	}
 	if rd.err == nil && len(rd.b) != 0 {
 		return errors.New("trailing bytes in the schedule set")

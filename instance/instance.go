@@ -32,6 +32,7 @@ import (
 	"github.com/chronos-scheduler/chronos/processors/router"
 	"github.com/chronos-scheduler/chronos/processors/scheduler"
 	"github.com/chronos-scheduler/chronos/store"
+	"github.com/chronos-scheduler/chronos/views"
 )
 
 // Instance is one instance. Create with New, then Run (once); Ready and
@@ -42,6 +43,7 @@ type Instance struct {
 	clock  *clock.Clock
 	route  *router.Router
 	hist   *history.History // nil with History.Off
+	cals   *views.Calendars
 	kgo    *kgo.Client
 	ticker *clock.Ticker // nil with NoTicker
 	http   *httpParts    // nil without an HTTP address
@@ -143,7 +145,12 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 	if producer == nil {
 		producer = scheduler.KgoProducer{Client: cl}
 	}
-	sched, err := scheduler.New(scheduler.Config{Layout: cfg.Layout, DataDir: cfg.DataDir,
+	// Named calendars: every instance reads the whole topic, in memory.
+	cals, err := views.NewCalendars(cfg.Kafka, cfg.Layout)
+	if err != nil {
+		return nil, err
+	}
+	sched, err := scheduler.New(scheduler.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Calendars: cals,
 		Store:  store.Options{Sync: cfg.Store.Sync, CacheSize: cfg.cacheBytes(), MemTableSize: cfg.Store.MemTableBytes, OnFatal: fatal.report, FS: cfg.Store.FS},
 		Limits: cfg.Limits, ChunkSize: cfg.Fanout.ChunkSize, ChunkBytes: cfg.Fanout.ChunkBytes, ChunkBudget: cfg.Fanout.Budget, BackfillRate: cfg.Fanout.BackfillRate, Producer: producer, Now: cfg.Now,
 		Logger: cfg.Logger.With("group", "scheduler"), Metrics: metrics, Inputs: in})
@@ -158,7 +165,7 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Instance{cfg: cfg, sched: sched, clock: clk, route: route, kgo: cl, log: cfg.Logger, fatal: fatal, stopped: make(chan struct{})}
+	s := &Instance{cfg: cfg, sched: sched, cals: cals, clock: clk, route: route, kgo: cl, log: cfg.Logger, fatal: fatal, stopped: make(chan struct{})}
 	if !cfg.History.Off {
 		s.hist, err = history.New(history.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Fires: cfg.History.Fires, Changes: cfg.History.Changes,
 			Store: store.Options{Sync: cfg.Store.Sync, CacheSize: HistoryStoreCacheBytes, MemTableSize: HistoryStoreMemTableBytes, OnFatal: fatal.report, FS: cfg.Store.FS}, Limits: cfg.Limits,
@@ -185,6 +192,9 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 
 // Scheduler returns the scheduler group (its stores serve the read API).
 func (s *Instance) Scheduler() *scheduler.Scheduler { return s.sched }
+
+// Calendars returns the view of the named calendars the scheduler reads.
+func (s *Instance) Calendars() *views.Calendars { return s.cals }
 
 // Client returns the instance's franz-go client (for producing commands).
 func (s *Instance) Client() *kgo.Client { return s.kgo }
@@ -250,6 +260,13 @@ func (s *Instance) runGroups(ctx context.Context) {
 		wg.Wait()
 		return
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := s.cals.Run(ctx); err != nil && ctx.Err() == nil {
+			s.log.Error("calendars view stopped; named calendars exclude nothing until restart", "err", err)
+		}
+	}()
 	run(s.sched.Group(), s.sched.Graph(), s.sched.Options()...)
 	// The clock table lives in the data dir too (goka's default is a
 	// shared directory under /tmp, which outlives the data dir).

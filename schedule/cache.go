@@ -55,6 +55,9 @@ func keyOf(s Spec) cacheKey {
 	for _, r := range s.Exclude.Ranges {
 		writeTimes(&b, r.From, r.To)
 	}
+	for _, c := range s.Exclude.Calendars {
+		b.WriteString("|" + strconv.Itoa(len(c)) + ":" + c)
+	}
 	k.extra = b.String()
 	return k
 }

@@ -20,10 +20,17 @@ type Exclusions struct {
 	// Ranges are spans of instants in which nothing fires; at most
 	// MaxExcludeRanges.
 	Ranges []Range
+	// Calendars names shared lists of dates (in TZ) on which nothing
+	// fires. Parse does not apply them: their dates change while the
+	// schedule stays, so whoever fires the schedule looks them up at
+	// each fire (see WithCalendars). At most MaxExcludeCalendars.
+	Calendars []string
 }
 
 // IsZero reports whether x excludes nothing and names no zone.
-func (x Exclusions) IsZero() bool { return x.TZ == "" && len(x.Dates) == 0 && len(x.Ranges) == 0 }
+func (x Exclusions) IsZero() bool {
+	return x.TZ == "" && len(x.Dates) == 0 && len(x.Ranges) == 0 && len(x.Calendars) == 0
+}
 
 // Date is a day of the calendar, without a zone.
 type Date struct {
@@ -53,6 +60,17 @@ func DateOf(t time.Time) Date {
 // String formats d as YYYY-MM-DD.
 func (d Date) String() string { return fmt.Sprintf("%04d-%02d-%02d", d.Year, int(d.Month), d.Day) }
 
+// Compare orders dates: -1, 0 or +1 as d is before, equal to or after e.
+func (d Date) Compare(e Date) int {
+	switch k, l := d.key(), e.key(); {
+	case k < l:
+		return -1
+	case k > l:
+		return 1
+	}
+	return 0
+}
+
 // key orders dates.
 func (d Date) key() int64 { return int64(d.Year)*512 + int64(d.Month)*32 + int64(d.Day) }
 
@@ -79,6 +97,9 @@ func newExcluded(inner Schedule, x Exclusions) (Schedule, error) {
 	}
 	if len(x.Ranges) > MaxExcludeRanges {
 		return nil, errorf("exclude.ranges", "%d ranges, the most is %d", len(x.Ranges), MaxExcludeRanges)
+	}
+	if len(x.Calendars) > MaxExcludeCalendars {
+		return nil, errorf("exclude.calendars", "%d calendars, the most is %d", len(x.Calendars), MaxExcludeCalendars)
 	}
 	e := &excluded{inner: inner, loc: loc}
 	for i, d := range x.Dates {

@@ -13,6 +13,8 @@ const (
 	MaxExcludeDates = 1000
 	// MaxExcludeRanges is the most ranges in Exclusions.Ranges.
 	MaxExcludeRanges = 100
+	// MaxExcludeCalendars is the most names in Exclusions.Calendars.
+	MaxExcludeCalendars = 16
 )
 
 // parseSet parses a Spec with members (Also) or exclusions: the union of

@@ -77,6 +77,8 @@ func (l Layout) Topics() []Topic {
 		// bounds ticks by that time (processors/clock, MaxAhead).
 		{Name: string(l.Clock()), Partitions: 1, Configs: map[string]string{"message.timestamp.type": "LogAppendTime"}},
 		{Name: string(l.ClockTable()), Partitions: 1, Configs: compact},
+		// Named calendars: few, small, read whole by every instance.
+		{Name: string(l.Calendars()), Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact", "compression.type": "uncompressed"}},
 	}
 }
 

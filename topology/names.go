@@ -20,6 +20,7 @@ const (
 	baseRouter         = "chronos-router"
 	baseResults        = "chronos-results"
 	baseHistory        = "chronos-history"
+	baseCalendars      = "chronos-calendars"
 )
 
 // Names derives every topic and group name from one prefix. The zero value
@@ -88,6 +89,11 @@ func (n Names) SchedulerBackfill() goka.Stream {
 
 // ClockTable is the clock group's changelog (compacted, one partition).
 func (n Names) ClockTable() goka.Table { return goka.GroupTable(n.ClockGroup()) }
+
+// Calendars is the compacted, single-partition topic of named calendars
+// (key = name, value = codecs.CalendarDef JSON, tombstone = deleted):
+// every instance reads all of it (a goka view).
+func (n Names) Calendars() goka.Table { return goka.Table(n.Prefix + baseCalendars) }
 
 // Results is the topic executors report fire outcomes to (key = job id).
 func (n Names) Results() goka.Stream { return goka.Stream(n.Prefix + baseResults) }

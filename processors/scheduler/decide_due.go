@@ -26,8 +26,9 @@ type dueDecision struct {
 // fire is planned whatever it is). buf is reused for the plan's fires.
 // Entries of jobs that are gone, not active or paused, or whose schedule
 // no longer parses, are stale: they are removed, and a deleted job's
-// tombstone, due once its retention has passed, is purged.
-func decideDue(d store.Due, value []byte, t time.Time, bytesLeft, maxCatchUp int, schedules *schedule.Cache, buf []Fire) dueDecision {
+// tombstone, due once its retention has passed, is purged. cals answers
+// for the named calendars the job excludes, read now (nil: none).
+func decideDue(d store.Due, value []byte, t time.Time, bytesLeft, maxCatchUp int, schedules *schedule.Cache, cals schedule.CalendarSource, buf []Fire) dueDecision {
 	dec := dueDecision{Move: store.Move{Key: d.Key}, Plan: Plan{Fires: buf[:0]}}
 	rec, err := codecs.DecodeJobRecord(value)
 	if err != nil {
@@ -52,7 +53,13 @@ func decideDue(d store.Due, value []byte, t time.Time, bytesLeft, maxCatchUp int
 		upTo = earlier(t, rec.NotBefore)
 	}
 	est := eventOverhead + 2*len(d.Key) + len(rec.Job.Bucket) + len(rec.Job.Payload)
-	plan := planFires(sched, d.At, upTo, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, maxCatchUp, bytesLeft/est, buf)
+	planned, first := withCalendars(sched, rec, cals), d.At
+	if planned != sched {
+		// The entry's time itself may be one a calendar excludes now.
+		first = planned.Next(d.At.Add(-time.Nanosecond))
+	}
+	plan := planFires(planned, first, upTo, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, maxCatchUp, bytesLeft/est, buf)
+	plan.Next = indexNext(sched, rec, plan.Next, upTo)
 	withScheduled(sched, plan.Fires)
 	if rec.Status == codecs.StatusPaused {
 		// Its record learns how far it got after every fire, so that a

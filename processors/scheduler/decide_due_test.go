@@ -90,7 +90,7 @@ func TestDecideDue(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dec := decideDue(store.Due{At: tc.due, Key: "j"}, tc.value, tc.t, tc.bytesLeft, 100, cache, nil)
+			dec := decideDue(store.Due{At: tc.due, Key: "j"}, tc.value, tc.t, tc.bytesLeft, 100, cache, nil, nil)
 			var fires []time.Time
 			for _, f := range dec.Plan.Fires {
 				fires = append(fires, f.At)
@@ -135,7 +135,7 @@ func TestDecideDueChunkingChangesNothing(t *testing.T) {
 		at := cmdSec(rng.IntN(300))
 		where := fmt.Sprintf("seed %d (%+v, %s, grace %s, status %s, T %s)", seed, job.Spec, job.MisfirePolicy, job.MisfireGrace, rec.Status, at)
 
-		whole := decideDue(store.Due{At: due, Key: "j"}, value, at, 1<<40, 5, cache, nil)
+		whole := decideDue(store.Due{At: due, Key: "j"}, value, at, 1<<40, 5, cache, nil, nil)
 		require.False(t, whole.Cut, where)
 		var got []Fire
 		var missed int64
@@ -143,7 +143,7 @@ func TestDecideDueChunkingChangesNothing(t *testing.T) {
 		budget := 1 + rng.IntN(3*(eventOverhead+len(job.Payload)+2))
 		for step := 0; ; step++ {
 			require.Less(t, step, 1000, where)
-			dec := decideDue(store.Due{At: d, Key: "j"}, value, at, budget, 5, cache, nil)
+			dec := decideDue(store.Due{At: d, Key: "j"}, value, at, budget, 5, cache, nil, nil)
 			for _, f := range dec.Plan.Fires {
 				require.False(t, f.At.After(at), "%s: fire %s after T", where, f.At)
 				if len(got) > 0 {

@@ -292,7 +292,7 @@ scan:
 			}
 			c.handled++
 			c.last, cursor = d, d
-			dec := decideDue(d, values[i], t, s.cfg.ChunkBytes-size, s.cfg.MaxCatchUp, s.schedules, buf)
+			dec := decideDue(d, values[i], t, s.cfg.ChunkBytes-size, s.cfg.MaxCatchUp, s.schedules, s.cfg.Calendars, buf)
 			c.moves = append(c.moves, dec.Move)
 			if dec.Loop != nil {
 				loop := *dec.Loop

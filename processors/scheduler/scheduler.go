@@ -58,6 +58,9 @@ type Config struct {
 	Store store.Options
 	// Limits on commands (default codecs.DefaultLimits()).
 	Limits codecs.Limits
+	// Calendars answers for the named calendars jobs exclude
+	// (exclude.calendars), at each fire; nil: they exclude nothing.
+	Calendars schedule.CalendarSource
 	// ChunkSize is the most due jobs fired per callback (default 5000);
 	// the rest continues through a loopback message.
 	ChunkSize int
