@@ -25,7 +25,7 @@ var (
 		"schedules": {elemShape: {"cron": nil, "every": nil, "at": nil, "tz": nil, "dst": dstShape}},
 		"exclude":   {"dates": nil, "ranges": {elemShape: {"from": nil, "to": nil}}, "calendars": nil}}
 	calendarShape = shape{"dates": nil, "description": nil}
-	commandShape = shape{"v": nil, "op": nil, "id": nil, "job": jobDefShape, "trigger_id": nil,
+	commandShape  = shape{"v": nil, "op": nil, "id": nil, "job": jobDefShape, "trigger_id": nil,
 		"payload": nil, "if_version": nil, "note": nil, "from": nil, "to": nil}
 	bucketTriggerShape = shape{"v": nil, "op": nil, "bucket": nil, "prefix": nil, "note": nil, "trigger_id": nil, "payload": nil}
 	bulkBodyShape      = shape{"trigger_id": nil, "note": nil}
