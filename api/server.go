@@ -66,6 +66,8 @@ type Server struct {
 	Jobs JobReader
 	// History serves each job's fires and changes (nil: those routes answer 503).
 	History HistoryReader
+	// Calendars serves GET /v1/calendars/{name} (nil: it answers 503).
+	Calendars CalendarReader
 	// ReadYourWrites bounds how long PUT waits for the view to show the new
 	// version before answering 202 (default 3s).
 	ReadYourWrites time.Duration
@@ -135,7 +137,7 @@ var routeTable = append([]route{
 		}
 		return promhttp.HandlerFor(s.Gatherer, promhttp.HandlerOpts{})
 	}},
-}, bulkRoutes()...)
+}, append(bulkRoutes(), calendarRoutes()...)...)
 
 // Routes returns the patterns Handler registers, like "GET /v1/jobs/{id}"
 // ("GET /metrics" only when the server has a Gatherer).

@@ -10,8 +10,9 @@ import (
 
 // Limits of a named calendar.
 const (
-	// MaxCalendarDates is the most dates one calendar holds.
-	MaxCalendarDates = 10_000
+	// MaxCalendarDates is the most dates one calendar holds (so that the
+	// largest calendar fits the API's default request limit of 80 KiB).
+	MaxCalendarDates = 5000
 	// MaxCalendarNameLen is the longest calendar name in bytes.
 	MaxCalendarNameLen = 256
 	// MaxCalendarDescription is the longest description in bytes.

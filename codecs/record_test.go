@@ -64,7 +64,7 @@ func sampleRecords() []codecs.JobRecord {
 			Exclude: schedule.Exclusions{TZ: "Europe/Berlin", Dates: []schedule.Date{{Year: 2026, Month: 12, Day: 25}, {Year: 1, Month: 1, Day: 1}},
 				Ranges: []schedule.Range{{From: t0, To: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}}}}}},
 		{Version: 15, Status: codecs.StatusPaused, Job: codecs.Job{Spec: schedule.Spec{Every: time.Minute,
-			Exclude: schedule.Exclusions{Dates: []schedule.Date{{Year: 2027, Month: 1, Day: 1}}}}},
+			Exclude: schedule.Exclusions{Dates: []schedule.Date{{Year: 2027, Month: 1, Day: 1}}, Calendars: []string{"de-holidays", "acme.closures"}}}},
 			Backfill: &codecs.Backfill{ID: "b-1-1", From: t0, To: t0.Add(time.Hour), Total: 60}},
 	}
 }

@@ -38,6 +38,9 @@ func randomSetDef(r *rand.Rand) codecs.JobDef {
 		for range r.IntN(4) {
 			d.Exclude.Dates = append(d.Exclude.Dates, time.Date(2026, 1, 1+r.IntN(365), 0, 0, 0, 0, time.UTC).Format(time.DateOnly))
 		}
+		for i := range r.IntN(3) {
+			d.Exclude.Calendars = append(d.Exclude.Calendars, fmt.Sprintf("cal-%d", i))
+		}
 		for range r.IntN(3) {
 			from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(r.IntN(1e7)) * time.Second)
 			d.Exclude.Ranges = append(d.Exclude.Ranges, codecs.RangeDef{From: from.Format(time.RFC3339), To: from.Add(time.Duration(1+r.IntN(1e6)) * time.Second).Format(time.RFC3339)})
@@ -105,6 +108,10 @@ func TestScheduleSetRejects(t *testing.T) {
 		{`{"every":"1h","exclude":{"ranges":[{"from":"2026-01-01T00:00:00Z","to":"2026-01-02T00:00:00Z","until":"x"}]}}`, codecs.CodeUnknownField, "exclude.ranges[0].until"},
 		{`{"every":"1h","exclude":{"days":["2026-01-01"]}}`, codecs.CodeUnknownField, "days"},
 		{`{"every":"1h","tz":"Nope/Nope","exclude":{"dates":["2026-01-01"]}}`, codecs.CodeInvalidSchedule, "tz"},
+		{`{"every":"1h","exclude":{"calendars":["a","a"]}}`, codecs.CodeInvalidSchedule, "exclude.calendars[1]"},
+		{`{"every":"1h","exclude":{"calendars":[""]}}`, codecs.CodeInvalidSchedule, "exclude.calendars[0]"},
+		{`{"every":"1h","exclude":{"calendars":[" x"]}}`, codecs.CodeInvalidSchedule, "exclude.calendars[0]"},
+		{`{"every":"1h","exclude":{"calendars":["a","b","c","d","e","f","g","h","i","j","k","l","m","n","o","p","q"]}}`, codecs.CodeInvalidSchedule, "exclude.calendars"},
 	} {
 		d, err := codecs.DecodeJobDef([]byte(c.body))
 		if err == nil {
@@ -123,4 +130,34 @@ func mustSchedule(t *testing.T, j codecs.Job) schedule.Schedule {
 	s, err := schedule.Parse(j.Spec)
 	require.NoError(t, err)
 	return s
+}
+
+// FuzzDecodeCalendarDef decodes arbitrary calendar bodies: errors are
+// *codecs.Error; a decoded calendar has its dates sorted, each once, and
+// re-encodes to itself.
+func FuzzDecodeCalendarDef(f *testing.F) {
+	for _, s := range []string{
+		`{"dates":["2026-12-25","2026-01-01","2026-12-25"],"description":"x"}`,
+		`{"dates":[]}`, `{"dates":null}`, `{"Dates":[]}`, `{"dates":["2026-02-30"]}`, `{"dates":[],"dates":[]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		def, days, err := codecs.DecodeCalendarDef(b)
+		if err != nil {
+			var e *codecs.Error
+			require.ErrorAs(t, err, &e)
+			return
+		}
+		require.Len(t, def.Dates, len(days))
+		for i := 1; i < len(days); i++ {
+			require.Equal(t, -1, days[i-1].Compare(days[i]))
+		}
+		again, _, err := codecs.DecodeCalendarDef(codecs.EncodeCalendarDef(def))
+		require.NoError(t, err)
+		if def.Dates == nil {
+			def.Dates = []string{}
+		}
+		require.Equal(t, def, again)
+	})
 }

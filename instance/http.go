@@ -60,7 +60,7 @@ func newHTTP(s *Instance) (*httpParts, error) {
 	cfg.Registerer.MustRegister(&lag.Collector{Admin: kadm.NewClient(s.kgo), Policy: lag.Earliest, Targets: targets})
 	srv := &api.Server{Names: cfg.Layout.Names, Limits: cfg.Limits, Producer: s.kgo, Ready: s.Ready,
 		Gatherer: gatherer, Token: cfg.HTTP.Token, Tokens: tokens, Jobs: jobs, AllowedOrigins: cfg.HTTP.AllowedOrigins,
-		Console: console.Handler()}
+		Console: console.Handler(), Calendars: s.cals}
 	if hist != nil {
 		srv.History = hist
 	}

@@ -198,6 +198,7 @@ func newJobsPut(api *apiClient) *cobra.Command {
 	fs.StringVar(&set.schedules, "schedules", "", `several schedules as a JSON array, each {"cron"|"every"|"at", "tz", "dst"} (instead of --cron/--every/--at)`)
 	fs.StringArrayVar(&set.dates, "exclude-date", nil, "a day (YYYY-MM-DD, in --tz) on which the job does not fire (repeatable)")
 	fs.StringArrayVar(&set.ranges, "exclude-range", nil, "FROM/TO: RFC 3339 instants [FROM, TO) in which the job does not fire (repeatable)")
+	fs.StringArrayVar(&set.calendars, "exclude-calendar", nil, "a named calendar (chronos calendars put) whose dates, in --tz, the job does not fire on (repeatable)")
 	fs.StringVar(&def.TZ, "tz", "", "IANA time zone of the cron expressions and of --exclude-date (default UTC)")
 	fs.StringVar(&def.Start, "start", "", "no fire before this RFC 3339 time")
 	fs.StringVar(&def.End, "end", "", "no fire after this RFC 3339 time")
@@ -218,6 +219,7 @@ type scheduleFlags struct {
 	crons, everys, ats []string
 	schedules          string
 	dates, ranges      []string
+	calendars          []string
 }
 
 // apply sets def's schedule: one flag gives the top-level cron, every or
@@ -253,10 +255,10 @@ func (f *scheduleFlags) apply(def *codecs.JobDef, dst codecs.DSTDef) error {
 	default:
 		def.DST = dp // no schedule: the API names what is missing
 	}
-	if len(f.dates) == 0 && len(f.ranges) == 0 {
+	if len(f.dates) == 0 && len(f.ranges) == 0 && len(f.calendars) == 0 {
 		return nil
 	}
-	def.Exclude = &codecs.ExcludeDef{Dates: f.dates}
+	def.Exclude = &codecs.ExcludeDef{Dates: f.dates, Calendars: f.calendars}
 	for _, r := range f.ranges {
 		from, to, ok := strings.Cut(r, "/")
 		if !ok {

@@ -90,7 +90,7 @@ func TestJobsCommands(t *testing.T) {
 			}},
 		{"put several schedules with exclusions", []string{"put", "multi", "--cron", "0 9 * * 1-5", "--cron", "0 12 * * 6", "--every", "6h",
 			"--tz", "Europe/Berlin", "--dst-gap", "skip", "--exclude-date", "2026-12-25", "--exclude-date", "2026-12-26",
-			"--exclude-range", "2026-08-01T00:00:00Z/2026-08-15T00:00:00Z"}, "multi",
+			"--exclude-range", "2026-08-01T00:00:00Z/2026-08-15T00:00:00Z", "--exclude-calendar", "de-holidays"}, "multi",
 			func(t *testing.T, c codecs.Command, _ httpapi.Accepted) {
 				d := c.Job.Def()
 				require.Equal(t, []codecs.ScheduleDef{
@@ -98,7 +98,7 @@ func TestJobsCommands(t *testing.T) {
 					{Cron: "0 12 * * 6", TZ: "Europe/Berlin", DST: &codecs.DSTDef{Gap: "skip"}},
 					{Every: "6h0m0s", TZ: "Europe/Berlin"}}, d.Schedules)
 				require.Equal(t, &codecs.ExcludeDef{Dates: []string{"2026-12-25", "2026-12-26"},
-					Ranges: []codecs.RangeDef{{From: "2026-08-01T00:00:00Z", To: "2026-08-15T00:00:00Z"}}}, d.Exclude)
+					Ranges: []codecs.RangeDef{{From: "2026-08-01T00:00:00Z", To: "2026-08-15T00:00:00Z"}}, Calendars: []string{"de-holidays"}}, d.Exclude)
 				require.Equal(t, "Europe/Berlin", d.TZ)
 			}},
 		{"put schedules as JSON", []string{"put", "multi2", "--schedules", `[{"cron":"0 9 * * *","tz":"Asia/Tokyo"},{"at":"2030-01-01T00:00:00Z"}]`}, "multi2",
@@ -181,7 +181,10 @@ func TestJobsErrors(t *testing.T) {
 	}{
 		{"bad cron", "", []string{"put", "j", "--cron", "every day"}, 1, []string{"400", "invalid_schedule", "cron:"}},
 		{"no schedule", "", []string{"put", "j"}, 1, []string{"invalid_schedule", "exactly one of cron, every, at"}},
-		{"two schedules", "", []string{"put", "j", "--cron", "* * * * *", "--every", "1m"}, 1, []string{"invalid_schedule"}},
+		{"schedules beside cron", "", []string{"put", "j", "--cron", "* * * * *", "--schedules", `[{"every":"1m"}]`}, 1, []string{"--schedules or --cron/--every/--at, not both"}},
+		{"bad member", "", []string{"put", "j", "--cron", "* * * * *", "--every", "1x"}, 1, []string{"400", "invalid_schedule", "schedules[1].every:"}},
+		{"bad exclude range", "", []string{"put", "j", "--every", "1m", "--exclude-range", "2026-01-01T00:00:00Z"}, 1, []string{"want FROM/TO"}},
+		{"bad exclude calendar", "", []string{"put", "j", "--every", "1m", "--exclude-calendar", " x"}, 1, []string{"400", "exclude.calendars[0]:"}},
 		{"bad tz", "", []string{"put", "j", "--cron", "* * * * *", "--tz", "Nowhere/Land"}, 1, []string{"tz:", "Nowhere/Land"}},
 		{"bad calendar item", "", []string{"put", "j", "--cron", "0 0 * * 1#6"}, 1, []string{"400", "invalid_schedule", "cron:", "d#n"}},
 		{"dst on every", "", []string{"put", "j", "--every", "1m", "--dst-gap", "skip"}, 1, []string{"400", "invalid_schedule", "dst:", "cron schedules only"}},
@@ -238,4 +241,24 @@ func TestJobsUnreachable(t *testing.T) {
 			requireExit(t, err, 2, "cannot reach the API", addr)
 		})
 	}
+}
+
+// TestCalendarsCommands: calendars put writes the normalized calendar to
+// chronos-calendars under its name, delete its tombstone.
+func TestCalendarsCommands(t *testing.T) {
+	t.Parallel()
+	api := newAPI(t, "")
+	out, err := run(t, "calendars", "put", "de holidays", "--date", "2026-12-26", "--date", "2026-12-25", "--description", "Feiertage", "--api", api.url)
+	require.NoError(t, err)
+	require.Contains(t, out, `"dates":["2026-12-25","2026-12-26"]`)
+	_, err = run(t, "calendars", "delete", "de holidays", "--api", api.url)
+	require.NoError(t, err)
+	recs := api.prod.records()
+	require.Len(t, recs, 2)
+	require.Equal(t, "chronos-calendars", recs[0].Topic)
+	require.Equal(t, "de holidays", string(recs[0].Key))
+	require.JSONEq(t, `{"dates":["2026-12-25","2026-12-26"],"description":"Feiertage"}`, string(recs[0].Value))
+	require.Nil(t, recs[1].Value)
+	_, err = run(t, "calendars", "put", "x", "--date", "2026-02-30", "--api", api.url)
+	require.ErrorContains(t, err, "dates[0]")
 }

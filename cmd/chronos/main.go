@@ -48,7 +48,7 @@ func newRoot() *cobra.Command {
 			return bindEnv(cmd.Flags())
 		},
 	}
-	root.AddCommand(newDev(), newRun(), newJobs(), newTrigger(), newTail(), newRejects(), newTopics(), newBench(), newLag(), newHealth(), newTokens(), newHistory())
+	root.AddCommand(newDev(), newRun(), newJobs(), newTrigger(), newTail(), newRejects(), newTopics(), newBench(), newLag(), newHealth(), newTokens(), newHistory(), newCalendars())
 	return root
 }
 

@@ -99,6 +99,7 @@ func printJob(out io.Writer, j *views.Job) {
 	}
 	if x := j.Job.Exclude; x != nil {
 		row("exclude dates", strings.Join(x.Dates, ", "))
+		row("exclude calendars", strings.Join(x.Calendars, ", "))
 		for _, r := range x.Ranges {
 			row("exclude range", r.From+" to "+r.To)
 		}

@@ -1,0 +1,95 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-scheduler/chronos/api"
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// fakeCalendars serves the calendars the producer wrote (a view that
+// follows at once).
+type fakeCalendars struct{ prod *fakeProducer }
+
+func (f fakeCalendars) Get(name string) (codecs.CalendarDef, bool, error) {
+	f.prod.mu.Lock()
+	defer f.prod.mu.Unlock()
+	var def codecs.CalendarDef
+	found := false
+	for _, r := range f.prod.recs {
+		if string(r.Key) != name {
+			continue
+		}
+		found = r.Value != nil
+		if found {
+			var err error
+			if def, _, err = codecs.DecodeCalendarDef(r.Value); err != nil {
+				return def, false, err
+			}
+		}
+	}
+	return def, found, nil
+}
+
+// TestCalendarsAPI: PUT writes the normalized calendar to
+// chronos-calendars under its name, GET reads it back, DELETE writes its
+// tombstone; bad names, dates and fields are refused with the field.
+func TestCalendarsAPI(t *testing.T) {
+	t.Parallel()
+	prod := &fakeProducer{}
+	h := (&api.Server{Names: topology.Names{Prefix: "t-"}, Producer: prod, Calendars: fakeCalendars{prod}}).Handler()
+	do := func(method, path, body string) (int, map[string]any) {
+		req := httptest.NewRequest(method, path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var out map[string]any
+		_ = json.Unmarshal(rec.Body.Bytes(), &out)
+		return rec.Code, out
+	}
+	code, body := do(http.MethodPut, "/v1/calendars/de-holidays", `{"dates":["2026-12-26","2026-12-25","2026-12-25"],"description":"Feiertage"}`)
+	require.Equal(t, http.StatusOK, code, "%v", body)
+	require.Equal(t, []any{"2026-12-25", "2026-12-26"}, body["dates"])
+	require.Len(t, prod.recs, 1)
+	require.Equal(t, "t-chronos-calendars", prod.recs[0].Topic)
+	require.Equal(t, "de-holidays", string(prod.recs[0].Key))
+	require.JSONEq(t, `{"dates":["2026-12-25","2026-12-26"],"description":"Feiertage"}`, string(prod.recs[0].Value))
+
+	code, body = do(http.MethodGet, "/v1/calendars/de-holidays", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Equal(t, "de-holidays", body["name"])
+	require.Equal(t, "Feiertage", body["description"])
+
+	code, _ = do(http.MethodDelete, "/v1/calendars/de-holidays", "")
+	require.Equal(t, http.StatusOK, code)
+	require.Nil(t, prod.recs[1].Value, "a tombstone")
+	code, body = do(http.MethodGet, "/v1/calendars/de-holidays", "")
+	require.Equal(t, http.StatusNotFound, code)
+	require.Equal(t, "unknown_calendar", body["code"])
+
+	for _, c := range []struct{ path, body, code, field string }{
+		{"/v1/calendars/x", `{"dates":["2026-02-30"]}`, codecs.CodeInvalidField, "dates[0]"},
+		{"/v1/calendars/x", `{"dates":["2026-01-01"],"days":[]}`, codecs.CodeUnknownField, "days"},
+		{"/v1/calendars/x", `{"dates":["2026-01-01"],"dates":[]}`, codecs.CodeMalformed, "dates"},
+		{"/v1/calendars/x", `{"dates":["2026-01-01"],"description":"` + strings.Repeat("x", 1025) + `"}`, codecs.CodeInvalidField, "description"},
+		{"/v1/calendars/%20x", `{"dates":[]}`, codecs.CodeInvalidField, "name"},
+		{"/v1/calendars/a%07b", `{"dates":[]}`, codecs.CodeInvalidField, "name"},
+	} {
+		code, body := do(http.MethodPut, c.path, c.body)
+		require.Equal(t, http.StatusBadRequest, code, "%s %s", c.path, c.body)
+		require.Equal(t, c.code, body["code"], "%s %v", c.body, body)
+		require.Equal(t, c.field, body["field"], "%s %v", c.body, body)
+	}
+	many := `{"dates":["2026-01-01"` + strings.Repeat(`,"2026-01-01"`, codecs.MaxCalendarDates) + `]}`
+	code, body = do(http.MethodPut, "/v1/calendars/x", many)
+	require.Equal(t, http.StatusBadRequest, code, "%v", body)
+	require.Equal(t, "dates", body["field"])
+	require.Len(t, prod.recs, 2, "nothing refused was written")
+}
