@@ -65,6 +65,7 @@ func TestLayoutTopics(t *testing.T) {
 		"x.chronos-history-table":      {Partitions: 7, Sharded: true, Configs: compact},
 		"x.chronos-clock":              {Partitions: 1, Configs: map[string]string{"message.timestamp.type": "LogAppendTime"}},
 		"x.chronos-clock-table":        {Partitions: 1, Configs: compact},
+		"x.chronos-calendars":          {Partitions: 1, Configs: map[string]string{"cleanup.policy": "compact", "compression.type": "uncompressed"}},
 	}
 	require.Len(t, got, len(want))
 	for name, w := range want {

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -254,4 +255,50 @@ func TestAdvancePass(t *testing.T) {
 	require.Equal(t, codecs.ShardRecord{Watermark: cmdSec(20)}, passDone(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20)}, cmdSec(20)))
 	require.Equal(t, codecs.ShardRecord{Watermark: cmdSec(20), Advancing: cmdSec(30)}, passDone(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(30)}, cmdSec(20)))
 	require.Equal(t, codecs.ShardRecord{Watermark: cmdSec(25)}, passDone(codecs.ShardRecord{Watermark: cmdSec(25)}, cmdSec(20)), "never back")
+}
+
+// fakeCalendars holds each calendar's dates.
+type fakeCalendars map[string][]schedule.Date
+
+func (f fakeCalendars) HasDate(name string, d schedule.Date) bool {
+	return slices.Contains(f[name], d)
+}
+
+// TestDecideDueCalendars: a time a named calendar holds is neither fired
+// nor counted missed, and the entry moves to the schedule's next time
+// without the calendar (so a later change of the calendar applies to it);
+// an unknown calendar excludes nothing.
+func TestDecideDueCalendars(t *testing.T) {
+	t.Parallel()
+	day := func(d int) time.Time { return time.Date(2026, 3, d, 9, 0, 0, 0, time.UTC) }
+	job := codecs.Job{Spec: schedule.Spec{Cron: "0 9 * * *", Exclude: schedule.Exclusions{Calendars: []string{"hol"}}},
+		MisfirePolicy: codecs.MisfireSkip, MisfireGrace: time.Hour}
+	value := codecs.EncodeJobRecord(&codecs.JobRecord{Version: 1, Status: codecs.StatusActive, Job: job})
+	cals := fakeCalendars{"hol": {{Year: 2026, Month: 3, Day: 10}, {Year: 2026, Month: 3, Day: 11}}}
+	cache := schedule.NewCache(4)
+	tests := []struct {
+		name   string
+		due, t time.Time
+		cals   schedule.CalendarSource
+		fires  []time.Time
+		missed int64
+		moveTo time.Time
+	}{
+		{"on a holiday: no fire, due at the next day", day(10), day(10), cals, nil, 0, day(11)},
+		{"after a holiday: fires", day(12), day(12), cals, []time.Time{day(12)}, 0, day(13)},
+		{"late across holidays under skip: only the other days (9th, 12th) count as missed", day(9), day(13).Add(30 * time.Minute), cals,
+			[]time.Time{day(13)}, 2, day(14)},
+		{"unknown calendar: fires", day(10), day(10), fakeCalendars{}, []time.Time{day(10)}, 0, day(11)},
+		{"no calendar source: fires", day(10), day(10), nil, []time.Time{day(10)}, 0, day(11)},
+	}
+	for _, tc := range tests {
+		dec := decideDue(store.Due{At: tc.due, Key: "j"}, value, tc.t, 1<<30, 100, cache, tc.cals, nil)
+		var got []time.Time
+		for _, f := range dec.Plan.Fires {
+			got = append(got, f.At)
+		}
+		require.Equal(t, tc.fires, got, tc.name)
+		require.Equal(t, tc.missed, dec.Plan.Missed, tc.name)
+		require.True(t, tc.moveTo.Equal(dec.Move.To), "%s: moved to %v", tc.name, dec.Move.To)
+	}
 }
