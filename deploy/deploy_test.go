@@ -948,7 +948,8 @@ func TestMetricsExist(t *testing.T) {
 		"consumergroup": {string(n.SchedulerGroup()): true, string(n.ClockGroup()): true, string(n.RouterGroup()): true, string(n.HistoryGroup()): true},
 		"topic": {string(n.Jobs()): true, string(n.BucketTriggers()): true, string(n.Dispatch()): true, string(n.Rejects()): true,
 			string(n.Clock()): true, string(n.ShardTriggers()): true, string(n.SchedulerTable()): true,
-			string(n.SchedulerLoop()): true, string(n.SchedulerBackfill()): true, string(n.ClockTable()): true, string(n.Results()): true, string(n.HistoryTable()): true},
+			string(n.SchedulerLoop()): true, string(n.SchedulerBackfill()): true, string(n.ClockTable()): true, string(n.Results()): true, string(n.HistoryTable()): true,
+			string(n.Calendars()): true},
 		"job": {str(get(yamlDoc(t, "deploy/prometheus/prometheus.yml"), "scrape_configs", 0, "job_name")): true},
 	}
 	for _, tp := range l.Topics() {
