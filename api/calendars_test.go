@@ -81,11 +81,15 @@ func TestCalendarsAPI(t *testing.T) {
 		{"/v1/calendars/x", `{"dates":["2026-01-01"],"description":"` + strings.Repeat("x", 1025) + `"}`, codecs.CodeInvalidField, "description"},
 		{"/v1/calendars/%20x", `{"dates":[]}`, codecs.CodeInvalidField, "name"},
 		{"/v1/calendars/a%07b", `{"dates":[]}`, codecs.CodeInvalidField, "name"},
+		{"/v1/calendars/x", `null`, codecs.CodeMalformed, ""},
+		{"/v1/calendars/x", ` ["2026-01-01"]`, codecs.CodeMalformed, ""},
 	} {
 		code, body := do(http.MethodPut, c.path, c.body)
 		require.Equal(t, http.StatusBadRequest, code, "%s %s", c.path, c.body)
 		require.Equal(t, c.code, body["code"], "%s %v", c.body, body)
-		require.Equal(t, c.field, body["field"], "%s %v", c.body, body)
+		if c.field != "" {
+			require.Equal(t, c.field, body["field"], "%s %v", c.body, body)
+		}
 	}
 	many := `{"dates":["2026-01-01"` + strings.Repeat(`,"2026-01-01"`, codecs.MaxCalendarDates) + `]}`
 	code, body = do(http.MethodPut, "/v1/calendars/x", many)

@@ -1,6 +1,7 @@
 package codecs
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -45,6 +46,9 @@ func ValidateCalendarName(name string) error {
 // dates sorted, each once.
 func DecodeCalendarDef(b []byte) (CalendarDef, []schedule.Date, error) {
 	var c CalendarDef
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) > 0 && t[0] != '{' {
+		return CalendarDef{}, nil, errorf(CodeMalformed, "", "a calendar is a JSON object like {\"dates\": [\"2026-12-25\"]}")
+	}
 	if err := strictUnmarshal(b, &c, calendarShape); err != nil {
 		return CalendarDef{}, nil, err
 	}
@@ -64,7 +68,7 @@ func DecodeCalendarDef(b []byte) (CalendarDef, []schedule.Date, error) {
 	}
 	slices.SortFunc(days, func(a, b schedule.Date) int { return a.Compare(b) })
 	days = slices.Compact(days)
-	c.Dates = c.Dates[:0]
+	c.Dates = make([]string, 0, len(days)) // never nil: "dates": [] when none
 	for _, d := range days {
 		c.Dates = append(c.Dates, d.String())
 	}

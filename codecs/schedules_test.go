@@ -155,9 +155,7 @@ func FuzzDecodeCalendarDef(f *testing.F) {
 		}
 		again, _, err := codecs.DecodeCalendarDef(codecs.EncodeCalendarDef(def))
 		require.NoError(t, err)
-		if def.Dates == nil {
-			def.Dates = []string{}
-		}
+		require.NotNil(t, def.Dates)
 		require.Equal(t, def, again)
 	})
 }
