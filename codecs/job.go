@@ -152,9 +152,21 @@ func (d JobDef) Validate(lim Limits) (Job, error) {
 		if j.Jitter, err = validateJitter(d.Jitter, spec, sched); err != nil {
 			return Job{}, err
 		}
+		if j.Jitter > 0 && len(spec.Also) > 0 {
+			// Two members may come closer than the jitter at any time,
+			// not only among the first fires a check can read: their
+			// due times could swap or meet, and a fire be lost.
+			return Job{}, errorf(CodeInvalidField, "jitter", "a jitter applies to a job with one schedule: with several, two of their times may come closer than the jitter; put them in separate jobs to jitter them")
+		}
 	}
 	if d.MaxFires < 0 || d.MaxFires > MaxMaxFires {
 		return Job{}, errorf(CodeInvalidField, "max_fires", "want 1 to %d (0 or absent: no limit), got %d", MaxMaxFires, d.MaxFires)
+	}
+	if n := 1 + len(spec.Also); d.MaxFires > MaxMaxFires/n {
+		// Counting what a limit allows walks the schedule once per fire,
+		// and each step of a union steps every member: the same work as
+		// one schedule's largest limit.
+		return Job{}, errorf(CodeInvalidField, "max_fires", "with %d schedules, max_fires is at most %d (%d divided by their count), got %d", n, MaxMaxFires/n, MaxMaxFires, d.MaxFires)
 	}
 	j.MaxFires = d.MaxFires
 	return j, nil

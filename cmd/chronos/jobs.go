@@ -240,14 +240,22 @@ func (f *scheduleFlags) apply(def *codecs.JobDef, dst codecs.DSTDef) error {
 	for _, a := range f.ats {
 		ms = append(ms, codecs.ScheduleDef{At: a})
 	}
+	if dp != nil && len(f.crons) == 0 && len(ms) != 1 {
+		// One --every or --at goes to the API as is, which refuses it too.
+		return errors.New("--dst-gap and --dst-overlap apply to cron schedules only: give a --cron")
+	}
 	switch {
 	case f.schedules != "":
-		if len(ms) > 0 {
-			return errors.New("give --schedules or --cron/--every/--at, not both")
+		if len(ms) > 0 || dp != nil {
+			return errors.New("give --schedules (with each member's dst in it) or --cron/--every/--at, not both")
 		}
-		if err := json.Unmarshal([]byte(f.schedules), &def.Schedules); err != nil {
-			return fmt.Errorf("--schedules is not a JSON array of schedules: %w", err)
+		// The API's strict rules: a misspelt member field is an error,
+		// not a schedule in another zone.
+		d, err := codecs.DecodeJobDef([]byte(`{"schedules":` + f.schedules + `}`))
+		if err != nil {
+			return fmt.Errorf("--schedules: %w", err)
 		}
+		def.Schedules = d.Schedules
 	case len(ms) == 1:
 		def.Cron, def.Every, def.At, def.DST = ms[0].Cron, ms[0].Every, ms[0].At, dp
 	case len(ms) > 1:

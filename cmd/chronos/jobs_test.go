@@ -181,8 +181,10 @@ func TestJobsErrors(t *testing.T) {
 	}{
 		{"bad cron", "", []string{"put", "j", "--cron", "every day"}, 1, []string{"400", "invalid_schedule", "cron:"}},
 		{"no schedule", "", []string{"put", "j"}, 1, []string{"invalid_schedule", "exactly one of cron, every, at"}},
-		{"schedules beside cron", "", []string{"put", "j", "--cron", "* * * * *", "--schedules", `[{"every":"1m"}]`}, 1, []string{"--schedules or --cron/--every/--at, not both"}},
+		{"schedules beside cron", "", []string{"put", "j", "--cron", "* * * * *", "--schedules", `[{"every":"1m"}]`}, 1, []string{"--cron/--every/--at, not both"}},
 		{"bad member", "", []string{"put", "j", "--cron", "* * * * *", "--every", "1x"}, 1, []string{"400", "invalid_schedule", "schedules[1].every:"}},
+		{"schedules typo", "", []string{"put", "j", "--schedules", `[{"cron":"0 9 * * *","timezone":"Asia/Tokyo"},{"every":"1h"}]`}, 1, []string{"--schedules", "schedules[0].timezone"}},
+		{"dst without cron", "", []string{"put", "j", "--every", "1h", "--every", "90m", "--dst-gap", "skip"}, 1, []string{"apply to cron schedules only"}},
 		{"bad exclude range", "", []string{"put", "j", "--every", "1m", "--exclude-range", "2026-01-01T00:00:00Z"}, 1, []string{"want FROM/TO"}},
 		{"bad exclude calendar", "", []string{"put", "j", "--every", "1m", "--exclude-calendar", " x"}, 1, []string{"400", "exclude.calendars[0]:"}},
 		{"bad tz", "", []string{"put", "j", "--cron", "* * * * *", "--tz", "Nowhere/Land"}, 1, []string{"tz:", "Nowhere/Land"}},
