@@ -236,15 +236,21 @@ func CountBackfill(s schedule.Schedule, from, to time.Time, limit int64) (n int6
 	return n, first
 }
 
+// BackfillLimit is the most scheduled times one backfill of a job with
+// spec may cover: MaxBackfillFires, divided by the number of its
+// schedules (counting and stepping a union steps every member).
+func BackfillLimit(spec schedule.Spec) int64 { return MaxBackfillFires / int64(1+len(spec.Also)) }
+
 // CheckBackfillCount refuses a range [from, to) holding n scheduled times
-// (as CountBackfill counts them): none, or more than MaxBackfillFires.
-func CheckBackfillCount(n int64, from, to time.Time) error {
+// (as CountBackfill counts them, up to limit+1): none, or more than limit
+// (BackfillLimit).
+func CheckBackfillCount(n, limit int64, from, to time.Time) error {
 	rng := "[" + from.Format(time.RFC3339Nano) + ", " + to.Format(time.RFC3339Nano) + ")"
 	switch {
 	case n == 0:
 		return errorf(CodeInvalidField, "from", "the job's schedule has no time in %s", rng)
-	case n > MaxBackfillFires:
-		return errorf(CodeInvalidField, "to", "the job's schedule has more than %d times in %s, the most one backfill dispatches; split the range", MaxBackfillFires, rng)
+	case n > limit:
+		return errorf(CodeInvalidField, "to", "the job's schedule has more than %d times in %s, the most one backfill of it dispatches (%d divided by its number of schedules); split the range", limit, rng, MaxBackfillFires)
 	}
 	return nil
 }
@@ -264,8 +270,9 @@ func CheckBackfill(spec schedule.Spec, from, to, now time.Time) (n int64, countE
 	if err != nil {
 		return 0, false, errorf(CodeInvalidSchedule, "schedule", "the job's schedule is invalid: %v", err)
 	}
-	n, _ = CountBackfill(sched, from, to, MaxBackfillFires)
-	if err := CheckBackfillCount(n, from, to); err != nil {
+	limit := BackfillLimit(spec)
+	n, _ = CountBackfill(sched, from, to, limit)
+	if err := CheckBackfillCount(n, limit, from, to); err != nil {
 		return n, true, err
 	}
 	return n, false, nil

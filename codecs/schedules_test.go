@@ -108,7 +108,14 @@ func TestScheduleSetRejects(t *testing.T) {
 		{`{"every":"1h","exclude":{"ranges":[{"from":"2026-01-01T00:00:00Z","to":"2026-01-02T00:00:00Z","until":"x"}]}}`, codecs.CodeUnknownField, "exclude.ranges[0].until"},
 		{`{"every":"1h","exclude":{"days":["2026-01-01"]}}`, codecs.CodeUnknownField, "days"},
 		{`{"every":"1h","tz":"Nope/Nope","exclude":{"dates":["2026-01-01"]}}`, codecs.CodeInvalidSchedule, "tz"},
+		// Adversary 14c: two members a microsecond apart after the first
+		// 1000 fires, jitter 2us: refused (it could lose a fire).
+		{`{"schedules":[{"every":"1h"},{"at":"2030-01-01T00:00:00.000001Z"}],"jitter":"2us"}`, codecs.CodeInvalidField, "jitter"},
 		{`{"schedules":[{"every":"1h"},{"cron":"@daily"}],"jitter":"1s"}`, codecs.CodeInvalidField, "jitter"},
+		// Adversary 14c: 16 per-second schedules with max_fires 100000
+		// cost seconds per count: at most 100000/16.
+		{`{"schedules":[` + strings.Repeat(`{"cron":"* * * * * *"},`, 15) + `{"cron":"* * * * * *"}],"max_fires":6251}`, codecs.CodeInvalidField, "max_fires"},
+		{`{"schedules":[` + strings.Repeat(`{"cron":"* * * * * *"},`, 15) + `{"cron":"* * * * * *"}],"max_fires":6250}`, "", ""},
 		{`{"schedules":[{"every":"1h"},{"cron":"@daily"}],"max_fires":50001}`, codecs.CodeInvalidField, "max_fires"},
 		{`{"schedules":[{"every":"1h"},{"cron":"@daily"}],"max_fires":50000,"jitter":"0s"}`, "", ""},
 		{`{"every":"1h","exclude":{"calendars":["a","a"]}}`, codecs.CodeInvalidSchedule, "exclude.calendars[1]"},
@@ -161,4 +168,28 @@ func FuzzDecodeCalendarDef(f *testing.F) {
 		require.NotNil(t, def.Dates)
 		require.Equal(t, def, again)
 	})
+}
+
+// TestBackfillLimitOfSeveralSchedules: a backfill of a job with n
+// schedules covers at most MaxBackfillFires / n times (adversary 14c:
+// counting 100000 times of 16 per-second schedules took ~1.8 s, in the
+// API and again in the shard processor).
+func TestBackfillLimitOfSeveralSchedules(t *testing.T) {
+	t.Parallel()
+	var ms []codecs.ScheduleDef
+	for range 16 {
+		ms = append(ms, codecs.ScheduleDef{Cron: "* * * * * *"})
+	}
+	ms[1].TZ = "Europe/Berlin" // same instants: the union fires once a second
+	job, err := codecs.JobDef{Schedules: ms}.Validate(codecs.DefaultLimits())
+	require.NoError(t, err)
+	limit := codecs.BackfillLimit(job.Spec)
+	require.Equal(t, int64(codecs.MaxBackfillFires/16), limit)
+	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	n, _, err := codecs.CheckBackfill(job.Spec, from, from.Add(time.Duration(limit)*time.Second), from.AddDate(1, 0, 0))
+	require.NoError(t, err)
+	require.Equal(t, limit, n)
+	_, countErr, err := codecs.CheckBackfill(job.Spec, from, from.Add(time.Duration(limit+1)*time.Second), from.AddDate(1, 0, 0))
+	requireCode(t, err, codecs.CodeInvalidField, "to")
+	require.True(t, countErr)
 }

@@ -82,8 +82,9 @@ func startBackfill(in commandInput, schedules *schedule.Cache) (commandEffect, e
 	if err != nil {
 		return commandEffect{}, &codecs.Error{Code: codecs.CodeInvalidSchedule, Field: "schedule", Reason: "the job's schedule is invalid: " + err.Error()}
 	}
-	n, first := codecs.CountBackfill(sched, cmd.From, cmd.To, codecs.MaxBackfillFires)
-	if err := codecs.CheckBackfillCount(n, cmd.From, cmd.To); err != nil {
+	limit := codecs.BackfillLimit(old.Job.Spec)
+	n, first := codecs.CountBackfill(sched, cmd.From, cmd.To, limit)
+	if err := codecs.CheckBackfillCount(n, limit, cmd.From, cmd.To); err != nil {
 		return commandEffect{}, err
 	}
 	bf := &codecs.Backfill{ID: codecs.BackfillID(in.Partition, in.Offset), From: cmd.From, To: cmd.To, Next: first, Total: n}
