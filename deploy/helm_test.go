@@ -208,9 +208,22 @@ func TestHelmOptions(t *testing.T) {
 	// keda.resolutionMillis: the thresholds follow the pods' --resolution
 	// as lag.ScaledObjectAt makes them (adversary round 19b: an idle system
 	// at 20s or 50ms asked for more replicas).
+	// The chart passes the same resolution to the pods (adversary round
+	// 19c: pods set through extraEnv drifted from the thresholds).
 	for _, ms := range []int{10, 50, 1000, 2700, 20000, 60000} {
-		got := scaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.partitions=48", fmt.Sprintf("keda.resolutionMillis=%d", ms)), "ScaledObject"))
+		docs := render(t, "sched", "keda.enabled=true", "keda.partitions=48", fmt.Sprintf("keda.resolutionMillis=%d", ms))
+		got := scaledObject(t, kind(t, docs, "ScaledObject"))
 		require.Equal(t, scoped(lag.ScaledObjectAt(topology.Layout{Partitions: 48}, time.Duration(ms)*time.Millisecond), "sched"), got, "resolutionMillis %d", ms)
+		var res []string
+		for _, e := range list(get(kind(t, docs, "Deployment"), "spec", "template", "spec", "containers", 0, "env")) {
+			if str(get(e, "name")) == "CHRONOS_RESOLUTION" {
+				res = append(res, str(get(e, "value")))
+			}
+		}
+		require.Len(t, res, 1, "resolutionMillis %d: one CHRONOS_RESOLUTION in the pods", ms)
+		d, err := time.ParseDuration(res[0])
+		require.NoError(t, err)
+		require.Equal(t, time.Duration(ms)*time.Millisecond, d, "the pods' --resolution is the thresholds'")
 	}
 	noProm := scaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.prometheusServerAddress="), "ScaledObject"))
 	require.Nil(t, noProm.Lateness)
@@ -307,6 +320,19 @@ func TestHelmRefuses(t *testing.T) {
 		{[]string{"keda.enabled=true", "extraEnv[0].name=CHRONOS_PARTITIONS", "extraEnv[0].value=48"}, "keda.partitions 12 must be the pods' --partitions"},
 		{[]string{"keda.enabled=true", "keda.partitions=48", "extraEnv[0].name=CHRONOS_PARTITIONS", "extraEnv[0].value=12"}, "keda.partitions 48 must be the pods' --partitions"},
 		{[]string{"keda.enabled=true", "keda.resolutionMillis=5"}, "keda.resolutionMillis must be the pods' --resolution"},
+		// Adversary round 19c (issue 19): pods at another --resolution
+		// than the ScaledObject's thresholds, and values KEDA refuses or
+		// the templates truncate, rendered.
+		{[]string{"keda.enabled=true", "extraEnv[0].name=CHRONOS_RESOLUTION", "extraEnv[0].value=50ms"}, "set keda.resolutionMillis, not extraEnv CHRONOS_RESOLUTION"},
+		{[]string{"keda.enabled=true", "extraEnv[0].name=CHRONOS_RESOLUTION", "extraEnv[0].value=1s"}, "set keda.resolutionMillis, not extraEnv CHRONOS_RESOLUTION"},
+		{[]string{"keda.enabled=true", "keda.partitions=0"}, "/keda/partitions"},
+		{[]string{"keda.enabled=true", "keda.minReplicaCount=13"}, "keda.minReplicaCount 13 must be at most maxReplicaCount 12"},
+		{[]string{"keda.enabled=true", "keda.partitions=4", "keda.minReplicaCount=5"}, "keda.minReplicaCount 5 must be at most maxReplicaCount 4"},
+		{[]string{"keda.enabled=true", "keda.lagThreshold=0"}, "/keda/lagThreshold"},
+		{[]string{"keda.enabled=true", "keda.lagThreshold=ten"}, "/keda/lagThreshold"},
+		{[]string{"keda.enabled=true", "keda.loopLagThreshold=-5"}, "/keda/loopLagThreshold"},
+		{[]string{"keda.enabled=true", "keda.firesPerReplica=0"}, "/keda/firesPerReplica"},
+		{[]string{"keda.enabled=true", "keda.fanoutSecondsPerReplica=2.5"}, "/keda/fanoutSecondsPerReplica"},
 		{[]string{"brokers="}, "the Kafka bootstrap brokers"},
 		// Overriding the memory limit alone left GOMEMLIMIT at 900MiB, above
 		// a 512Mi limit: the kernel kills the pod before Go collects harder.
