@@ -193,6 +193,20 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 // Scheduler returns the scheduler group (its stores serve the read API).
 func (s *Instance) Scheduler() *scheduler.Scheduler { return s.sched }
 
+// waitCalendars waits until the calendars view has read its topic, or ctx
+// ends.
+func (s *Instance) waitCalendars(ctx context.Context) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for s.cals.Ready() != nil {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
 // Calendars returns the view of the named calendars the scheduler reads.
 func (s *Instance) Calendars() *views.Calendars { return s.cals }
 
@@ -267,6 +281,9 @@ func (s *Instance) runGroups(ctx context.Context) {
 			s.log.Error("calendars view stopped; named calendars exclude nothing until restart", "err", err)
 		}
 	}()
+	// The scheduler fires only once the calendars are read: a holiday is
+	// not dispatched because the view was still recovering after a start.
+	s.waitCalendars(ctx)
 	run(s.sched.Group(), s.sched.Graph(), s.sched.Options()...)
 	// The clock table lives in the data dir too (goka's default is a
 	// shared directory under /tmp, which outlives the data dir).
