@@ -4,14 +4,18 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/schedule"
 	"github.com/chronos-scheduler/chronos/topology"
+	"github.com/chronos-scheduler/chronos/views"
 )
 
 // fakeCalendars serves the calendars the producer wrote (a view that
@@ -96,4 +100,40 @@ func TestCalendarsAPI(t *testing.T) {
 	require.Equal(t, http.StatusBadRequest, code, "%v", body)
 	require.Equal(t, "dates", body["field"])
 	require.Len(t, prod.recs, 2, "nothing refused was written")
+}
+
+// daysCalendars is a calendar reader that also answers HasDate, as the
+// instance's view does.
+type daysCalendars map[string][]schedule.Date
+
+func (d daysCalendars) Get(name string) (codecs.CalendarDef, bool, error) {
+	days, ok := d[name]
+	var def codecs.CalendarDef
+	for _, day := range days {
+		def.Dates = append(def.Dates, day.String())
+	}
+	return def, ok, nil
+}
+
+func (d daysCalendars) HasDate(name string, day schedule.Date) bool {
+	return slices.Contains(d[name], day)
+}
+
+// TestGetJobNextFromSkipsCalendars: ?from next fires of a job that names
+// calendars skip their dates as they are now (an unknown one skips none).
+func TestGetJobNextFromSkipsCalendars(t *testing.T) {
+	t.Parallel()
+	def := codecs.JobDef{Cron: "0 9 * * *", TZ: "Europe/Berlin", Exclude: &codecs.ExcludeDef{Calendars: []string{"hol", "unknown"}}}
+	norm, err := def.Validate(codecs.DefaultLimits())
+	require.NoError(t, err)
+	jobs := newFakeJobs(views.Job{ID: "j", Version: 1, Status: "paused", Job: norm.Def()})
+	cals := daysCalendars{"hol": {{Year: 2026, Month: 12, Day: 25}, {Year: 2026, Month: 12, Day: 26}}}
+	f := newFixture(t, func(s *api.Server) { s.Jobs, s.Calendars = jobs, cals })
+	resp, b := f.do(t, request{method: "GET", path: "/v1/jobs/j?next=3&from=2026-12-24T00:00:00Z"})
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	var got []string
+	for _, at := range decodeJob(t, resp, b).NextFires {
+		got = append(got, at.UTC().Format(time.RFC3339))
+	}
+	require.Equal(t, []string{"2026-12-24T08:00:00Z", "2026-12-27T08:00:00Z", "2026-12-28T08:00:00Z"}, got)
 }

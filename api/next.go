@@ -72,6 +72,10 @@ func (s *Server) nextFires(job *views.Job, nq nextQuery) {
 	if err != nil {
 		return
 	}
+	if cals, ok := s.Calendars.(schedule.CalendarSource); ok {
+		// Named calendars as they are now (the view's reader answers).
+		sched = schedule.WithCalendars(sched, norm.Spec.Exclude, cals, nil)
+	}
 	job.NextFires = schedule.NextN(sched, start.Add(-time.Nanosecond), nq.n)
 }
 

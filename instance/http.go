@@ -45,6 +45,7 @@ func newHTTP(s *Instance) (*httpParts, error) {
 	if err != nil {
 		return nil, err
 	}
+	jobs.Calendars = s.cals
 	var hist *views.History
 	if !cfg.History.Off {
 		if hist, err = views.NewHistory(cfg.Kafka, cfg.Layout, filepath.Join(cfg.DataDir, "history-view"),

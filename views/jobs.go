@@ -30,6 +30,9 @@ type Jobs struct {
 	shardKeys  []string
 	stores     store.Registry
 	schedules  *schedule.Cache
+	// Calendars, when set, are the named calendars next fires skip (as
+	// they are now); nil: next fires ignore named calendars.
+	Calendars schedule.CalendarSource
 }
 
 // NewJobs creates the view; Run keeps it up to date.
@@ -183,8 +186,19 @@ func (j *Jobs) readModel(id string, rec *codecs.JobRecord) (*Job, error) {
 	if rec.Status == codecs.StatusActive {
 		// Its next fire is its due time, by the scheduler index's rule
 		// (codecs.JobRecord.Due); a jittered one shows its scheduled times.
-		if first := rec.Due(w, sched); !first.IsZero() {
-			out.NextFires = append(append(out.NextFires, first), schedule.NextN(sched, first, 4)...)
+		var scheduled func(time.Time) time.Time
+		if d, ok := sched.(*codecs.DueSchedule); ok {
+			scheduled = d.Scheduled
+		}
+		cal := schedule.WithCalendars(sched, rec.Job.Spec.Exclude, j.Calendars, scheduled)
+		first := rec.Due(w, sched)
+		if !first.IsZero() && cal != sched {
+			// Named calendars as they are now: the scheduler decides at
+			// each time, so a later change may still move these.
+			first = cal.Next(first.Add(-time.Nanosecond))
+		}
+		if !first.IsZero() {
+			out.NextFires = append(append(out.NextFires, first), schedule.NextN(cal, first, 4)...)
 		}
 		for i, t := range out.NextFires {
 			out.NextFires[i] = codecs.Scheduled(sched, t)
