@@ -1,15 +1,20 @@
 //go:build adversary14c
 
 // Adversary 14c: breaks of issue 14's promises in the scheduler (bulk
-// operations' counts, docs/topics.md). Run:
+// operations' counts, docs/topics.md; named calendars in due decisions,
+// docs/schedules.md). Run:
 //
 //	go test -tags adversary14c -count=1 -run Adversary14c ./processors/scheduler/
 package scheduler
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/schedule"
+	"github.com/chronos-scheduler/chronos/store"
 )
 
 // Promise (docs/topics.md "Bulk operations": "a put, pause, resume or
@@ -29,5 +34,114 @@ func TestAdversary14cBulkCountsUserPauseAsRepeat(t *testing.T) {
 	cmd := codecs.Command{Op: codecs.BulkPause, IfVersion: &v, Note: "quarter-end freeze"}
 	if bulkRepeat(cmd, user, nil) {
 		t.Errorf("a user's pause (note %q by %q) between the walk and the bulk pause (note %q) is taken for the bulk command itself: not counted in skipped", user.Pause.Note, user.Pause.By, cmd.Note)
+	}
+}
+
+// countingCalendars holds one calendar, "hol", and counts lookups; past
+// limit it panics so that a runaway walk ends the test instead of hanging
+// it.
+type countingCalendars struct {
+	dates map[schedule.Date]bool
+	calls int
+	limit int
+}
+
+func (c *countingCalendars) HasDate(name string, d schedule.Date) bool {
+	c.calls++
+	if c.calls > c.limit {
+		panic(fmt.Sprintf("more than %d calendar lookups", c.limit))
+	}
+	return name == "hol" && c.dates[d]
+}
+
+func consecutiveDays(from time.Time, n int) map[schedule.Date]bool {
+	m := make(map[schedule.Date]bool, n)
+	for i := range n {
+		m[schedule.DateOf(from.AddDate(0, 0, i))] = true
+	}
+	return m
+}
+
+// decideBounded runs one due decision and reports the lookups it took, or
+// that it passed the limit.
+func decideBounded(d store.Due, value []byte, t time.Time, cals *countingCalendars) (dec dueDecision, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	return decideDue(d, value, t, 1<<30, 100, schedule.NewCache(10), cals, nil), nil
+}
+
+// Promise (issue 14: "huge calendars/sets: CPU per fire"; COMMON: a bad
+// input never stops a processor): a jittered job that names a calendar is
+// walked fire by fire through every excluded time
+// (schedule.calendared.Next steps one nanosecond past each delayed time
+// instead of jumping to the day's end), and because the due index keeps
+// the calendar-free schedule, the walk is repeated at every advance (the
+// job is due again at its next calendar-free time). One job every second
+// with jitter 500ms and ONE holiday in its calendar: ~86,400 lookups in
+// one due decision, repeated every second of the holiday; with views.
+// Calendars at ~1.4 us a lookup (TestAdversary14cCalendarLookupCost in
+// ./processors/) that is ~0.12 s of a shard's time per second per job; a
+// 30-day freeze calendar passes 1,000,000 lookups (>1.4 s) per decision,
+// and a calendar of 5000 consecutive dates (the most) ~432 million. GET
+// /v1/jobs/{id} walks the same way since next_fires skip calendars
+// (views/jobs.go uses schedule.WithCalendars with d.Scheduled).
+// Asserted: at most 1000 lookups per decision.
+func TestAdversary14cJitteredCalendarWalksEveryExcludedFire(t *testing.T) {
+	day := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+	job := codecs.Job{Spec: schedule.Spec{Every: time.Second, Exclude: schedule.Exclusions{Calendars: []string{"hol"}}},
+		MisfirePolicy: codecs.MisfireFireOnce, MisfireGrace: time.Minute, Jitter: 500 * time.Millisecond}
+	rec := codecs.JobRecord{Version: 1, Status: codecs.StatusActive, Job: job}
+	value := codecs.EncodeJobRecord(&rec)
+	sched, err := jobSchedule(schedule.NewCache(10), "j", &rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, days := range []int{1, 30} {
+		cals := &countingCalendars{dates: consecutiveDays(day, days), limit: 1_000_000}
+		due := sched.Next(day)
+		if _, err := decideBounded(store.Due{At: due, Key: "j"}, value, due, cals); err != nil {
+			t.Errorf("%d excluded days: %v", days, err)
+		} else if cals.calls > 1000 {
+			t.Errorf("one due decision of one job (every 1s, jitter 500ms, %d excluded days): %d calendar lookups", days, cals.calls)
+		}
+	}
+}
+
+// Same job without jitter: each advance the job is due again (the index
+// keeps the calendar-free schedule, whose next time is the next second)
+// and each decision jumps day by day over the whole run of excluded
+// dates, so the CPU a job costs per second of shard time grows with the
+// calendar: with 5000 consecutive dates, how many lookups over 60 one-second
+// advances? A job outside any calendar costs 60 decisions; the bound
+// asserted is 100 lookups per decision.
+func TestAdversary14cCalendarJobDueEverySecond(t *testing.T) {
+	day := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
+	job := codecs.Job{Spec: schedule.Spec{Every: time.Second, Exclude: schedule.Exclusions{Calendars: []string{"hol"}}},
+		MisfirePolicy: codecs.MisfireFireOnce, MisfireGrace: time.Minute}
+	rec := codecs.JobRecord{Version: 1, Status: codecs.StatusActive, Job: job}
+	value := codecs.EncodeJobRecord(&rec)
+	cals := &countingCalendars{dates: consecutiveDays(day, 5000), limit: 100_000_000}
+	at := day.Add(time.Second)
+	end := at.Add(time.Minute)
+	decisions := 0
+	for t0 := at; t0.Before(end); t0 = t0.Add(time.Second) {
+		dec, err := decideBounded(store.Due{At: at, Key: "j"}, value, t0, cals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decisions++
+		if len(dec.Plan.Fires) > 0 {
+			t.Fatalf("fired on a calendar date: %v", dec.Plan.Fires)
+		}
+		if dec.Move.To.IsZero() {
+			break
+		}
+		at = dec.Move.To
+	}
+	if per := cals.calls / decisions; per > 100 {
+		t.Fatalf("%d due decisions in 60 s of shard time for one job excluded for 5000 days, %d calendar lookups (%d per decision)", decisions, cals.calls, per)
 	}
 }
