@@ -205,6 +205,11 @@ func TestHelmOptions(t *testing.T) {
 	agreed := scaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.partitions=48",
 		"extraEnv[0].name=CHRONOS_PARTITIONS", "extraEnv[0].value=48"), "ScaledObject"))
 	require.Equal(t, wide, agreed, "pods and ScaledObject agree on 48 partitions")
+	require.Equal(t, []string{"48"}, envValues(t, render(t, "sched", "keda.enabled=true", "keda.partitions=48",
+		"extraEnv[0].name=CHRONOS_PARTITIONS", "extraEnv[0].value=48"), "CHRONOS_PARTITIONS"), "the chart adds no second CHRONOS_PARTITIONS")
+	// Adversary round 19c: keda.partitions alone rendered a ScaledObject
+	// for 24 next to pods at the default 12.
+	require.Equal(t, []string{"24"}, envValues(t, render(t, "sched", "keda.enabled=true", "keda.partitions=24"), "CHRONOS_PARTITIONS"))
 	// keda.resolutionMillis: the thresholds follow the pods' --resolution
 	// as lag.ScaledObjectAt makes them (adversary round 19b: an idle system
 	// at 20s or 50ms asked for more replicas).
@@ -221,6 +226,7 @@ func TestHelmOptions(t *testing.T) {
 			}
 		}
 		require.Len(t, res, 1, "resolutionMillis %d: one CHRONOS_RESOLUTION in the pods", ms)
+		require.Equal(t, []string{"48"}, envValues(t, docs, "CHRONOS_PARTITIONS"), "the pods' --partitions is the ScaledObject's")
 		d, err := time.ParseDuration(res[0])
 		require.NoError(t, err)
 		require.Equal(t, time.Duration(ms)*time.Millisecond, d, "the pods' --resolution is the thresholds'")
@@ -333,6 +339,7 @@ func TestHelmRefuses(t *testing.T) {
 		{[]string{"keda.enabled=true", "keda.loopLagThreshold=-5"}, "/keda/loopLagThreshold"},
 		{[]string{"keda.enabled=true", "keda.firesPerReplica=0"}, "/keda/firesPerReplica"},
 		{[]string{"keda.enabled=true", "keda.fanoutSecondsPerReplica=2.5"}, "/keda/fanoutSecondsPerReplica"},
+		{[]string{"keda.enabled=true", "extraEnv[0].name=CHRONOS_PARTITIONS", "extraEnv[0].valueFrom.configMapKeyRef.name=c", "extraEnv[0].valueFrom.configMapKeyRef.key=p"}, "not extraEnv CHRONOS_PARTITIONS from valueFrom"},
 		{[]string{"brokers="}, "the Kafka bootstrap brokers"},
 		// Overriding the memory limit alone left GOMEMLIMIT at 900MiB, above
 		// a 512Mi limit: the kernel kills the pod before Go collects harder.
@@ -397,4 +404,16 @@ func TestHelmValuesDocumented(t *testing.T) {
 		require.GreaterOrEqual(t, i, 1, k)
 		require.True(t, strings.HasPrefix(lines[i-1], "#"), "value %s has no comment above it", k)
 	}
+}
+
+// envValues returns the values of the Deployment's env entries named name.
+func envValues(t *testing.T, docs []map[string]any, name string) []string {
+	t.Helper()
+	var vals []string
+	for _, e := range list(get(kind(t, docs, "Deployment"), "spec", "template", "spec", "containers", 0, "env")) {
+		if str(get(e, "name")) == name {
+			vals = append(vals, str(get(e, "value")))
+		}
+	}
+	return vals
 }
