@@ -158,6 +158,13 @@ func (d JobDef) Validate(lim Limits) (Job, error) {
 			// due times could swap or meet, and a fire be lost.
 			return Job{}, errorf(CodeInvalidField, "jitter", "a jitter applies to a job with one schedule: with several, two of their times may come closer than the jitter; put them in separate jobs to jitter them")
 		}
+		if j.Jitter > 0 && len(spec.Exclude.Calendars) > 0 {
+			// A named calendar is looked up at each fire; a jittered
+			// time's day is its scheduled time's, so skipping a calendar
+			// day walked it one fire at a time (adversary 14c: 86,401
+			// lookups per due decision for one holiday of an every-1s job).
+			return Job{}, errorf(CodeInvalidField, "jitter", "a jitter does not combine with exclude.calendars: use exclude.dates for the job's own days off, or no jitter")
+		}
 	}
 	if d.MaxFires < 0 || d.MaxFires > MaxMaxFires {
 		return Job{}, errorf(CodeInvalidField, "max_fires", "want 1 to %d (0 or absent: no limit), got %d", MaxMaxFires, d.MaxFires)

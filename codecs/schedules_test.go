@@ -112,6 +112,11 @@ func TestScheduleSetRejects(t *testing.T) {
 		// 1000 fires, jitter 2us: refused (it could lose a fire).
 		{`{"schedules":[{"every":"1h"},{"at":"2030-01-01T00:00:00.000001Z"}],"jitter":"2us"}`, codecs.CodeInvalidField, "jitter"},
 		{`{"schedules":[{"every":"1h"},{"cron":"@daily"}],"jitter":"1s"}`, codecs.CodeInvalidField, "jitter"},
+		// Adversary 14c: a jittered job naming a calendar was walked one
+		// fire at a time through each excluded day, at every due decision
+		// and every GET: refused.
+		{`{"every":"1s","jitter":"500ms","exclude":{"calendars":["holidays"]}}`, codecs.CodeInvalidField, "jitter"},
+		{`{"cron":"0 9 * * *","tz":"Europe/Berlin","jitter":"30s","exclude":{"dates":["2026-12-25"],"calendars":["de"]}}`, codecs.CodeInvalidField, "jitter"},
 		// Adversary 14c: 16 per-second schedules with max_fires 100000
 		// cost seconds per count: at most 100000/16.
 		{`{"schedules":[` + strings.Repeat(`{"cron":"* * * * * *"},`, 15) + `{"cron":"* * * * * *"}],"max_fires":6251}`, codecs.CodeInvalidField, "max_fires"},

@@ -73,44 +73,8 @@ func decideBounded(d store.Due, value []byte, t time.Time, cals *countingCalenda
 	return decideDue(d, value, t, 1<<30, 100, schedule.NewCache(10), cals, nil), nil
 }
 
-// Promise (issue 14: "huge calendars/sets: CPU per fire"; COMMON: a bad
-// input never stops a processor): a jittered job that names a calendar is
-// walked fire by fire through every excluded time
-// (schedule.calendared.Next steps one nanosecond past each delayed time
-// instead of jumping to the day's end), and because the due index keeps
-// the calendar-free schedule, the walk is repeated at every advance (the
-// job is due again at its next calendar-free time). One job every second
-// with jitter 500ms and ONE holiday in its calendar: ~86,400 lookups in
-// one due decision, repeated every second of the holiday; with views.
-// Calendars at ~1.4 us a lookup (TestAdversary14cCalendarLookupCost in
-// ./processors/) that is ~0.12 s of a shard's time per second per job; a
-// 30-day freeze calendar passes 1,000,000 lookups (>1.4 s) per decision,
-// and a calendar of 5000 consecutive dates (the most) ~432 million. GET
-// /v1/jobs/{id} walks the same way since next_fires skip calendars
-// (views/jobs.go uses schedule.WithCalendars with d.Scheduled).
-// Asserted: at most 1000 lookups per decision.
-func TestAdversary14cJitteredCalendarWalksEveryExcludedFire(t *testing.T) {
-	day := time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)
-	job := codecs.Job{Spec: schedule.Spec{Every: time.Second, Exclude: schedule.Exclusions{Calendars: []string{"hol"}}},
-		MisfirePolicy: codecs.MisfireFireOnce, MisfireGrace: time.Minute, Jitter: 500 * time.Millisecond}
-	rec := codecs.JobRecord{Version: 1, Status: codecs.StatusActive, Job: job}
-	value := codecs.EncodeJobRecord(&rec)
-	sched, err := jobSchedule(schedule.NewCache(10), "j", &rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, days := range []int{1, 30} {
-		cals := &countingCalendars{dates: consecutiveDays(day, days), limit: 1_000_000}
-		due := sched.Next(day)
-		if _, err := decideBounded(store.Due{At: due, Key: "j"}, value, due, cals); err != nil {
-			t.Errorf("%d excluded days: %v", days, err)
-		} else if cals.calls > 1000 {
-			t.Errorf("one due decision of one job (every 1s, jitter 500ms, %d excluded days): %d calendar lookups", days, cals.calls)
-		}
-	}
-}
-
-// Same job without jitter: each advance the job is due again (the index
+// A job every 1s naming a calendar (no jitter: a jitter with calendars is
+// refused since adversary 14c): each advance the job is due again (the index
 // keeps the calendar-free schedule, whose next time is the next second)
 // and each decision jumps day by day over the whole run of excluded
 // dates, so the CPU a job costs per second of shard time grows with the

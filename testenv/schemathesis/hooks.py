@@ -126,6 +126,10 @@ def before_call(ctx, case, kwargs):
             job["jitter"] = "1s"
             if isinstance(job.get("schedules"), list) and len(job["schedules"]) > 1:
                 job["jitter"] = None
+            # nor with named calendars
+            ex = job.get("exclude")
+            if isinstance(ex, dict) and isinstance(ex.get("calendars"), list) and ex["calendars"]:
+                job["jitter"] = None
         # With n schedules, max_fires is at most 100000 // n.
         n = len(job["schedules"]) if isinstance(job.get("schedules"), list) and job["schedules"] else 1
         if isinstance(job.get("max_fires"), int) and job["max_fires"] > 100000 // n:
