@@ -41,8 +41,10 @@ func bigWindowZstd(data []byte) []byte {
 // produce request repeating such a batch for the same partition makes the
 // broker's single request loop allocate 64 MiB per ~87 wire bytes before
 // anything is stored. Measured: a request of 8,717 bytes (100 batches of
-// 79 bytes) allocated 6,426 MiB (773,013x the wire, 100 GCs) and held the
-// request loop 407 ms; by the same figures a 1 MiB request (~12,000
+// 79 bytes) allocated 6,426 MiB (773,013x the wire, 80-100 GCs) and held
+// the request loop 407-889 ms; another client's metadata request sent 50 ms
+// in waited 837 ms for it (kfake serves every request in one loop, where
+// the guard runs). By the same figures a 1 MiB request (~12,000
 // batches, under the 100 MiB frame cap) is ~811 GB and ~50 s during which
 // every client of `chronos dev` (every processor, the API's writes) waits.
 func TestAdversary18eZstdWindowCostsTheBrokerPerBatch(t *testing.T) {
@@ -84,9 +86,24 @@ func TestAdversary18eZstdWindowCostsTheBrokerPerBatch(t *testing.T) {
 	var m0, m1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&m0)
+	// Another client's metadata request, sent while the big request is
+	// being checked, waits for the broker's one request loop.
+	other, err := kgo.NewClient(kgo.SeedBrokers(b.Addrs()...))
+	require.NoError(t, err)
+	defer other.Close()
+	_, err = kmsg.NewPtrMetadataRequest().RequestWith(ctx, other) // connected
+	require.NoError(t, err)
+	waited := make(chan time.Duration, 1)
 	start := time.Now()
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		s := time.Now()
+		_, _ = kmsg.NewPtrMetadataRequest().RequestWith(ctx, other)
+		waited <- time.Since(s)
+	}()
 	_, wire := send(entries)
 	took := time.Since(start)
+	t.Logf("another client's metadata request sent meanwhile waited %v", (<-waited).Round(time.Millisecond))
 	runtime.ReadMemStats(&m1)
 	alloc := m1.TotalAlloc - m0.TotalAlloc
 	t.Logf("one produce request of %d bytes (%d batches of %d bytes): broker allocated %.0f MiB (%.0f MiB per batch, %.0fx the wire), request loop busy %v, %d GCs; a 1 MiB request: ~%.0f GB",
