@@ -193,14 +193,20 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 // Scheduler returns the scheduler group (its stores serve the read API).
 func (s *Instance) Scheduler() *scheduler.Scheduler { return s.sched }
 
-// waitCalendars waits until the calendars view has read its topic, or ctx
-// ends.
-func (s *Instance) waitCalendars(ctx context.Context) {
+// waitCalendars waits until ready reports the calendars view caught up
+// with its topic, the view has stopped (stopped closed: its Run returned,
+// e.g. its topic cannot be read), or ctx is done. A stopped view must not
+// hold scheduling back: every job would stop firing for want of a list of
+// days off (adversary 14c), so the scheduler then starts with named
+// calendars excluding nothing, and the view's error is logged.
+func waitCalendars(ctx context.Context, ready func() error, stopped <-chan struct{}) {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for s.cals.Ready() != nil {
+	for ready() != nil {
 		select {
 		case <-ctx.Done():
+			return
+		case <-stopped:
 			return
 		case <-tick.C:
 		}
@@ -274,16 +280,18 @@ func (s *Instance) runGroups(ctx context.Context) {
 		wg.Wait()
 		return
 	}
+	calsStopped := make(chan struct{})
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer close(calsStopped)
 		if err := s.cals.Run(ctx); err != nil && ctx.Err() == nil {
 			s.log.Error("calendars view stopped; named calendars exclude nothing until restart", "err", err)
 		}
 	}()
 	// The scheduler fires only once the calendars are read: a holiday is
 	// not dispatched because the view was still recovering after a start.
-	s.waitCalendars(ctx)
+	waitCalendars(ctx, s.cals.Ready, calsStopped)
 	run(s.sched.Group(), s.sched.Graph(), s.sched.Options()...)
 	// The clock table lives in the data dir too (goka's default is a
 	// shared directory under /tmp, which outlives the data dir).

@@ -1,0 +1,57 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestWaitCalendarsReturnsWhenTheViewStops: the scheduler waits for the
+// calendars view to catch up, but a view that stopped (its topic cannot
+// be read: a missing ACL) must not keep every job from firing (adversary
+// 14c, read from the code): waitCalendars returns once the view stopped,
+// once it is ready, or once ctx is done, and not before any of them.
+func TestWaitCalendarsReturnsWhenTheViewStops(t *testing.T) {
+	recovering := func() error { return errors.New("recovering") }
+	for _, c := range []struct {
+		name string
+		run  func(stop chan struct{}, cancel context.CancelFunc, ready *atomic.Bool)
+	}{
+		{"view stopped", func(stop chan struct{}, _ context.CancelFunc, _ *atomic.Bool) { close(stop) }},
+		{"view ready", func(_ chan struct{}, _ context.CancelFunc, ready *atomic.Bool) { ready.Store(true) }},
+		{"ctx done", func(_ chan struct{}, cancel context.CancelFunc, _ *atomic.Bool) { cancel() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			stop := make(chan struct{})
+			var ready, released atomic.Bool
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				waitCalendars(ctx, func() error {
+					if ready.Load() {
+						return nil
+					}
+					return recovering()
+				}, stop)
+				released.Store(true)
+			}()
+			// Still waiting while the view recovers (a number of polls).
+			for range 10 {
+				time.Sleep(25 * time.Millisecond) // lets the 20 ms poll run; not a timing assertion
+				if released.Load() {
+					t.Fatal("waitCalendars returned while the view was recovering")
+				}
+			}
+			c.run(stop, cancel, &ready)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("waitCalendars did not return")
+			}
+		})
+	}
+}
