@@ -193,24 +193,36 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 // Scheduler returns the scheduler group (its stores serve the read API).
 func (s *Instance) Scheduler() *scheduler.Scheduler { return s.sched }
 
+// CalendarsWait is the longest the scheduler waits at start for the
+// calendars view to read chronos-calendars (a topic of a few records: it
+// normally takes well under a second).
+const CalendarsWait = time.Minute
+
 // waitCalendars waits until ready reports the calendars view caught up
-// with its topic, the view has stopped (stopped closed: its Run returned,
-// e.g. its topic cannot be read), or ctx is done. A stopped view must not
-// hold scheduling back: every job would stop firing for want of a list of
-// days off (adversary 14c), so the scheduler then starts with named
-// calendars excluding nothing, and the view's error is logged.
-func waitCalendars(ctx context.Context, ready func() error, stopped <-chan struct{}) {
+// with its topic, the view has stopped (stopped closed: its Run returned),
+// most has passed (a view that keeps reconnecting to a topic it cannot
+// read, e.g. without the ACL), or ctx is done; it reports whether the
+// view was ready. A view that cannot read must not hold scheduling back:
+// every job would stop firing for want of a list of days off (adversary
+// 14c), so the scheduler then starts with named calendars excluding what
+// the view has read so far, and the caller logs it.
+func waitCalendars(ctx context.Context, ready func() error, stopped <-chan struct{}, most time.Duration) bool {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
+	deadline := time.NewTimer(most)
+	defer deadline.Stop()
 	for ready() != nil {
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-stopped:
-			return
+			return false
+		case <-deadline.C:
+			return false
 		case <-tick.C:
 		}
 	}
+	return true
 }
 
 // Calendars returns the view of the named calendars the scheduler reads.
@@ -291,7 +303,9 @@ func (s *Instance) runGroups(ctx context.Context) {
 	}()
 	// The scheduler fires only once the calendars are read: a holiday is
 	// not dispatched because the view was still recovering after a start.
-	waitCalendars(ctx, s.cals.Ready, calsStopped)
+	if !waitCalendars(ctx, s.cals.Ready, calsStopped, CalendarsWait) && ctx.Err() == nil {
+		s.log.Error("the calendars view has not read chronos-calendars; scheduling anyway: named calendars exclude only what it has read until it catches up", "waited_max", CalendarsWait.String(), "err", s.cals.Ready())
+	}
 	run(s.sched.Group(), s.sched.Graph(), s.sched.Options()...)
 	// The clock table lives in the data dir too (goka's default is a
 	// shared directory under /tmp, which outlives the data dir).

@@ -23,26 +23,53 @@ import (
 type Calendars struct {
 	view *goka.View
 	mu   struct {
-		sync.Mutex
-		parsed map[string]parsedCalendar // by name: the dates of the value last seen
+		sync.RWMutex
+		days map[string]map[schedule.Date]struct{} // by name: the dates of the value last read
 	}
 }
 
-type parsedCalendar struct {
-	raw  string
-	days map[schedule.Date]struct{}
-}
-
-// NewCalendars creates the view; Run keeps it up to date.
+// NewCalendars creates the view; Run keeps it up to date. Each record the
+// view reads is parsed once, as it arrives (the view's update callback),
+// so HasDate is a map lookup (adversary 14c: parsing on lookup compared
+// the whole stored value under one lock, 1.3 µs a lookup at 5000 dates).
 func NewCalendars(kafka clients.Config, layout topology.Layout) (*Calendars, error) {
-	vopts := append(kafka.GokaViewOptions(), goka.WithViewStorageBuilder(storage.MemoryBuilder()), goka.WithViewAutoReconnect())
+	c := &Calendars{}
+	c.mu.days = map[string]map[schedule.Date]struct{}{}
+	vopts := append(kafka.GokaViewOptions(), goka.WithViewStorageBuilder(storage.MemoryBuilder()), goka.WithViewAutoReconnect(),
+		goka.WithViewCallback(func(ctx goka.UpdateContext, s storage.Storage, key string, value []byte) error {
+			if err := goka.DefaultUpdate(ctx, s, key, value); err != nil {
+				return err
+			}
+			c.update(key, value)
+			return nil
+		}))
 	v, err := goka.NewView(kafka.Brokers, layout.Calendars(), new(codec.Bytes), vopts...)
 	if err != nil {
 		return nil, fmt.Errorf("views: %w", err)
 	}
-	c := &Calendars{view: v}
-	c.mu.parsed = map[string]parsedCalendar{}
+	c.view = v
 	return c, nil
+}
+
+// update records the dates of calendar name as its record now says: none
+// for a tombstone or a record that does not decode.
+func (c *Calendars) update(name string, value []byte) {
+	var days map[schedule.Date]struct{}
+	if value != nil {
+		if _, ds, err := codecs.DecodeCalendarDef(value); err == nil {
+			days = make(map[schedule.Date]struct{}, len(ds))
+			for _, d := range ds {
+				days[d] = struct{}{}
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if days == nil {
+		delete(c.mu.days, name)
+		return
+	}
+	c.mu.days[name] = days
 }
 
 // Run keeps the view up to date until ctx is done.
@@ -69,25 +96,10 @@ func (c *Calendars) Get(name string) (def codecs.CalendarDef, ok bool, err error
 }
 
 // HasDate reports whether calendar name holds date d (false for an
-// unknown or undecodable calendar, and while the view cannot be read).
+// unknown or undecodable calendar, and before the view has read it).
 func (c *Calendars) HasDate(name string, d schedule.Date) bool {
-	v, err := c.view.Get(name)
-	if err != nil || v == nil {
-		return false
-	}
-	raw := v.([]byte)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	p, ok := c.mu.parsed[name]
-	if !ok || p.raw != string(raw) {
-		p = parsedCalendar{raw: string(raw), days: map[schedule.Date]struct{}{}}
-		if _, days, err := codecs.DecodeCalendarDef(raw); err == nil {
-			for _, day := range days {
-				p.days[day] = struct{}{}
-			}
-		}
-		c.mu.parsed[name] = p
-	}
-	_, ok = p.days[d]
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	_, ok := c.mu.days[name][d]
 	return ok
 }
