@@ -118,6 +118,12 @@ func TestAdv18bHostileCompressedBatches(t *testing.T) {
 		{"snappy xerial header cut short", 2, func() []byte { return append(append([]byte{}, xerialMagic...), 0, 0, 0, 1) }},
 		{"snappy xerial magic alone", 2, func() []byte { return append([]byte{}, xerialMagic...) }},
 		{"zstd 128 MiB window", 4, bigWindow},
+		// Adversary 18e: 79 bytes declaring a 64 MiB window cost the guard's
+		// decoder 64 MiB each; windows over 8 MiB are refused.
+		{"zstd 64 MiB window, 8 bytes of content", 4, func() []byte {
+			f := []byte{0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x80, 1 | 8<<3, 0, 0} // window 2^26, last raw block of 8 bytes
+			return append(f, "8 bytes."...)
+		}},
 		{"zstd single segment 64.5 MiB", 4, singleSegment},
 		{"gzip garbage", 1, func() []byte { return []byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff, 1, 2, 3} }},
 		{"lz4 garbage", 3, func() []byte { return []byte{0x04, 0x22, 0x4d, 0x18, 0x64, 0x40, 0xa7, 0xff, 0xff, 0xff, 0x7f} }},

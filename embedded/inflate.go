@@ -26,10 +26,41 @@ var errInflated = errors.New("embedded: compressed batch inflates past the limit
 // truncated or invalid stream, or a zstd window over maxZstdWindow.
 var errUninflatable = errors.New("embedded: compressed batch cannot be inflated")
 
-// maxZstdWindow is the largest zstd window a batch may declare: under the
-// 65 MiB goka's consumers accept (clients.MaxInflatedBatchBytes), and far
-// above what encoders use for batches of a few MiB.
-const maxZstdWindow = 64 << 20
+// maxZstdWindow is the largest zstd window a batch may declare: 8 MiB,
+// four times what Kafka's producers declare at their default level (2 MiB
+// for a stream of unknown size) and eight times the largest batch the
+// inbound topics take. The decoder allocates the declared window up front,
+// so this bounds what one batch costs (adversary 18e: a 79-byte batch
+// declaring 64 MiB cost 64 MiB; a request of 100 of them, 6.4 GB).
+const maxZstdWindow = 8 << 20
+
+// zstdDecoders holds up to two idle zstd decoders for reuse: a decoder
+// keeps its window buffer, so a request of many batches allocates it
+// once, not per batch. (A sync.Pool would not do: the collector empties
+// it, and each refill is another window.)
+var zstdDecoders = make(chan *zstd.Decoder, 2)
+
+func getZstd() *zstd.Decoder {
+	select {
+	case d := <-zstdDecoders:
+		return d
+	default:
+	}
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxZstdWindow))
+	if err != nil {
+		panic(err) // only for invalid options
+	}
+	return d
+}
+
+func putZstd(d *zstd.Decoder) {
+	_ = d.Reset(nil) // drops the data; keeps the buffers
+	select {
+	case zstdDecoders <- d:
+	default:
+		d.Close()
+	}
+}
 
 // inflate returns the records section data of a batch compressed with
 // codec, inflated: errInflated (wrapped) as soon as it passes limit bytes,
@@ -53,11 +84,11 @@ func inflate(codec int16, data []byte, limit int) ([]byte, error) {
 		if h.Decode(data) == nil && h.HasFCS && h.FrameContentSize > uint64(limit) {
 			return nil, tooLarge(len(data), limit) // declared: no need to inflate
 		}
-		zr, err := zstd.NewReader(bytes.NewReader(data), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(maxZstdWindow))
-		if err != nil {
+		zr := getZstd()
+		defer putZstd(zr)
+		if err := zr.Reset(bytes.NewReader(data)); err != nil {
 			return nil, fmt.Errorf("%w: %w", errUninflatable, err)
 		}
-		defer zr.Close()
 		r = zr
 	default:
 		return nil, fmt.Errorf("%w: unknown codec %d", errUninflatable, codec)

@@ -32,7 +32,7 @@ var crc32c = crc32.MakeTable(crc32.Castagnoli)
 //   - a compressed batch that inflates past limit (MESSAGE_TOO_LARGE, a
 //     compression bomb: kfake would store it as sent and every consumer
 //     inflate it), or that cannot be inflated (CORRUPT_MESSAGE: a truncated
-//     or invalid stream, a zstd window over 64 MiB), on every topic;
+//     or invalid stream, a zstd window over 8 MiB), on every topic;
 //   - a batch whose records do not decode as it declares (INVALID_RECORD,
 //     what Apache Kafka answers: checkRecords lists the rules): sarama's
 //     consumer would fail the whole batch and, for a count that lies,
