@@ -19,6 +19,17 @@ type CalendarSource interface {
 // the time whose date counts (nil: the time itself), for a schedule of
 // delayed (jittered) times.
 func WithCalendars(s Schedule, x Exclusions, src CalendarSource, scheduled func(time.Time) time.Time) Schedule {
+	return WithCalendarsUpTo(s, x, src, scheduled, time.Time{})
+}
+
+// WithCalendarsUpTo is WithCalendars checking only the times up to
+// horizon (zero: all): Next returns a time after horizon without looking
+// it up. For a caller that fires the times up to horizon and keeps the
+// next one to decide on when it is due, with the calendars as they are
+// then: a run of excluded days ahead is not walked at every decision
+// (adversary 14c: 5,001 lookups a second for a job every 1s facing 5,000
+// excluded days).
+func WithCalendarsUpTo(s Schedule, x Exclusions, src CalendarSource, scheduled func(time.Time) time.Time, horizon time.Time) Schedule {
 	if len(x.Calendars) == 0 || src == nil {
 		return s
 	}
@@ -26,7 +37,7 @@ func WithCalendars(s Schedule, x Exclusions, src CalendarSource, scheduled func(
 	if err != nil {
 		return s // Parse refused the zone already; nothing to exclude in
 	}
-	return &calendared{inner: s, names: slices.Clone(x.Calendars), loc: loc, src: src, scheduled: scheduled}
+	return &calendared{inner: s, names: slices.Clone(x.Calendars), loc: loc, src: src, scheduled: scheduled, horizon: horizon}
 }
 
 // calendared filters a schedule by named calendars, read at each Next.
@@ -36,6 +47,7 @@ type calendared struct {
 	loc       *time.Location
 	src       CalendarSource
 	scheduled func(time.Time) time.Time
+	horizon   time.Time // times after it are not checked (zero: all are)
 }
 
 // Next returns the inner schedule's first time after t whose date no
@@ -44,6 +56,9 @@ type calendared struct {
 func (c *calendared) Next(t time.Time) time.Time {
 	n := c.inner.Next(t)
 	for !n.IsZero() {
+		if !c.horizon.IsZero() && n.After(c.horizon) {
+			return n // decided when it is due
+		}
 		at := n
 		if c.scheduled != nil {
 			at = c.scheduled(n)

@@ -51,6 +51,20 @@ func TestWithCalendarsOracle(t *testing.T) {
 			}
 		}
 		sameTimes(t, want, walk(WithCalendars(inner, x, cals, shift), from, to), "calendars")
+		// Up to a horizon: the same times up to it; after it, the inner
+		// schedule's next time, not looked up (decided when it is due).
+		horizon := from.Add(time.Duration(r.Int64N(int64(40 * 24 * time.Hour))))
+		upTo := WithCalendarsUpTo(inner, x, cals, shift, horizon)
+		var before []time.Time
+		for _, at := range want {
+			if at.Before(horizon) {
+				before = append(before, at)
+			}
+		}
+		sameTimes(t, before, walk(upTo, from, horizon), "calendars up to the horizon")
+		if n := upTo.Next(horizon); !n.Equal(inner.Next(horizon)) {
+			t.Fatalf("seed %d: after the horizon Next is %s, want the inner schedule's %s", seed, n, inner.Next(horizon))
+		}
 		require.Same(t, inner, WithCalendars(inner, x, nil, shift))
 		require.Same(t, inner, WithCalendars(inner, Exclusions{TZ: tz}, cals, shift))
 	}

@@ -8,10 +8,12 @@ import (
 )
 
 // withCalendars is the schedule of due times s of job record rec without
-// the times whose scheduled date a named calendar it excludes holds now:
-// the fires an advance plans (a time a calendar excludes is neither fired
-// nor counted as missed). The due index keeps s itself (see indexNext).
-func withCalendars(s schedule.Schedule, rec *codecs.JobRecord, cals schedule.CalendarSource) schedule.Schedule {
+// the times up to upTo whose scheduled date a named calendar it excludes
+// holds now: the fires an advance plans (a time a calendar excludes is
+// neither fired nor counted as missed). Times after upTo are not looked
+// up: the due index keeps s itself (see indexNext), and each is decided
+// when it is due.
+func withCalendars(s schedule.Schedule, rec *codecs.JobRecord, cals schedule.CalendarSource, upTo time.Time) schedule.Schedule {
 	x := rec.Job.Spec.Exclude
 	if len(x.Calendars) == 0 || cals == nil {
 		return s
@@ -20,7 +22,7 @@ func withCalendars(s schedule.Schedule, rec *codecs.JobRecord, cals schedule.Cal
 	if d, ok := s.(*codecs.DueSchedule); ok {
 		scheduled = d.Scheduled
 	}
-	return schedule.WithCalendars(s, x, cals, scheduled)
+	return schedule.WithCalendarsUpTo(s, x, cals, scheduled, upTo)
 }
 
 // indexNext is where the due index holds a job that names calendars once

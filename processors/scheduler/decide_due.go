@@ -53,7 +53,7 @@ func decideDue(d store.Due, value []byte, t time.Time, bytesLeft, maxCatchUp int
 		upTo = earlier(t, rec.NotBefore)
 	}
 	est := eventOverhead + 2*len(d.Key) + len(rec.Job.Bucket) + len(rec.Job.Payload)
-	planned, first := withCalendars(sched, rec, cals), d.At
+	planned, first := withCalendars(sched, rec, cals, upTo), d.At
 	if planned != sched {
 		// The entry's time itself may be one a calendar excludes now.
 		first = planned.Next(d.At.Add(-time.Nanosecond))
