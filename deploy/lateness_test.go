@@ -338,8 +338,9 @@ func TestFastHostClockIdleAsksForTheMinimum(t *testing.T) {
 // maxReplicaCount within a minute. Measured from the announced time, the
 // gauge reads 0 once every announced fire is dispatched, while the stall
 // still shows where the docs send the operator: chronos_clock_lag_seconds
-// on the clock's owner grows a second a second (and, with tickers running,
-// ticks pile up on chronos-clock for the ChronosClockStalled alert).
+// on the clock's owner grows a second a second (as does every instance's
+// chronos_clock_announced_age_seconds, the ChronosClockStalled alert's
+// input).
 //
 //	go test -count=1 -v -run TestStalledClockDoesNotScaleOut ./deploy/
 func TestStalledClockDoesNotScaleOut(t *testing.T) {

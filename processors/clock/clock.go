@@ -61,6 +61,11 @@ type Clock struct {
 	cfg       Config
 	shardKeys []string
 	last      atomic.Int64 // unix nanos of the last time this instance announced
+	// dropped is the latest tick time (bounded, truncated) this instance
+	// dropped since its last announcement, unix nanos; ahead is the
+	// announced time in its table minus dropped, nanos (0: announcing).
+	dropped atomic.Int64
+	ahead   atomic.Int64
 }
 
 // New returns the clock group for cfg.
@@ -123,6 +128,7 @@ func (c *Clock) onTick(ctx goka.Context, msg any) {
 	}
 	last, _ := decodeTime(ctx.Value())
 	if !t.After(last) {
+		c.noteDropped(last, t)
 		return
 	}
 	adv := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t})
@@ -131,7 +137,30 @@ func (c *Clock) onTick(ctx goka.Context, msg any) {
 	}
 	ctx.SetValue(encodeTime(t))
 	c.last.Store(t.UnixNano())
+	c.dropped.Store(0)
+	c.ahead.Store(0)
 }
+
+// noteDropped records a tick at t dropped because the table announced last:
+// Ahead becomes last minus the latest tick dropped since the last
+// announcement. Ticks of one resolution step from several instances are
+// dropped at 0; a table ahead of every tick reads how far.
+func (c *Clock) noteDropped(last, t time.Time) {
+	if n := t.UnixNano(); n > c.dropped.Load() {
+		c.dropped.Store(n)
+		c.ahead.Store(last.UnixNano() - n)
+	}
+}
+
+// Ahead returns how far the time in the clock table is ahead of the latest
+// tick this instance dropped since its last announcement (0 while it
+// announces, and on instances that do not own the clock partition). Every
+// tick is dropped while the table holds a time ahead of them: after a run
+// with a negative MaxAhead (a replay or a simulated clock ahead of real
+// time), or when the broker's clock steps back (the chronos-clock leader
+// moves to a broker whose clock is behind). Nothing is announced until the
+// ticks pass that time: Ahead says how long that takes.
+func (c *Clock) Ahead() time.Duration { return time.Duration(c.ahead.Load()) }
 
 // Bound returns the time a tick may announce: its own time, but no later
 // than the reference (the broker's append timestamp of its record) plus
@@ -185,6 +214,8 @@ type ownedTable struct {
 // stopped the partition's callbacks by then, so none announces afterwards.
 func (t *ownedTable) Close() error {
 	t.c.last.Store(0)
+	t.c.dropped.Store(0)
+	t.c.ahead.Store(0)
 	return t.Storage.Close()
 }
 

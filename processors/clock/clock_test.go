@@ -53,7 +53,7 @@ func TestClockAnnouncesOnlyForwardAndBounded(t *testing.T) {
 		require.NoError(t, err)
 
 		broker := time.Date(2026, 3, 29, 0, 59, 0, 0, time.UTC)
-		var last time.Time
+		var last, dropped time.Time // dropped: the latest tick dropped since the last announcement
 		junk := 0
 		for i := 0; i < 200; i++ {
 			broker = broker.Add(time.Duration(rng.Intn(1500)) * time.Millisecond)
@@ -77,9 +77,14 @@ func TestClockAnnouncesOnlyForwardAndBounded(t *testing.T) {
 			if !want.After(last) {
 				_, _, ok := triggers.Next()
 				require.False(t, ok, "seed %d tick %d: %s announced nothing new after %s", seed, i, want, last)
+				if want.After(dropped) {
+					dropped = want
+				}
+				require.Equal(t, last.Sub(dropped), c.Ahead(), "seed %d tick %d: the table is ahead of the latest dropped tick by", seed, i)
 				continue
 			}
-			last = want
+			last, dropped = want, time.Time{}
+			require.Zero(t, c.Ahead(), "announcing: nothing ahead")
 			for _, k := range keys {
 				key, v, ok := triggers.Next()
 				require.True(t, ok, "seed %d tick %d: no advance to %s for %s", seed, i, want, k)
