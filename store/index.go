@@ -23,9 +23,19 @@ type Due struct {
 }
 
 // Move sets the due entry of Key to To; zero To removes it.
+//
+// From, when set, says what the caller already read: Key's due entry is at
+// From (as DueUpTo returned it) and its bucket entry is Bucket ("": none),
+// and Key is in the table. ApplyMoves then writes the move without looking
+// Key's reverse entry up. The caller must hold the store's single writer
+// (goka's partition callback) between that read and ApplyMoves, so nothing
+// changed the entry in between. Zero From: ApplyMoves looks it up, and
+// skips a key that is not in the table.
 type Move struct {
-	Key string
-	To  time.Time
+	Key    string
+	To     time.Time
+	From   time.Time
+	Bucket string
 }
 
 // Stats are simple counts for metrics.
@@ -144,8 +154,8 @@ func (s *Store) DueUpTo(upTo time.Time, after Due, limit int) ([]Due, error) {
 }
 
 // ApplyMoves applies all moves in one atomic batch; each Move replaces the
-// key's current due entry (found via the reverse entry) by To (zero =
-// remove). Moves of keys that are not in the table are skipped (an index
+// key's current due entry (its From, or found via the reverse entry) by To
+// (zero = remove). Moves of keys that are not in the table are skipped (an index
 // entry must always point to a table record). If a key occurs more than
 // once, its last move wins. The batch also stores indexedUpTo.
 func (s *Store) ApplyMoves(moves []Move, indexedUpTo time.Time) (err error) {
@@ -156,6 +166,9 @@ func (s *Store) ApplyMoves(moves []Move, indexedUpTo time.Time) (err error) {
 	defer s.mu.RUnlock()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	// A move's From describes the index the caller scanned; one rebuilt
+	// just now (below) may differ, so then every entry is looked up.
+	trustFrom := !s.deferIndex
 	if s.deferIndex {
 		// Moves on an index a deferred recovery has not built yet would
 		// mark a partial index current: build it first (see rebuildLocked).
@@ -165,7 +178,7 @@ func (s *Store) ApplyMoves(moves []Move, indexedUpTo time.Time) (err error) {
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	if err := s.addMoves(b, moves); err != nil {
+	if err := s.addMoves(b, moves, trustFrom); err != nil {
 		return err
 	}
 	if err := b.Set(metaKey(metaIndexedUpTo), encodeTimeMeta(indexedUpTo), nil); err != nil {
@@ -177,7 +190,7 @@ func (s *Store) ApplyMoves(moves []Move, indexedUpTo time.Time) (err error) {
 	return nil
 }
 
-func (s *Store) addMoves(b *pebble.Batch, moves []Move) error {
+func (s *Store) addMoves(b *pebble.Batch, moves []Move, trustFrom bool) error {
 	if len(moves) == 0 {
 		return nil
 	}
@@ -203,7 +216,11 @@ func (s *Store) addMoves(b *pebble.Batch, moves []Move) error {
 	for _, i := range order {
 		m := moves[i]
 		old := prev
-		if !havePrev || m.Key != prevKey {
+		if (!havePrev || m.Key != prevKey) && trustFrom && !m.From.IsZero() {
+			// What the caller's scan saw: no read (the fan-out's case).
+			old, prevSkip = rev{hasDue: true, due: nanos(m.From), hasBucket: m.Bucket != "", bucket: m.Bucket}, false
+			prevKey, havePrev = m.Key, true
+		} else if !havePrev || m.Key != prevKey {
 			old, prevSkip = rev{}, false
 			rk = append(append(rk[:0], prefixReverse), m.Key...)
 			if it.SeekGE(rk) && bytes.Equal(it.Key(), rk) {

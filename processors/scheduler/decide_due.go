@@ -35,6 +35,9 @@ func decideDue(d store.Due, value []byte, t time.Time, bytesLeft, maxCatchUp int
 		return dec
 	}
 	dec.Rec = rec
+	// The scan found the entry at d.At and the record says its bucket
+	// entry: the move need not read them back.
+	dec.Move.From, dec.Move.Bucket = d.At, indexedBucket(rec)
 	if rec.Status == codecs.StatusDeleted {
 		dec.Loop = &codecs.ShardTrigger{Kind: codecs.KindPurge, T: t, Version: rec.Version} // its retention has passed
 		return dec

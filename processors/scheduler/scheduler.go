@@ -289,11 +289,9 @@ func (s *Scheduler) indexer(shardKey string) store.Indexer {
 		// that reaches it purges it); a paused job only for a fire it owed
 		// before the pause; an active one from where it has been handled
 		// through (codecs.JobRecord.Due).
-		e := store.Entry{Bucket: rec.Job.Bucket}
+		e := store.Entry{Bucket: indexedBucket(rec)}
 		var sched schedule.Schedule
 		switch rec.Status {
-		case codecs.StatusDeleted:
-			e.Bucket = ""
 		case codecs.StatusActive, codecs.StatusPaused:
 			if sched, err = jobSchedule(s.schedules, key, rec); err != nil {
 				sched = nil
@@ -311,6 +309,16 @@ func (s *Scheduler) indexer(shardKey string) store.Indexer {
 		e.Due = rec.Due(w, sched)
 		return e, nil
 	}
+}
+
+// indexedBucket is the bucket-index entry of a job record: its bucket, or
+// none once deleted. The indexer writes it; the fan-out's moves restate it
+// (store.Move.Bucket) instead of reading it back.
+func indexedBucket(rec *codecs.JobRecord) string {
+	if rec.Status == codecs.StatusDeleted {
+		return ""
+	}
+	return rec.Job.Bucket
 }
 
 func (s *Scheduler) watermark(r store.Reader, shardKey string) (time.Time, error) {
