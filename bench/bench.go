@@ -15,6 +15,7 @@ import (
 
 	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/store"
 	"github.com/chronos-scheduler/chronos/topology"
 )
 
@@ -53,6 +54,10 @@ type Config struct {
 	// Measuring, if set, is called once registration is done, before the
 	// measured window (chronos bench starts its CPU profile there).
 	Measuring func()
+	// StoreWrites, if set, returns the bytes the scheduler's partition
+	// stores have written (chronos bench: its own instance's): the report
+	// gives their growth over the measured window per fire.
+	StoreWrites func() store.Writes
 	// History, when set, measures the history group (chronos-history): its
 	// lag on the dispatch topic at the end of the window, and how long it
 	// then takes to consume every dispatch event.
@@ -137,6 +142,19 @@ type Report struct {
 	Jitter        string        `json:"jitter,omitempty"`
 	DueDelayP99   time.Duration `json:"due_delay_p99_ns"`
 	PeakPerSecond int           `json:"peak_fires_per_second"`
+	// StoreBytesPerFire are the bytes the scheduler's Pebble stores wrote
+	// in the measured window (WAL, flushes, compactions) divided by the
+	// fires received (Config.StoreWrites; omitted without it). Flushes and
+	// compactions of what registration wrote, when they fall in the
+	// window, count too.
+	StoreBytesPerFire *StoreBytes `json:"store_bytes_per_fire,omitempty"`
+}
+
+// StoreBytes are bytes per fire by cause.
+type StoreBytes struct {
+	WAL        float64 `json:"wal"`
+	Flush      float64 `json:"flush"`
+	Compaction float64 `json:"compaction"`
 }
 
 // Slice is the fire delay of the fires scheduled in one 10-second slice.

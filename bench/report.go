@@ -46,6 +46,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if r.PayloadBytes > 0 {
 		row("payload", "%d B per job", r.PayloadBytes)
 	}
+	if b := r.StoreBytesPerFire; b != nil {
+		row("store bytes per fire", "%.0f WAL + %.0f flush + %.0f compaction (scheduler's Pebble stores, measured window)", b.WAL, b.Flush, b.Compaction)
+	}
 	row("raw transport ceiling", "%.0f records/s of %d B", r.RawPerSecond, r.RecordBytes)
 	row("ratio to raw", "%.2f", r.RawRatio)
 	row("raw ceiling, goka's producer", "%.0f records/s (sarama, same settings; dispatch events use franz-go)", r.RawGokaPerSecond)

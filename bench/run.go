@@ -21,6 +21,7 @@ import (
 
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/lag"
+	"github.com/chronos-scheduler/chronos/store"
 )
 
 // Run registers the jobs, measures the fires and returns the report. The
@@ -84,6 +85,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Measuring != nil {
 		cfg.Measuring()
 	}
+	var writes0 store.Writes
+	if cfg.StoreWrites != nil {
+		writes0 = cfg.StoreWrites()
+	}
 	if cfg.Mode == ModeAligned {
 		err = measureBurst(ctx, cfg, col, base, rep)
 	} else {
@@ -91,6 +96,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if cfg.StoreWrites != nil && rep.Fires > 0 {
+		w, n := cfg.StoreWrites().Sub(writes0), float64(rep.Fires)
+		rep.StoreBytesPerFire = &StoreBytes{WAL: float64(w.WAL) / n, Flush: float64(w.Flush) / n, Compaction: float64(w.Compaction) / n}
 	}
 	if cfg.History {
 		measureHistory(ctx, cfg, cl, rep)

@@ -162,5 +162,6 @@ func runBench(ctx context.Context, f *instanceFlags, brokers []string, cfg bench
 	}
 	cfg.Kafka, cfg.Layout, cfg.Progress = icfg.Kafka, icfg.Layout, progress
 	cfg.History = !icfg.History.Off
+	cfg.StoreWrites = inst.Scheduler().Written
 	return bench.Run(ctx, cfg)
 }

@@ -28,6 +28,8 @@ func TestBenchReportsEveryFire(t *testing.T) {
 	require.Positive(t, rep.RawPerSecond)
 	require.Positive(t, rep.RawGokaPerSecond)
 	require.Positive(t, rep.RegistrationRate)
+	require.NotNil(t, rep.StoreBytesPerFire, "the scheduler's stores' writes are measured")
+	require.Positive(t, rep.StoreBytesPerFire.WAL, "every fire moves an index entry, logged in the WAL")
 }
 
 // TestBenchPassesInstanceFlags: bench builds its instance from the same

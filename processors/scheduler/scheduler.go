@@ -258,6 +258,23 @@ func (s *Scheduler) OpenStores() int { return s.stores.Len() }
 // Store returns the open store of a partition, or nil.
 func (s *Scheduler) Store(p int32) *store.Store { return s.stores.Get(p) }
 
+// Written returns the bytes the partition stores open on this instance
+// wrote since they opened (store.Store.Written), summed. Safe for
+// concurrent use; a store closing meanwhile is left out.
+func (s *Scheduler) Written() store.Writes {
+	var sum store.Writes
+	for p := range s.cfg.Layout.Partitions {
+		st := s.stores.Get(p)
+		if st == nil {
+			continue
+		}
+		if w, err := st.Written(); err == nil {
+			sum = store.Writes{WAL: sum.WAL + w.WAL, Flush: sum.Flush + w.Flush, Compaction: sum.Compaction + w.Compaction}
+		}
+	}
+	return sum
+}
+
 // indexer derives a job's index entries: its bucket, and its due time by
 // the one rule for it, codecs.JobRecord.Due (for an active job, its first
 // fire after the time it has been handled through: the record's Through
