@@ -194,10 +194,9 @@ func TestHelmOptions(t *testing.T) {
 		require.Equal(t, "staging.chronos-scheduler", md["consumerGroup"])
 		topics = append(topics, str(md["topic"]))
 	}
-	require.Equal(t, []string{"staging.chronos-jobs", "staging.chronos-shard-triggers", "staging.chronos-scheduler-loop"}, topics)
+	require.Equal(t, []string{"staging.chronos-jobs"}, topics)
 
-	// With --partitions 48 the fan-out threshold and the cap follow (an idle
-	// system asks for the minimum, issue 19): the ScaledObject is
+	// With --partitions 48 the cap follows: the ScaledObject is
 	// lag.ScaledObjectFor of that layout. Without Prometheus, no lateness
 	// trigger.
 	wide := scaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.partitions=48"), "ScaledObject"))
@@ -210,7 +209,7 @@ func TestHelmOptions(t *testing.T) {
 	// Adversary round 19c: keda.partitions alone rendered a ScaledObject
 	// for 24 next to pods at the default 12.
 	require.Equal(t, []string{"24"}, envValues(t, render(t, "sched", "keda.enabled=true", "keda.partitions=24"), "CHRONOS_PARTITIONS"))
-	// keda.resolutionMillis: the thresholds follow the pods' --resolution
+	// keda.resolutionMillis: the lateness threshold follows the pods' --resolution
 	// as lag.ScaledObjectAt makes them (adversary round 19b: an idle system
 	// at 20s or 50ms asked for more replicas).
 	// The chart passes the same resolution to the pods (adversary round
@@ -234,7 +233,7 @@ func TestHelmOptions(t *testing.T) {
 	noProm := scaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.prometheusServerAddress="), "ScaledObject"))
 	require.Nil(t, noProm.Lateness)
 	require.Nil(t, noProm.FireRate)
-	require.Len(t, noProm.Triggers, 3)
+	require.Len(t, noProm.Triggers, 1)
 
 	// The ServiceMonitor selects the Service and scrapes its named port.
 	sm, svc := kind(t, docs, "ServiceMonitor"), kind(t, docs, "Service")
@@ -321,8 +320,8 @@ func TestHelmRefuses(t *testing.T) {
 		{[]string{"keda.enabled=true", "keda.minReplicaCount=0"}, "with zero Chronos pods nothing fires"},
 		{[]string{"keda.enabled=true", "keda.maxReplicaCount=13"}, "more pods than partitions are idle"},
 		// Adversary round 19b (issue 19): a 48-partition pod next to a
-		// ScaledObject for 12 (shard-trigger lagThreshold 60, maxReplicaCount
-		// 12: 36 partitions never spread) rendered.
+		// ScaledObject for 12 (maxReplicaCount 12: 36 partitions never
+		// spread) rendered.
 		{[]string{"keda.enabled=true", "extraEnv[0].name=CHRONOS_PARTITIONS", "extraEnv[0].value=48"}, "keda.partitions 12 must be the pods' --partitions"},
 		{[]string{"keda.enabled=true", "keda.partitions=48", "extraEnv[0].name=CHRONOS_PARTITIONS", "extraEnv[0].value=12"}, "keda.partitions 48 must be the pods' --partitions"},
 		{[]string{"keda.enabled=true", "keda.resolutionMillis=5"}, "keda.resolutionMillis must be the pods' --resolution"},
@@ -336,7 +335,6 @@ func TestHelmRefuses(t *testing.T) {
 		{[]string{"keda.enabled=true", "keda.partitions=4", "keda.minReplicaCount=5"}, "keda.minReplicaCount 5 must be at most maxReplicaCount 4"},
 		{[]string{"keda.enabled=true", "keda.lagThreshold=0"}, "/keda/lagThreshold"},
 		{[]string{"keda.enabled=true", "keda.lagThreshold=ten"}, "/keda/lagThreshold"},
-		{[]string{"keda.enabled=true", "keda.loopLagThreshold=-5"}, "/keda/loopLagThreshold"},
 		{[]string{"keda.enabled=true", "keda.firesPerReplica=0"}, "/keda/firesPerReplica"},
 		{[]string{"keda.enabled=true", "keda.fanoutSecondsPerReplica=2.5"}, "/keda/fanoutSecondsPerReplica"},
 		{[]string{"keda.enabled=true", "extraEnv[0].name=CHRONOS_PARTITIONS", "extraEnv[0].valueFrom.configMapKeyRef.name=c", "extraEnv[0].valueFrom.configMapKeyRef.key=p"}, "not extraEnv CHRONOS_PARTITIONS from valueFrom"},

@@ -65,8 +65,8 @@ const PodCPURequest = 0.5
 const FiresPerReplica = FiresPerCore * PodCPURequest / 2 / 2
 
 // FanoutSecondsPerReplica is the fan-out lateness the shipped ScaledObject
-// answers with one more replica: the lateness trigger's threshold, and
-// (times the partition count) the chronos-shard-triggers lagThreshold.
+// answers with one more replica: the lateness trigger's threshold at the
+// default resolution.
 const FanoutSecondsPerReplica = 5
 
 // LatenessThreshold is the lateness trigger's threshold in seconds for pods
@@ -79,28 +79,12 @@ func LatenessThreshold(res time.Duration) float64 {
 	return latenessThreshold(res).Seconds()
 }
 
-// latenessThreshold is LatenessThreshold as a duration (whole in the units
-// of res, so the shard-trigger threshold is exact integer arithmetic, as the
-// Helm chart's in milliseconds).
+// latenessThreshold is LatenessThreshold as a duration.
 func latenessThreshold(res time.Duration) time.Duration {
 	if res <= 0 {
 		res = time.Second
 	}
 	return max(FanoutSecondsPerReplica*time.Second, 2*res)
-}
-
-// ShardTriggerLagThreshold is the chronos-shard-triggers lagThreshold for
-// partitions at clock resolution res (0 or less: 1 s): a replica per
-// LatenessThreshold(res) seconds a stuck fan-out is behind on every
-// partition, each partition receiving one advance per resolution step:
-// ceil(LatenessThreshold(res) x partitions / res in seconds). 5 x partitions
-// at 1 s; at 50ms (20 advances a second, an idle group committing once a
-// second has 0-20 per partition in flight) 100 x partitions.
-func ShardTriggerLagThreshold(partitions int64, res time.Duration) int64 {
-	if res <= 0 {
-		res = time.Second
-	}
-	return (int64(latenessThreshold(res))*partitions + int64(res) - 1) / int64(res)
 }
 
 var latenessDesc = prometheus.NewDesc(LatenessMetric,
@@ -122,8 +106,11 @@ var latenessDesc = prometheus.NewDesc(LatenessMetric,
 // fires are dispatched (chronos_clock_lag_seconds and the chronos-clock lag
 // show that stall; more replicas would not fix it). A partition behind
 // its peers, or a fan-out too slow for the announcements it receives,
-// reads its backlog in seconds. Advances not yet consumed (a callback that
-// cannot return) are not seen: the chronos-shard-triggers lag shows them.
+// reads its backlog in seconds, including a partition whose callback cannot
+// return while its pod's other partitions consume the advances. Advances
+// no partition of the pod consumes (every one of its callbacks stuck) are
+// not seen: that pod's chronos_clock_announced_age_seconds rises, and
+// with every pod stuck the ChronosClockStalled alert fires.
 // Unlike the fire delay histogram it grows while a dispatch is slow
 // (nothing is recorded until a fire goes out), has no sub-second floor
 // from schedules finer than the clock, and falls when more replicas share

@@ -87,58 +87,56 @@ const help = "The latest time the clock announced to this instance minus the sha
 	"grows a second a second while the fan-out is slow or behind its peers and the clock announces. 0 before the partition's first completed advance " +
 	"and before the instance's first advance; a partition still restoring from the changelog is left out."
 
-// TestIdleFanOutAsksForTheMinimum (issue 19, adversary round): a system
-// whose fires are on time asks for minReplicaCount whatever its partition
-// count. Idle, about one advance per partition is in flight on
-// chronos-shard-triggers (two with the consumer's 1 s commit interval),
-// the loopback is empty and the worst partition's watermark is up to about
-// a second behind the wall clock. maxReplicaCount is the partition count.
-func TestIdleFanOutAsksForTheMinimum(t *testing.T) {
+// TestOnTimeAsksForTheMinimum (issue 19, adversary rounds 19b and 19c): a
+// system whose fires are on time asks for minReplicaCount whatever its
+// partition count and whatever waits on the topics no trigger watches:
+// advances and bucket triggers on chronos-shard-triggers (a bucket trigger
+// goes to every partition; advances wait unconsumed during every rebalance
+// and restore), continuations and one-shot completions on the loopback,
+// backfill steps, ticks, bucket triggers for the router. Generated: lags
+// up to a million records on each of those, the fan-out up to a second
+// behind, half a replica's fire rate. maxReplicaCount is the partition
+// count.
+func TestOnTimeAsksForTheMinimum(t *testing.T) {
 	t.Parallel()
+	rng := rand.New(rand.NewPCG(19, 3))
 	for _, partitions := range []int32{1, 4, 12, 24, 48, 100, 1000} {
 		l := topology.Layout{Partitions: partitions}
 		so := lag.ScaledObjectFor(l)
 		require.Equal(t, int64(partitions), so.MaxReplicas, "%d partitions", partitions)
-		for inFlight := int64(0); inFlight <= 2; inFlight++ {
+		require.Equal(t, []lag.Target{{Group: string(l.SchedulerGroup()), Topic: string(l.Jobs()), Policy: lag.Earliest}}, so.Targets(),
+			"the one Kafka trigger: commands")
+		for range 50 {
 			var parts []lag.Partition
-			for _, tr := range so.Triggers {
+			for _, tg := range lag.Targets(l) {
 				for p := range partitions {
 					var lg int64
-					if tr.Topic == string(l.ShardTriggers()) {
-						lg = inFlight
+					if tg.Topic != string(l.Jobs()) {
+						lg = rng.Int64N(1 + []int64{2, 100, 1_000_000}[rng.IntN(3)])
 					}
-					parts = append(parts, lag.Partition{Group: tr.Group, Topic: tr.Topic, Partition: p, Lag: lg})
+					parts = append(parts, lag.Partition{Group: tg.Group, Topic: tg.Topic, Partition: p, Lag: lg})
 				}
 			}
-			for _, late := range []float64{0, 0.5, 1.2} {
-				got, _ := so.ReplicasWith(parts, lag.Observed{Lateness: late, FireRate: lag.FiresPerReplica / 2}, 1)
-				require.Equal(t, int64(1), got, "%d partitions, %d advances in flight each, %.1f s lateness", partitions, inFlight, late)
-			}
+			late := rng.Float64()
+			got, _ := so.ReplicasWith(parts, lag.Observed{Lateness: late, FireRate: lag.FiresPerReplica / 2}, 1)
+			require.Equal(t, int64(1), got, "%d partitions, %.1f s lateness", partitions, late)
 		}
 	}
 }
 
-// TestFanOutThresholdsAgree: with every partition L seconds behind, the
-// stuck fan-out's advances (L per partition on chronos-shard-triggers) and
-// the lateness trigger ask for the same count, ceil(L / 5), capped at the
-// partitions, whatever the partition count.
-func TestFanOutThresholdsAgree(t *testing.T) {
+// TestLatenessAsksAReplicaPerThreshold: with the worst partition L seconds
+// behind the announced time, the shipped ScaledObject asks for
+// ceil(L / 5), capped at the partitions, whatever the partition count.
+func TestLatenessAsksAReplicaPerThreshold(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(19, 4))
 	for range 500 {
 		partitions := int32(1 + rng.IntN(64))
 		behind := int64(rng.IntN(400))
-		l := topology.Layout{Partitions: partitions}
-		so := lag.ScaledObjectFor(l)
-		var parts []lag.Partition
-		for p := range partitions {
-			parts = append(parts, lag.Partition{Group: string(l.SchedulerGroup()), Topic: string(l.ShardTriggers()), Partition: p, Lag: behind})
-		}
-		stuck, _ := so.Replicas(parts, 0)
+		so := lag.ScaledObjectFor(topology.Layout{Partitions: partitions})
 		slow, _ := so.ReplicasWith(nil, lag.Observed{Lateness: float64(behind)}, 0)
 		want := so.Bound((behind + lag.FanoutSecondsPerReplica - 1) / lag.FanoutSecondsPerReplica)
-		require.Equal(t, want, stuck, "%d partitions %d s behind, stuck", partitions, behind)
-		require.Equal(t, want, slow, "%d partitions %d s behind, slow", partitions, behind)
+		require.Equal(t, want, slow, "%d partitions %d s behind", partitions, behind)
 	}
 }
 
@@ -175,10 +173,7 @@ func TestParsePrometheusTrigger(t *testing.T) {
 // definition (adversary round 19b, issue 19): the lateness threshold is at
 // least FanoutSecondsPerReplica and twice the resolution (a caught-up
 // partition saws from 0 to one resolution, so an idle system stays under
-// one threshold); the shard-trigger lagThreshold is the advances a stuck
-// fan-out piles up on every partition in that many seconds, rounded up, so
-// an idle system (up to the advances of one second, plus one step, in
-// flight per partition) stays under it. At 1 s both are the shipped ones.
+// one threshold). At 1 s it is the shipped one.
 func TestThresholdsFollowTheResolution(t *testing.T) {
 	t.Parallel()
 	rng := rand.New(rand.NewPCG(19, 2))
@@ -192,20 +187,11 @@ func TestThresholdsFollowTheResolution(t *testing.T) {
 		require.GreaterOrEqual(t, l, float64(lag.FanoutSecondsPerReplica), "res %s", res)
 		require.GreaterOrEqual(t, l, 2*res.Seconds()-1e-9, "res %s", res)
 		require.True(t, l == float64(lag.FanoutSecondsPerReplica) || l == (2*res).Seconds(), "res %s: %g", res, l)
-		piled := l * float64(p) / res.Seconds() // advances in l seconds on p partitions
-		got := lag.ShardTriggerLagThreshold(p, res)
-		require.GreaterOrEqual(t, float64(got), piled-1e-6, "res %s, %d partitions", res, p)
-		require.Less(t, float64(got), piled+1, "res %s, %d partitions", res, p)
-		idle := (max(1, 1/res.Seconds()) + 1) * float64(p) // a second of advances plus one step in flight
-		require.LessOrEqual(t, idle, float64(got), "res %s, %d partitions: an idle system's lag", res, p)
 		so := lag.ScaledObjectAt(topology.Layout{Partitions: int32(p)}, res)
-		require.Equal(t, got, so.Triggers[1].LagThreshold)
 		require.Equal(t, l, so.Lateness.Threshold)
 	}
 	for _, p := range []int32{0, 1, 12, 48} {
 		require.Equal(t, lag.ScaledObjectFor(topology.Layout{Partitions: p}), lag.ScaledObjectAt(topology.Layout{Partitions: p}, time.Second))
 	}
-	require.Equal(t, int64(60), lag.ShardTriggerLagThreshold(12, time.Second))
-	require.Equal(t, int64(400), lag.ShardTriggerLagThreshold(4, 50*time.Millisecond))
 	require.Equal(t, 40.0, lag.LatenessThreshold(20*time.Second))
 }

@@ -129,12 +129,8 @@ func (q *queue) oldest(now int) int {
 // process fires and commands oldest first (their capacity shared in
 // proportion to the work waiting), and every SyncSeconds the HPA reads the
 // triggers as the code makes them: chronos-jobs holds the commands
-// waiting; chronos-shard-triggers one advance in flight per partition (a
-// fan-out that is behind still consumes every advance at once: only a stuck
-// one lets them pile up, which this throughput model never is); the
-// loopback one continuation per partition per second the oldest waiting
-// fire is late (a pass under way per advance that has not finished); the
-// lateness trigger reads that age in seconds (the worst watermark); the
+// waiting; the lateness trigger reads the age of the oldest waiting fire in
+// seconds (the worst watermark); the
 // fire-rate trigger the fires dispatched per second over the last 2
 // minutes. The
 // HPA proposes, stabilizes and steps the count as Autoscaler says. A count
@@ -142,7 +138,7 @@ func (q *queue) oldest(now int) int {
 // partitions' share of the capacity idle while their new owners recover
 // them (the new pods on a scale-up, the remaining ones on a scale-down,
 // each its part of the jobs, in parallel). A model: it spreads work evenly
-// over the partitions and ignores one-shot completions on the loopback.
+// over the partitions.
 func Simulate(cap Capacity, a Autoscaler, load Load) Outcome {
 	out := Outcome{Load: load, CaughtUp: -1}
 	replicas := a.ScaledObject.Bound(a.ScaledObject.MinReplicas)
@@ -200,13 +196,8 @@ func Simulate(cap Capacity, a Autoscaler, load Load) Outcome {
 		for p := range a.Partitions {
 			for _, tr := range s.Triggers {
 				l := 0.0
-				switch {
-				case strings.HasSuffix(tr.Topic, "chronos-jobs"):
+				if strings.HasSuffix(tr.Topic, "chronos-jobs") {
 					l = cmds.total() / float64(a.Partitions)
-				case strings.HasSuffix(tr.Topic, "chronos-shard-triggers"):
-					l = 1
-				case strings.HasSuffix(tr.Topic, "chronos-scheduler-loop"):
-					l = behind
 				}
 				parts = append(parts, Partition{Group: tr.Group, Topic: tr.Topic, Partition: int32(p), Lag: int64(math.Round(l))})
 			}

@@ -7,16 +7,16 @@ import (
 )
 
 // Targets are the (group, topic) pairs of a Chronos system on layout l: the
-// scheduler group's four inputs (the first three are the shipped
-// ScaledObject's Kafka triggers; the backfill topic's lag is backfill steps
-// in flight, paced by --backfill-rate, which no trigger watches), the clock
-// group's and the router group's.
+// scheduler group's four inputs (the first is the shipped ScaledObject's
+// Kafka trigger; the others are measured, not scaled on: advances and
+// bucket triggers, continuations and one-shot completions, backfill steps
+// paced by --backfill-rate), the clock group's and the router group's.
 func Targets(l topology.Layout) []Target {
 	s := string(l.SchedulerGroup())
 	return []Target{
 		{Group: s, Topic: string(l.Jobs())},
-		{Group: s, Topic: string(l.ShardTriggers())},
-		{Group: s, Topic: string(l.SchedulerLoop())},
+		FanoutTargets(l)[0],
+		FanoutTargets(l)[1],
 		BackfillTarget(l),
 		{Group: string(l.ClockGroup()), Topic: string(l.Clock())},
 		{Group: string(l.RouterGroup()), Topic: string(l.BucketTriggers())},
@@ -25,10 +25,19 @@ func Targets(l topology.Layout) []Target {
 
 // BackfillTarget is the scheduler group's backfill-step topic on layout l:
 // about one step per backfill in progress is in flight, paced by
-// --backfill-rate. Not a scaling trigger (the loopback was, and B backfills
-// at any rate asked for B / 100 replicas there); also in Targets.
+// --backfill-rate. Not a scaling trigger (B backfills at any rate keep
+// about B steps in flight); also in Targets.
 func BackfillTarget(l topology.Layout) Target {
 	return Target{Group: string(l.SchedulerGroup()), Topic: string(l.SchedulerBackfill())}
+}
+
+// FanoutTargets are the scheduler group's fan-out inputs on layout l:
+// chronos-shard-triggers (advances, bucket triggers) and the loopback
+// (continuations, one-shot completions). Not scaling triggers (their lag is
+// not fires being late: ScaledObjectFor); also in Targets.
+func FanoutTargets(l topology.Layout) []Target {
+	s := string(l.SchedulerGroup())
+	return []Target{{Group: s, Topic: string(l.ShardTriggers())}, {Group: s, Topic: string(l.SchedulerLoop())}}
 }
 
 // HistoryTargets are the history group's inputs on layout l (issue 13):
@@ -52,32 +61,33 @@ func ExecutorTargets(l topology.Layout, groups []string) []Target {
 // ScaledObjectFor is the ScaledObject deploy/kubernetes/keda-scaledobject.yaml
 // ships for the chronos Deployment on layout l (a test keeps the two equal
 // for the default 12 partitions; l.Partitions 0 means that default): 1
-// replica to one per partition, the largest of three Kafka triggers on the
-// scheduler group, all earliest (the group starts at the oldest offset),
-// and a prometheus trigger on the fan-out's lateness:
-//   - chronos-jobs, lagThreshold 100, activation 10: commands waiting;
-//   - chronos-shard-triggers, lagThreshold FanoutSecondsPerReplica times
-//     the partitions (at the default --resolution 1s; ScaledObjectAt): "advance to T" messages waiting, one per partition
-//     per second a stuck fan-out is behind (idle: up to about one per
-//     partition in flight, under the threshold whatever the partitions);
-//   - the loopback, lagThreshold 100: fan-out continuations and one-shot
-//     completions waiting behind a busy partition (backfill steps have
-//     their own topic, which no trigger watches: B backfills keep about B
-//     steps in flight whatever their rate);
-//   - LatenessQuery, threshold FanoutSecondsPerReplica: a replica per 5 s
-//     the worst partition's watermark is behind the latest announced time
-//     its pod consumed: a fan-out merely slow (which none of the lags
-//     shows), or a partition behind its peers;
+// replica to one per partition, the largest of one Kafka trigger and two
+// prometheus triggers:
+//   - chronos-jobs, lagThreshold 100, activation 10, earliest (the group
+//     starts at the oldest offset): commands waiting;
+//   - LatenessQuery, threshold LatenessThreshold (FanoutSecondsPerReplica
+//     at the default --resolution 1s; ScaledObjectAt): a replica per 5 s the
+//     worst partition's watermark is behind the latest announced time its
+//     pod consumed: the fan-out behind (slow, or a partition stuck while
+//     its pod's others go on), whatever the records it leaves on the topics;
 //   - FireRateQuery, threshold FiresPerReplica: a replica per 6,125 fires
 //     a second, the count a steady load needs, so that once the backlog is
 //     gone the HPA does not walk back down into it.
+//
+// No trigger watches chronos-shard-triggers or the loopback (adversary
+// round 19c, issue 19): their Kafka lag is not fires being late. Bucket
+// triggers go to every partition of the first, one-shot completions
+// through the second, so an on-time system with many of either kept a lag
+// over any fixed threshold; and advances wait there unconsumed during every
+// rebalance and restore, so each scale step asked for more. The lateness
+// gauge measures the fan-out in seconds and leaves restoring partitions
+// out.
 func ScaledObjectFor(l topology.Layout) ScaledObject { return ScaledObjectAt(l, time.Second) }
 
 // ScaledObjectAt is ScaledObjectFor for pods at clock resolution res
 // (--resolution; 0 or less: 1 s, where it is ScaledObjectFor): the lateness
-// threshold is LatenessThreshold(res) and the chronos-shard-triggers
-// lagThreshold ShardTriggerLagThreshold(partitions, res), so that an idle
-// system asks for the minimum at any resolution.
+// threshold is LatenessThreshold(res), so that an idle system asks for the
+// minimum at any resolution.
 func ScaledObjectAt(l topology.Layout, res time.Duration) ScaledObject {
 	s := string(l.SchedulerGroup())
 	p := int64(l.Partitions)
@@ -86,8 +96,6 @@ func ScaledObjectAt(l topology.Layout, res time.Duration) ScaledObject {
 	}
 	return ScaledObject{MinReplicas: 1, MaxReplicas: p, Triggers: []KafkaTrigger{
 		{Group: s, Topic: string(l.Jobs()), LagThreshold: 100, ActivationLagThreshold: 10, Policy: Earliest},
-		{Group: s, Topic: string(l.ShardTriggers()), LagThreshold: ShardTriggerLagThreshold(p, res), Policy: Earliest},
-		{Group: s, Topic: string(l.SchedulerLoop()), LagThreshold: 100, Policy: Earliest},
 	}, Lateness: &PrometheusTrigger{Query: LatenessQuery, Threshold: LatenessThreshold(res)},
 		FireRate: &PrometheusTrigger{Query: FireRateQuery, Threshold: FiresPerReplica}}
 }

@@ -32,9 +32,10 @@ func newLag() *cobra.Command {
 		Use:   "lag",
 		Short: "Print consumer-group lag per partition and the replicas KEDA would ask for",
 		Long: "Without --topic: the triggers of the shipped ScaledObject for --partitions (deploy/kubernetes/keda-scaledobject.yaml:\n" +
-			"commands on chronos-jobs, a stuck fan-out on chronos-shard-triggers, the loopback, and with --lateness the\n" +
-			"fan-out lateness trigger), each trigger's metric and proposal, and the largest, as KEDA and the HPA combine\n" +
-			"them; the lag of backfill steps (chronos-scheduler-backfill) and of the history group is listed too (no trigger watches them). --lateness is what the lateness trigger's query returns (max(chronos_fanout_lateness_seconds), from\n" +
+			"commands on chronos-jobs, and with --lateness and --fire-rate the fan-out lateness and load triggers), each\n" +
+			"trigger's metric and proposal, and the largest, as KEDA and the HPA combine them; the lag of the fan-out's inputs\n" +
+			"(chronos-shard-triggers, chronos-scheduler-loop), of backfill steps (chronos-scheduler-backfill) and of the history\n" +
+			"group is listed too (no trigger watches them: their lag is not fires being late). --lateness is what the lateness trigger's query returns (max(chronos_fanout_lateness_seconds), from\n" +
 			"Prometheus or the largest value on the pods' /metrics). With --topic: one trigger with the --lag-threshold,\n" +
 			"--activation-lag-threshold and --offset-reset-policy given.",
 		Args: cobra.NoArgs,
@@ -88,11 +89,12 @@ func newLag() *cobra.Command {
 			}
 			shown := parts
 			var unmeasured []string
-			if topic == "" { // and the backfill steps' and history group's, which no trigger watches
+			if topic == "" { // and the fan-out inputs', backfill steps' and history group's, which no trigger watches
 				for _, u := range []struct {
 					what    string
 					targets []lag.Target
 				}{
+					{"fan-out inputs (" + string(l.ShardTriggers()) + ", " + string(l.SchedulerLoop()) + ")", lag.FanoutTargets(l)},
 					{"backfill steps (" + string(l.SchedulerBackfill()) + ")", []lag.Target{lag.BackfillTarget(l)}},
 					{"history group " + string(l.HistoryGroup()), lag.HistoryTargets(l)},
 				} {
@@ -157,7 +159,7 @@ func newLag() *cobra.Command {
 	fs := cmd.Flags()
 	conn.register(fs, "bootstrap brokers")
 	fs.StringVar(&group, "group", "", "consumer group of --topic (default: the scheduler group)")
-	fs.StringVar(&topic, "topic", "", "one topic to evaluate as a single trigger (default: the shipped ScaledObject's three triggers)")
+	fs.StringVar(&topic, "topic", "", "one topic to evaluate as a single trigger (default: the shipped ScaledObject's triggers)")
 	fs.Int64Var(&threshold, "lag-threshold", 10, "with --topic: KEDA lagThreshold, the target lag per replica")
 	fs.Int64Var(&activation, "activation-lag-threshold", 0, "with --topic: KEDA activationLagThreshold (decides only between 0 and 1 replicas)")
 	fs.StringVar(&policy, "offset-reset-policy", string(lag.Earliest), "with --topic: how a partition without a commit counts: earliest (the records still in it) or latest (1)")
@@ -165,7 +167,7 @@ func newLag() *cobra.Command {
 	fs.Int64Var(&maxR, "max-replica-count", -1, "KEDA maxReplicaCount (-1: --partitions, as deploy/kubernetes sets for 12; 0: no cap but KEDA's partition cap)")
 	fs.Float64Var(&lateness, "lateness", 0, "seconds the lateness trigger's query returns (max(chronos_fanout_lateness_seconds)); with neither it nor --fire-rate the prometheus triggers are left out")
 	fs.Float64Var(&fireRate, "fire-rate", 0, "fires per second the load trigger's query returns (sum(rate(chronos_fires_total[2m])))")
-	fs.DurationVar(&resolution, "resolution", time.Second, "the pods' --resolution: the lateness threshold is max(5s, 2 x it) and the chronos-shard-triggers lagThreshold that many seconds of advances per partition")
+	fs.DurationVar(&resolution, "resolution", time.Second, "the pods' --resolution: the lateness threshold is max(5s, 2 x it)")
 	fs.Int64Var(&current, "current-replicas", 0, "replicas running now, for the HPA's 10% tolerance (0: unknown, no tolerance)")
 	fs.BoolVar(&withLag, "limit-to-partitions-with-lag", false, "with --topic: cap replicas at partitions with lag, as KEDA's option does")
 	layout.register(fs)

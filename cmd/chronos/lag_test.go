@@ -57,15 +57,13 @@ func TestLagCommandReportsTheBacklogThenZero(t *testing.T) {
 	require.Contains(t, one("--lag-threshold", "14", "--current-replicas", "2"), "KEDA metric 30 (lagThreshold 14), active true (activationLagThreshold 0): 2 replicas",
 		"30/(14*2) = 1.07, within the HPA's 10% tolerance of the 2 running")
 
-	// Without --topic: the shipped ScaledObject's three triggers.
-	for _, topic := range []string{"lt.chronos-shard-triggers", "lt.chronos-scheduler-loop"} {
-		_, err = adm.CreateTopic(ctx, 2, 1, nil, topic)
-		require.NoError(t, err)
-	}
-	out = run() // without the history group's topics: said, not an error
+	// Without --topic: the shipped ScaledObject's triggers, and the lag of
+	// the inputs no trigger watches.
+	out = run() // without the fan-out's and the history group's topics: said, not an error
+	require.Contains(t, out, "fan-out inputs (lt.chronos-shard-triggers, lt.chronos-scheduler-loop): lag not measured")
 	require.Contains(t, out, "history group lt.chronos-history: lag not measured")
 	require.Contains(t, out, "backfill steps (lt.chronos-scheduler-backfill): lag not measured")
-	for _, topic := range []string{"lt.chronos-dispatch", "lt.chronos-results", "lt.chronos-scheduler-backfill"} {
+	for _, topic := range []string{"lt.chronos-shard-triggers", "lt.chronos-scheduler-loop", "lt.chronos-dispatch", "lt.chronos-results", "lt.chronos-scheduler-backfill"} {
 		_, err = adm.CreateTopic(ctx, 2, 1, nil, topic)
 		require.NoError(t, err)
 	}
@@ -74,24 +72,24 @@ func TestLagCommandReportsTheBacklogThenZero(t *testing.T) {
 	}
 	out = run("--partitions", "2")
 	require.Contains(t, out, "trigger 0, topic lt.chronos-jobs: lag 30, KEDA metric 30 (lagThreshold 100), active true (activationLagThreshold 10): 1 replicas")
-	require.Contains(t, out, "trigger 1, topic lt.chronos-shard-triggers: lag 60, KEDA metric 20 (lagThreshold 10), active true (activationLagThreshold 0): 2 replicas",
-		"lagThreshold 5 s x 2 partitions; 60/10 = 6 above 2 partitions: capped at 20")
-	require.Contains(t, out, "trigger 2, topic lt.chronos-scheduler-loop: lag 0, KEDA metric 0 (lagThreshold 100), active false (activationLagThreshold 0): 0 replicas")
-	require.Contains(t, out, "trigger 3, prometheus max(chronos_fanout_lateness_seconds) or vector(0): not evaluated (give its value with --lateness)")
-	require.Contains(t, out, "trigger 4, prometheus sum(rate(chronos_fires_total[2m])) or vector(0): not evaluated (give its value with --fire-rate)")
-	require.Contains(t, out, "KEDA (minReplicaCount 1, maxReplicaCount 2, current 0) would ask for 2 replicas (the largest trigger alone: 2)", "maxReplicaCount: the partitions")
+	require.Equal(t, 2, strings.Count(out, "lt.chronos-scheduler  lt.chronos-shard-triggers"), "listed, 30 per partition: %s", out)
+	require.Contains(t, out, "  30\n", out)
+	require.NotContains(t, out, "trigger 1, topic", "no Kafka trigger on the fan-out's inputs")
+	require.Contains(t, out, "trigger 1, prometheus max(chronos_fanout_lateness_seconds) or vector(0): not evaluated (give its value with --lateness)")
+	require.Contains(t, out, "trigger 2, prometheus sum(rate(chronos_fires_total[2m])) or vector(0): not evaluated (give its value with --fire-rate)")
+	require.Contains(t, out, "KEDA (minReplicaCount 1, maxReplicaCount 2, current 0) would ask for 1 replicas (the largest trigger alone: 1)",
+		"60 advances waiting ask for nothing: the lateness says whether fires are late")
 	// The history group's lag is listed too: 15 commands per partition on
 	// chronos-jobs it has not consumed, nothing on its other inputs.
 	require.Equal(t, 2, strings.Count(out, "lt.chronos-history    lt.chronos-jobs"), out)
 	require.Equal(t, 2, strings.Count(out, "lt.chronos-history    lt.chronos-dispatch"), out)
 	require.NotContains(t, out, "lag not measured")
 	out = run("--partitions", "6", "--lateness", "21.5")
-	require.Contains(t, out, "trigger 1, topic lt.chronos-shard-triggers: lag 60, KEDA metric 60 (lagThreshold 30), active true (activationLagThreshold 0): 2 replicas")
-	require.Contains(t, out, "trigger 3, prometheus max(chronos_fanout_lateness_seconds) or vector(0): 21.5 (threshold 5), active true: 5 replicas")
-	require.Contains(t, out, "trigger 4, prometheus sum(rate(chronos_fires_total[2m])) or vector(0): 0 (threshold 6125), active false: 0 replicas")
+	require.Contains(t, out, "trigger 1, prometheus max(chronos_fanout_lateness_seconds) or vector(0): 21.5 (threshold 5), active true: 5 replicas")
+	require.Contains(t, out, "trigger 2, prometheus sum(rate(chronos_fires_total[2m])) or vector(0): 0 (threshold 6125), active false: 0 replicas")
 	require.Contains(t, out, "KEDA (minReplicaCount 1, maxReplicaCount 6, current 0) would ask for 5 replicas (the largest trigger alone: 5)")
 	out = run("--partitions", "6", "--fire-rate", "24000")
-	require.Contains(t, out, "trigger 4, prometheus sum(rate(chronos_fires_total[2m])) or vector(0): 24000 (threshold 6125), active true: 4 replicas")
+	require.Contains(t, out, "trigger 2, prometheus sum(rate(chronos_fires_total[2m])) or vector(0): 24000 (threshold 6125), active true: 4 replicas")
 	require.Contains(t, out, "would ask for 4 replicas (the largest trigger alone: 4)")
 	root0 := newRoot()
 	root0.SetArgs([]string{"lag", "--brokers", b.Addrs()[0], "--topic", "x", "--lateness", "3"})
