@@ -18,7 +18,8 @@
 #    over HTTP (`chronos jobs put --api http://127.0.0.1:8081`), read its
 #    dispatch events from the host through Kafka (`chronos tail --brokers
 #    127.0.0.1:29092`), check that Prometheus scrapes both replicas (targets
-#    up) and has loaded every alert rule of deploy/prometheus/alerts.yml.
+#    up) and has loaded every alert rule of deploy/prometheus/alerts.yml;
+#    promtool passes the rules' unit tests (deploy/prometheus/alerts_test.yml).
 # 4. `docker kill` chronos-2; chronos-1 must own every partition and the
 #    clock; restart chronos-2 and wait until it is healthy and owns
 #    partitions again.
@@ -147,6 +148,11 @@ have_rules=$(curl -fsS "$prom/api/v1/rules?type=alert" | jq '[.data.groups[].rul
 [[ "$have_rules" == "$want_rules" ]] || fail "Prometheus loaded $have_rules alert rules, alerts.yml has $want_rules"
 curl -fsS "$prom/api/v1/query?query=chronos_ready" | jq -c '[.data.result[] | {instance: .metric.instance, ready: .value[1]}]'
 echo "targets up: chronos-1:8080 chronos-2:8080; alert rules loaded: $have_rules"
+# The clock alerts' unit tests, with the promtool local-images.sh built next
+# to the Prometheus it runs.
+promtool="$WORK/images/prometheus/promtool"
+[[ -x "$promtool" ]] || fail "no promtool at $promtool (deploy/docker/local-images.sh builds it with the Prometheus image)"
+(cd deploy/prometheus && "$promtool" test rules alerts_test.yml) || fail "promtool test rules deploy/prometheus/alerts_test.yml"
 
 log "6. docker kill chronos-2: chronos-1 takes every partition and the clock"
 owned_all() {
