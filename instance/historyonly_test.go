@@ -16,6 +16,7 @@ import (
 
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/instance"
+	"github.com/chronos-scheduler/chronos/processors/clock"
 	"github.com/chronos-scheduler/chronos/testenv"
 )
 
@@ -121,6 +122,11 @@ func TestHistoryOnlyInstance(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(metrics))
 	require.Contains(t, string(metrics), "\nchronos_ready 1\n")
+	// No clock age: it sees no announcement (no scheduler), so a
+	// Deployment of history-only pods scraped as a job of its own would
+	// read as a stalled clock (ChronosClockStalled) for ever.
+	require.NotContains(t, string(metrics), clock.AnnouncedAgeMetric)
+	require.NotContains(t, string(metrics), clock.ResolutionMetric)
 
 	// Who runs what: one member in each group, the scheduling instance in
 	// the scheduling groups and the history instance in the history group.

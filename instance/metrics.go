@@ -10,7 +10,9 @@ import (
 // registerGauges registers the gauges of the instance's parts, each kept
 // next to the state it reads, and chronos_ready, which reads the instance.
 func (s *Instance) registerGauges(reg prometheus.Registerer) {
-	reg.MustRegister(clock.NewAnnouncedAge(s.sched.Announced, s.cfg.Now).Collectors(s.cfg.resolution())...)
+	if !s.cfg.History.Only { // no scheduler: its age would rise for ever (a job of history-only pods would read stalled)
+		reg.MustRegister(clock.NewAnnouncedAge(s.sched.Announced, s.cfg.Now).Collectors(s.cfg.resolution())...)
+	}
 	reg.MustRegister(s.sched.JobsCollector(), s.sched.PartitionsGauge(), s.clock.LagGauge(s.cfg.Now), s.clock.AheadGauge(),
 		&lag.Lateness{Watermarks: s.sched.Watermarks, Announced: s.sched.Announced},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_ready",
