@@ -46,7 +46,7 @@ import (
 // the samples asked for 2-3 replicas (lag up to 44). Measured: embedded
 // broker 75% of samples, up to 4 replicas, lag 63; Apache Kafka 78%, up
 // to 4, lag 131. Now (no trigger on that topic, 25 s of samples): 0 of
-// 455 samples over 1, lateness 0.00 s.
+// 455 samples over 1, lateness 0.00 s; Apache Kafka 0 of 437, 1.00 s.
 //
 //	go test -count=1 -v -run TestBucketTriggersDoNotScaleOut ./deploy/
 func TestBucketTriggersDoNotScaleOut(t *testing.T) {
@@ -151,7 +151,8 @@ func TestBucketTriggersDoNotScaleOut(t *testing.T) {
 // Kafka, 60,000: 9.7 s, 20 of 252, 14. A restart instead (the pod stopped,
 // a fresh one started, 60,000 jobs) held: ready in 2.0 s, no lag, since
 // the replacement's clock comes up with its scheduler. Now (no trigger on
-// that topic): ready after 7.4 s, 0 of 224 samples over 1, lateness 0.
+// that topic): ready after 7.4 s, 0 of 224 samples over 1, lateness 0;
+// Apache Kafka 9.4 s, 0 of 269, 0.
 //
 //	go test -count=1 -v -run TestScaleUpRestoreAsksForTheMinimum ./deploy/
 func TestScaleUpRestoreAsksForTheMinimum(t *testing.T) {
@@ -245,7 +246,7 @@ func TestScaleUpRestoreAsksForTheMinimum(t *testing.T) {
 // Measured at 600: embedded broker 548 of 552 samples, up to 4, loop lag
 // 600; Apache Kafka 509 of 514, up to 4, 600. Now (no trigger on the
 // loopback, 20 s of reminders): 0 of 258 samples over 1, worst lateness
-// 1.0 s.
+// 1.0 s; Apache Kafka 0 of 209, 1.0 s.
 //
 //	go test -count=1 -v -run TestOneShotJobsDoNotScaleOut ./deploy/
 func TestOneShotJobsDoNotScaleOut(t *testing.T) {
