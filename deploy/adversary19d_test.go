@@ -65,7 +65,7 @@ func (h *hang) ProduceSync(ctx context.Context, topic string, msgs []scheduler.M
 // pods that dispatch); instead the system asks for the minimum, and with
 // 2 replicas running the HPA would scale down. Measured (embedded broker):
 // pod A's 2 partitions 30 s behind the announced time, the gauge's worst
-// 1.0 s, 1 replica asked.
+// 1.0 s, 1 replica asked; Apache Kafka the same (30 s, 1.0 s, 1).
 func TestAdv19dStuckPodAsksForTheMinimum(t *testing.T) {
 	const partitions, jobs = 4, 40
 	env := testenv.New(t, partitions)
@@ -141,4 +141,88 @@ func TestAdv19dStuckPodAsksForTheMinimum(t *testing.T) {
 	require.GreaterOrEqual(t, behind, 29.0, "setup: pod A's partitions are behind")
 	require.Greater(t, n, int64(1), "pod A's partitions are %.0f s behind the announced time, but the lateness trigger reads %.1f s (A's own announced time froze with its fan-out): %d replica asked",
 		behind, late, n)
+}
+
+// gaugeMax is the largest value of the gauge name in regs (0 when absent).
+func gaugeMax(t *testing.T, name string, regs ...*prometheus.Registry) float64 {
+	t.Helper()
+	worst := 0.0
+	for _, reg := range regs {
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				for _, m := range mf.GetMetric() {
+					worst = max(worst, m.GetGauge().GetValue())
+				}
+			}
+		}
+	}
+	return worst
+}
+
+// TestAdv19dSkewedPodRaisesClockAhead breaks "an on-time system with clock
+// skew either way" staying quiet, for the new ChronosClockAhead alert
+// (deploy/prometheus/alerts.yml: max(chronos_clock_ahead_seconds) > 60
+// for 2m, "the clock table is ... ahead of the ticks: nothing is announced
+// until they pass it"). Every instance ticks with its own wall clock, and
+// the clock owner sets the gauge from every tick it drops, resetting it
+// only at its next announcement. One pod whose clock is 2 min slow (NTP
+// broken on its node) has each of its ticks dropped, a fraction of a
+// second after the healthy pods' tick announced: the owner then reads 120 s
+// "ahead" until the next healthy tick, i.e. for most of every second, while
+// the clock announces every second and nothing is late. Here: 2 pods, live
+// tickers at 1 s, pod B's wall clock 120.1 s behind (its ticks land 0.1 s
+// after the healthy ones). Prometheus evaluating every 30 s fires the
+// alert after 5 evaluations in a row above 60: with a share s of scrapes
+// above, about s^5 of the 2-minute windows fire it. Measured (embedded
+// broker): the clock announced 20 times in 20 s; 346 of 386 samples read
+// 120 s ahead: s^5 = 0.58.
+func TestAdv19dSkewedPodRaisesClockAhead(t *testing.T) {
+	const partitions, skew = 2, 120*time.Second + 100*time.Millisecond
+	env := testenv.New(t, partitions)
+	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
+	cfgA := env.Config()
+	cfgA.Clock.NoTicker = false
+	cfgA.Registerer = regA
+	a := env.Start(cfgA)
+	cfgB := env.Config()
+	cfgB.Clock.NoTicker = false
+	cfgB.Registerer = regB
+	cfgB.Now = func() time.Time { return time.Now().Add(-skew) }
+	b := env.Start(cfgB)
+	env.WaitApplied()
+	time.Sleep(5 * time.Second) // the group settles after B joins, then the samples
+
+	announced := func() time.Time {
+		x, y := a.Scheduler().Announced(), b.Scheduler().Announced()
+		if x.After(y) {
+			return x
+		}
+		return y
+	}
+	start := time.Now()
+	var over, all int
+	worst := 0.0
+	prev, moves := announced(), 0
+	for time.Since(start) < 20*time.Second {
+		time.Sleep(50 * time.Millisecond) // a sampling rate, not a wait for an effect
+		ahead := gaugeMax(t, "chronos_clock_ahead_seconds", regA, regB)
+		worst = max(worst, ahead)
+		all++
+		if ahead > 60 {
+			over++
+		}
+		if cur := announced(); cur.After(prev) {
+			prev, moves = cur, moves+1
+		}
+	}
+	behind := time.Now().Sub(prev).Seconds()
+	share := float64(over) / float64(max(all, 1))
+	t.Logf("the clock announced %d times in 20 s (last %.1f s ago by the wall clock); %d of %d samples read chronos_clock_ahead_seconds over 60 (up to %.1f): the alert fires in a 2-minute window of 30 s evaluations with probability about %.2f",
+		moves, behind, over, all, worst, share*share*share*share*share)
+	require.GreaterOrEqual(t, moves, 18, "setup: the clock announces every second")
+	require.Less(t, behind, 3.0, "setup: the announced time is the healthy pods' wall time")
+	require.Less(t, share*share*share*share*share, 0.05, "the clock announces every second, but one pod's slow ticks make the owner read %.0f s ahead in %.0f%% of the samples: ChronosClockAhead (\"nothing is announced until they pass it\") fires on an on-time system",
+		worst, 100*share)
 }
