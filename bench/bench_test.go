@@ -36,6 +36,8 @@ func TestConfigValidate(t *testing.T) {
 	require.ErrorContains(t, err, `mode "x"`)
 	require.ErrorContains(t, err, "duration")
 	require.Error(t, Config{Jobs: 1, Mode: ModeEvery, Every: 1500 * time.Millisecond, Duration: time.Second}.Validate())
+	require.ErrorContains(t, Config{Jobs: 1, Mode: ModeAligned, Duration: time.Second, FirstFireAfter: -time.Second}.Validate(), "first fire after")
+	require.NoError(t, Config{Jobs: 1, Mode: ModeAligned, Duration: time.Second, FirstFireAfter: 5 * time.Minute}.Validate())
 }
 
 func TestParseDispatch(t *testing.T) {

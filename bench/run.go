@@ -68,6 +68,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// Payload-heavy puts register at a few MB/s (measured: 120 MB in
 	// 12.8 s), so each 4 MiB of payload adds a second.
 	estimate += time.Duration(int64(cfg.Jobs)*int64(cfg.PayloadBytes)/(4<<20)) * time.Second
+	if cfg.FirstFireAfter > 0 {
+		estimate = cfg.FirstFireAfter
+	}
 	base := time.Now().Add(estimate).Truncate(time.Second).Add(time.Second)
 	col := newCollector(expectedFires(cfg))
 	go col.consume(ctx, cl)

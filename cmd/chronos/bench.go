@@ -83,6 +83,7 @@ func newBench() *cobra.Command {
 	fs.StringVar(&profile, "cpu-profile", "", "write a CPU profile of the measured window (after registration) to this file")
 	fs.IntVar(&cfg.PayloadBytes, "payload-bytes", 0, "payload of every job in bytes (a JSON string; 0: none), for payload-heavy runs")
 	fs.IntVar(&cfg.InstancePID, "instance-pid", 0, "with --external: process id of the instance under test, whose peak RSS (VmHWM) the report gives")
+	fs.DurationVar(&cfg.FirstFireAfter, "first-fire-after", 0, "first fires due this long after registration begins (0: estimated from --jobs; raise it when registration overruns)")
 	fs.DurationVar(&cfg.Jitter, "jitter", 0, "every job's jitter (at most 1h and --every): spreads the fires, see docs/schedules.md#jitter")
 	fs.BoolVar(&external, "external", false, "measure Chronos instances already running on --brokers with --topic-prefix (e.g. chronos run) instead of starting one")
 	f.register(fs, "", "")
