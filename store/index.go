@@ -60,6 +60,33 @@ func (s *Store) getRev(key string) (rev, error) {
 	return r, nil
 }
 
+// dueFloor is a due key no due entry sorts below (nil: not known), and a
+// count of the due keys written (seq), both guarded by Store.wmu. Deleted
+// due entries stay in Pebble as tombstones until a compaction drops them;
+// a scan from the start of the index (every new advance pass, and each
+// continuation of a pass that must start there) stepped over all of them:
+// in a 1M-job burst most of the scan's CPU. A scan that started at or
+// below the floor raises it to the first entry it found, unless a due key
+// was written meanwhile; every due key written lowers it.
+type dueFloor struct {
+	key []byte
+	seq uint64
+}
+
+// updateIndex is the package's updateIndex that also keeps s.floor; the
+// caller holds s.wmu.
+func (s *Store) updateIndex(b *pebble.Batch, buf []byte, key string, old, nu rev) ([]byte, error) {
+	if nu.hasDue && (!old.hasDue || nu.due != old.due) {
+		s.floor.seq++
+		if s.floor.key != nil {
+			if k := dueKey(nu.due, key); bytes.Compare(k, s.floor.key) < 0 {
+				s.floor.key = k
+			}
+		}
+	}
+	return updateIndex(b, buf, key, old, nu)
+}
+
 // updateIndex adds to b the operations that change key's index entries from
 // old to nu (including the reverse entry). buf is scratch space (the batch
 // copies keys and values), returned for reuse.
@@ -132,6 +159,15 @@ func (s *Store) DueUpTo(upTo time.Time, after Due, limit int) ([]Due, error) {
 	} else {
 		upper = dueKey(n+1, "")
 	}
+	s.wmu.Lock()
+	floor, seq := s.floor.key, s.floor.seq
+	s.wmu.Unlock()
+	// fromFloor: the scan covers every entry from the floor (or, with no
+	// floor known, from the start), so what it finds first is a new floor.
+	fromFloor := floor == nil && len(lower) == 1 || floor != nil && bytes.Compare(lower, floor) <= 0
+	if fromFloor && floor != nil {
+		lower = floor
+	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, err
@@ -145,12 +181,29 @@ func (s *Store) DueUpTo(upTo time.Time, after Due, limit int) ([]Due, error) {
 		if len(k) < 9 {
 			return nil, errors.Join(fmt.Errorf("store: corrupt due key %x", k), it.Close())
 		}
+		if fromFloor && len(out) == 0 {
+			s.raiseFloor(bytes.Clone(k), seq)
+		}
 		out = append(out, Due{At: decTime(binary.BigEndian.Uint64(k[1:9])), Key: string(k[9:])})
+	}
+	if fromFloor && len(out) == 0 && it.Error() == nil {
+		s.raiseFloor(upper, seq) // nothing from the floor up to upper
 	}
 	if err := it.Close(); err != nil {
 		return nil, fmt.Errorf("store: scanning due index: %w", err)
 	}
 	return out, nil
+}
+
+// raiseFloor sets the floor to k, found by a scan that began when the
+// count of due keys written was seq: unless one was written since (it may
+// sort below k), or the floor is already higher.
+func (s *Store) raiseFloor(k []byte, seq uint64) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.floor.seq == seq && (s.floor.key == nil || bytes.Compare(k, s.floor.key) > 0) {
+		s.floor.key = k
+	}
 }
 
 // ApplyMoves applies all moves in one atomic batch; each Move replaces the
@@ -251,7 +304,7 @@ func (s *Store) addMoves(b *pebble.Batch, moves []Move, trustFrom bool) error {
 		if nu.hasDue {
 			nu.due = nanos(m.To)
 		}
-		if buf, err = updateIndex(b, buf, m.Key, old, nu); err != nil {
+		if buf, err = s.updateIndex(b, buf, m.Key, old, nu); err != nil {
 			return err
 		}
 		prev = nu
@@ -406,7 +459,7 @@ func (s *Store) indexAll(it *pebble.Iterator) error {
 		if err != nil {
 			return fmt.Errorf("store: indexing %q: %w", key, err)
 		}
-		if buf, err = updateIndex(b, buf, key, rev{}, entryRev(e)); err != nil {
+		if buf, err = s.updateIndex(b, buf, key, rev{}, entryRev(e)); err != nil {
 			return err
 		}
 		if n++; n%rebuildBatchSize == 0 {

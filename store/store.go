@@ -114,8 +114,11 @@ type Store struct {
 	// from the changelog Set and Delete write the table only, and
 	// MarkRecovered builds the indexes in one pass. Guarded by wmu.
 	deferIndex bool
-	stop       chan struct{}
-	bg         sync.WaitGroup
+	// floor lets scans of the due index skip what they already passed
+	// (see dueFloor in index.go). Guarded by wmu.
+	floor dueFloor
+	stop  chan struct{}
+	bg    sync.WaitGroup
 
 	itMu  sync.Mutex
 	iters map[*iterator]struct{}
@@ -460,7 +463,7 @@ func (s *Store) Set(key string, value []byte) (err error) {
 	if err := b.Set(tableKey(key), value, nil); err != nil {
 		return err
 	}
-	if s.buf, err = updateIndex(b, s.buf, key, old, entryRev(e)); err != nil {
+	if s.buf, err = s.updateIndex(b, s.buf, key, old, entryRev(e)); err != nil {
 		return err
 	}
 	if err := b.Commit(s.wo); err != nil {
