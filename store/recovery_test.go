@@ -2,6 +2,8 @@ package store
 
 import (
 	"errors"
+	"fmt"
+	"math/rand"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -143,5 +145,85 @@ func TestIndexUseBeforeMarkRecoveredEndsTheDeferral(t *testing.T) {
 			}
 			checkConsistent(t, s)
 		})
+	}
+}
+
+// TestInterruptedDeferredRecoveryIndexesTheWholeTable drives a deferred
+// recovery through the ways goka interrupts one, seeded: after part of the
+// changelog the store is closed (a rebalance during the replay), or
+// MarkRecovered runs on the partial table and the store is closed after
+// it, or the two race in their own goroutines (goka's markRecovered
+// returns on a cancelled context while MarkRecovered runs, and the
+// partition processor closes the table meanwhile). A new store on the same
+// files then recovers the rest from the stored offset. Its indexes must be
+// exactly those of a store that indexed every record as it came, and the
+// table must hold every record.
+func TestInterruptedDeferredRecoveryIndexesTheWholeTable(t *testing.T) {
+	t.Parallel()
+	for seed := int64(1); seed <= 60; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		// The changelog: sets and deletes of a few keys.
+		type rec struct {
+			key string
+			val []byte // nil: delete
+		}
+		var log []rec
+		for range 5 + rng.Intn(60) {
+			k := fmt.Sprintf("k%02d", rng.Intn(20))
+			if rng.Intn(5) == 0 {
+				log = append(log, rec{key: k})
+				continue
+			}
+			bucket := []string{"", "b1", "b2"}[rng.Intn(3)]
+			log = append(log, rec{key: k, val: val(at(rng.Intn(100)), bucket)})
+		}
+		apply := func(s *Store, from, to int) {
+			for i := from; i < to; i++ {
+				var err error
+				if log[i].val == nil {
+					err = s.Delete(log[i].key)
+				} else {
+					err = s.Set(log[i].key, log[i].val)
+				}
+				require.NoError(t, err)
+				require.NoError(t, s.SetOffset(int64(i)))
+			}
+		}
+		// The oracle: a store that indexes record by record.
+		want := newMemStore(t, Options{Indexer: testIndexer})
+		apply(want, 0, len(log))
+		require.NoError(t, want.MarkRecovered())
+
+		fs := vfs.NewMem()
+		s := New("/db", deferOpts(fs))
+		require.NoError(t, s.Open())
+		cut := rng.Intn(len(log) + 1)
+		apply(s, 0, cut)
+		how := rng.Intn(3)
+		switch how {
+		case 0: // closed during the replay
+			require.NoError(t, s.Close())
+		case 1: // MarkRecovered on the partial table, then closed
+			require.NoError(t, s.MarkRecovered())
+			require.NoError(t, s.Close())
+		case 2: // MarkRecovered and Close race
+			done := make(chan error, 1)
+			go func() { done <- s.MarkRecovered() }()
+			require.NoError(t, s.Close())
+			if err := <-done; err != nil {
+				require.ErrorIs(t, err, ErrClosed, "seed %d", seed)
+			}
+		}
+		s = New("/db", deferOpts(fs))
+		require.NoError(t, s.Open())
+		off, err := s.GetOffset(-1)
+		require.NoError(t, err)
+		require.Equal(t, int64(cut-1), off, "seed %d: the stored offset is the last record applied", seed)
+		apply(s, int(off)+1, len(log))
+		require.NoError(t, s.MarkRecovered())
+		require.Equal(t, dumpIndexes(t, want), dumpIndexes(t, s), "seed %d: cut %d of %d, interruption %d", seed, cut, len(log), how)
+		require.Equal(t, rawScan(t, want, prefixTable), rawScan(t, s, prefixTable), "seed %d", seed)
+		checkConsistent(t, s)
+		require.NoError(t, s.Close())
 	}
 }

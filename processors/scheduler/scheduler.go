@@ -224,11 +224,9 @@ func (s *Scheduler) StorageBuilder() storage.Builder {
 		}
 		if partition >= 0 && partition < int32(len(s.shardKeys)) {
 			opts.Indexer = s.indexer(s.shardKeys[partition])
-			// Not DeferIndexOnRecovery: it made an empty-disk recovery of
-			// 10M jobs faster, but a scale test on Apache Kafka lost one
-			// tick of fires once with it (1 run in 21, cause not found),
-			// so the fire path keeps per-record indexing until that is
-			// understood.
+			// DeferIndexOnRecovery comes with opts from Config.Store; the
+			// instance leaves it off (docs/architecture.md, "Deferred
+			// indexing on recovery").
 		}
 		opts.MemTableSize = StaggeredMemTableSize(s.cfg.Store.MemTableSize, partition)
 		return opts

@@ -114,8 +114,8 @@ func TestSim(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("simulation: %d histories, %d operations, %d inputs delivered, %d dispatch events, %d crashes, %d rebalances, %d due indexes compared with a rebuild; %d seeds failed, %d violations (known open findings included)",
-		total.histories, total.ops, total.inputs, total.dispatches, total.crashes, total.rebalances, total.derivedChecks, failed, total.violations)
+	t.Logf("simulation: %d histories (%d with deferred indexing on recovery), %d operations, %d inputs delivered, %d dispatch events, %d crashes, %d rebalances, %d recoveries interrupted, %d due indexes compared with a rebuild; %d seeds failed, %d violations (known open findings included)",
+		total.histories, total.deferred, total.ops, total.inputs, total.dispatches, total.crashes, total.rebalances, total.interrupted, total.derivedChecks, failed, total.violations)
 	kinds := map[string][]string{}
 	for _, n := range total.notes {
 		k := "conditional commands applied by a crashed delivery, then rejected on redelivery"
@@ -184,7 +184,7 @@ func simFlagSet(name string) bool {
 
 type simTotals struct {
 	histories, ops, inputs, dispatches, crashes, rebalances, violations int
-	derivedChecks                                                       int
+	derivedChecks, deferred, interrupted                                int
 	notes                                                               []string
 }
 
@@ -196,6 +196,10 @@ func (t *simTotals) add(w *simWorld) {
 	t.crashes += w.crashes
 	t.rebalances += w.rebalances
 	t.derivedChecks += w.derivedChecks
+	if w.cfg.deferIndex {
+		t.deferred++
+	}
+	t.interrupted += w.interrupted
 	t.violations += len(w.oracle.violations)
 	t.notes = append(t.notes, w.oracle.notes...)
 }
@@ -213,12 +217,13 @@ type simConfig struct {
 	crash       float64
 	rebalance   float64
 	produceFail float64
-	wCmd, wTrig int // delivery weights of the command and trigger topics (loop: 10)
+	wCmd, wTrig int  // delivery weights of the command and trigger topics (loop: 10)
+	deferIndex  bool // the stores defer indexing on recovery (store.Options.DeferIndexOnRecovery)
 }
 
 func (c simConfig) String() string {
-	return fmt.Sprintf("partitions=%d ids=%d chunk=%d budget=%s catchup=%d clock=%v skewed=%v crash=%.2f rebalance=%.3f producefail=%.2f weights cmd:trig:loop=%d:%d:10",
-		c.partitions, c.ids, c.chunk, c.budget, c.maxCatchUp, c.clock, c.skewed, c.crash, c.rebalance, c.produceFail, c.wCmd, c.wTrig)
+	return fmt.Sprintf("partitions=%d ids=%d chunk=%d budget=%s catchup=%d clock=%v skewed=%v crash=%.2f rebalance=%.3f producefail=%.2f weights cmd:trig:loop=%d:%d:10 defer=%v",
+		c.partitions, c.ids, c.chunk, c.budget, c.maxCatchUp, c.clock, c.skewed, c.crash, c.rebalance, c.produceFail, c.wCmd, c.wTrig, c.deferIndex)
 }
 
 // simRecord is one record of a modelled topic partition.
@@ -309,6 +314,11 @@ type simWorld struct {
 	// on a store that kept local index moves whose loopbacks were lost
 	// (checkDerived skips them until the partition moves).
 	crashKept map[int32]bool
+	// recRng draws, apart from the history's rng (so a seed's history is
+	// the same either way), whether the stores defer indexing on recovery
+	// and how goka's recovery of a store is interrupted (openStore).
+	recRng      *rand.Rand
+	interrupted int
 }
 
 var simT0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
@@ -332,7 +342,7 @@ func newSimWorld(t testing.TB, seed int64, ops int) *simWorld {
 	}
 	cfg.skewed = cfg.clock && rng.IntN(2) == 0
 	w := &simWorld{t: t, seed: seed, rng: rng, cfg: cfg, maxOps: ops,
-		rebuildRng: rand.New(rand.NewPCG(uint64(seed), 0x4eb1d)), cmdInAdvance: map[int32]bool{}, crashKept: map[int32]bool{}, now: simT0.Add(time.Duration(rng.IntN(3600)) * time.Second),
+		rebuildRng: rand.New(rand.NewPCG(uint64(seed), 0x4eb1d)), recRng: rand.New(rand.NewPCG(uint64(seed), 0xdefe4)), cmdInAdvance: map[int32]bool{}, crashKept: map[int32]bool{}, now: simT0.Add(time.Duration(rng.IntN(3600)) * time.Second),
 		cmds: map[[2]int64]*simCmd{}, clockTable: simMapTable{}}
 	w.layout = topology.Layout{Names: topology.Names{Prefix: "sim."}, Partitions: cfg.partitions, Replication: 1}
 	keys, err := topology.ShardKeys(cfg.partitions)
@@ -346,9 +356,11 @@ func newSimWorld(t testing.TB, seed int64, ops int) *simWorld {
 	}
 	w.clog = make([][]simRecord, cfg.partitions)
 	w.oracle = newSimOracle(cfg.partitions, cfg.maxCatchUp)
+	cfg.deferIndex = w.recRng.IntN(2) == 0
+	w.cfg = cfg
 	for i := range cfg.instances {
 		fs := vfs.NewMem()
-		s, err := New(Config{Layout: w.layout, DataDir: "/data", Store: store.Options{FS: fs}, ChunkSize: cfg.chunk,
+		s, err := New(Config{Layout: w.layout, DataDir: "/data", Store: store.Options{FS: fs, DeferIndexOnRecovery: cfg.deferIndex}, ChunkSize: cfg.chunk,
 			ChunkBudget: cfg.budget, MaxCatchUp: cfg.maxCatchUp, Producer: simProducer{w}, Now: func() time.Time { return w.now },
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
@@ -388,8 +400,38 @@ func simCallback(g *goka.GroupGraph, topic string) goka.ProcessCallback {
 func (w *simWorld) tableTopic() string { return string(w.layout.SchedulerTable()) }
 
 // openStore opens partition p's store on inst and recovers it from the
-// changelog after its stored offset, as goka does.
+// changelog after its stored offset, as goka does. Drawn from recRng, a
+// recovery may first be interrupted the ways goka interrupts one (a
+// rebalance during it): the store is closed after part of the changelog,
+// before MarkRecovered, or after a MarkRecovered of the partial table
+// (goka's markRecovered returns on a cancelled context while
+// MarkRecovered runs; the partition processor then closes the table),
+// and a new store on the same files recovers the rest.
 func (w *simWorld) openStore(inst *simInstance, p int32) {
+	for w.recRng.IntN(4) == 0 {
+		st, done := w.openAndRecover(inst, p, w.recRng.IntN(8))
+		if done {
+			inst.open[p] = st // nothing was left to recover
+			return
+		}
+		if w.recRng.IntN(2) == 0 {
+			if err := st.MarkRecovered(); err != nil {
+				w.t.Fatal(err)
+			}
+		}
+		if err := st.Close(); err != nil {
+			w.t.Fatalf("seed %d: closing store %d mid-recovery: %v", w.seed, p, err)
+		}
+		w.interrupted++
+	}
+	inst.open[p], _ = w.openAndRecover(inst, p, -1)
+}
+
+// openAndRecover opens partition p's store on inst and applies up to n
+// changelog records after its stored offset (n < 0: all). If it applied
+// them all it marks the store recovered, as goka does, and reports done;
+// otherwise the store is left recovering.
+func (w *simWorld) openAndRecover(inst *simInstance, p int32, n int) (st storage.Storage, done bool) {
 	st, err := inst.sched.StorageBuilder()(w.tableTopic(), p)
 	if err != nil {
 		w.t.Fatal(err)
@@ -402,6 +444,10 @@ func (w *simWorld) openStore(inst *simInstance, p int32) {
 		w.t.Fatal(err)
 	}
 	for i := int(off) + 1; i < len(w.clog[p]); i++ {
+		if n == 0 {
+			return st, false
+		}
+		n--
 		r := w.clog[p][i]
 		if r.Value == nil {
 			err = st.Delete(r.Key)
@@ -418,7 +464,7 @@ func (w *simWorld) openStore(inst *simInstance, p int32) {
 	if err := st.MarkRecovered(); err != nil {
 		w.t.Fatal(err)
 	}
-	inst.open[p] = st
+	return st, true
 }
 
 func (w *simWorld) closeStore(inst *simInstance, p int32) {
