@@ -12,6 +12,8 @@ package deploy
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/lag"
+	"github.com/chronos-scheduler/chronos/processors/clock"
 	"github.com/chronos-scheduler/chronos/processors/scheduler"
 	"github.com/chronos-scheduler/chronos/testenv"
 )
@@ -225,4 +228,87 @@ func TestAdv19dSkewedPodRaisesClockAhead(t *testing.T) {
 	require.Less(t, behind, 3.0, "setup: the announced time is the healthy pods' wall time")
 	require.Less(t, share*share*share*share*share, 0.05, "the clock announces every second, but one pod's slow ticks make the owner read %.0f s ahead in %.0f%% of the samples: ChronosClockAhead (\"nothing is announced until they pass it\") fires on an on-time system",
 		worst, 100*share)
+}
+
+// TestAdv19dClockStalledHiddenByAnotherSystem breaks "the clock-stalled
+// alert still fires when the clock stalls" (docs/deploy.md Alerts: "on
+// every instance of the system ... over max(60 s, 3 x resolution)") for
+// the Kubernetes deployment the repository ships next to the rules. The
+// rule takes the smallest age "by (job)": the job is the system only under
+// Compose (job="chronos", one system). The shipped Kubernetes manifest is
+// scraped by its pods' prometheus.io annotations, so its series carry the
+// annotation scrape job's name (kubernetes-pods, shared by every annotated
+// pod) and a namespace; with a ServiceMonitor, the Service's name,
+// "chronos" in every namespace the manifest is applied to. Two Chronos
+// systems on one Prometheus (keda-scaledobject.yaml: "Several Chronos
+// systems on one Prometheus"), e.g. prod and staging namespaces, are then
+// one group: the healthy system's young ages are the minimum, and a
+// stalled production clock never pages. Here: the rule's grouping read
+// from alerts.yml, evaluated with clock.Stalled (the Go form of the rule)
+// on prod's 3 pods at 300 s (stalled for 5 min) and staging's 2 at 0.4 s.
+// Measured: with job kubernetes-pods and with job chronos, the only group
+// is not stalled (its minimum 0.4 s); prod's pods alone would be.
+func TestAdv19dClockStalledHiddenByAnotherSystem(t *testing.T) {
+	expr := expressions(t)["alerts.yml ChronosClockStalled"]
+	require.Equal(t, clock.StalledExpr, strings.TrimSpace(expr), "setup: the rule is clock.StalledExpr")
+	m := regexp.MustCompile(`^min by \(([^)]*)\)`).FindStringSubmatch(expr)
+	require.NotNil(t, m, "setup: the rule groups with min by (...): %s", expr)
+	var by []string
+	for _, l := range strings.Split(m[1], ",") {
+		by = append(by, strings.TrimSpace(l))
+	}
+	var svc string
+	var annotated bool
+	for _, d := range yamlDocs(t, "deploy/kubernetes/chronos.yaml") {
+		switch str(get(d, "kind")) {
+		case "Service":
+			svc = str(get(d, "metadata", "name"))
+		case "Deployment":
+			annotated = str(get(d, "spec", "template", "metadata", "annotations", "prometheus.io/scrape")) == "true"
+		}
+	}
+	require.True(t, annotated, "setup: the shipped pods are scraped by annotation")
+	require.NotEmpty(t, svc)
+
+	type series struct {
+		labels map[string]string
+		age    time.Duration
+	}
+	var all []series
+	var silent []string
+	for _, job := range []string{"kubernetes-pods", svc} { // annotation scrape; ServiceMonitor of the shipped Service
+		all = all[:0]
+		for i := range 3 {
+			all = append(all, series{map[string]string{"job": job, "namespace": "prod", "pod": fmt.Sprintf("chronos-p%d", i)}, 300 * time.Second})
+		}
+		for i := range 2 {
+			all = append(all, series{map[string]string{"job": job, "namespace": "staging", "pod": fmt.Sprintf("chronos-s%d", i)}, 400 * time.Millisecond})
+		}
+		groups := map[string][]time.Duration{}
+		for _, s := range all {
+			var key []string
+			for _, l := range by {
+				key = append(key, l+"="+s.labels[l])
+			}
+			k := strings.Join(key, ",")
+			groups[k] = append(groups[k], s.age)
+		}
+		var firing []string
+		for k, ages := range groups {
+			res := make([]time.Duration, len(ages))
+			for i := range res {
+				res[i] = time.Second
+			}
+			if clock.Stalled(ages, res) {
+				firing = append(firing, k)
+			}
+		}
+		prodAlone := clock.Stalled([]time.Duration{300 * time.Second, 300 * time.Second, 300 * time.Second}, []time.Duration{time.Second, time.Second, time.Second})
+		t.Logf("job %q: groups %v, firing %v; prod's pods alone stalled: %v", job, groups, firing, prodAlone)
+		require.True(t, prodAlone, "setup: prod's clock is stalled")
+		if len(firing) == 0 {
+			silent = append(silent, job)
+		}
+	}
+	require.Empty(t, silent, "prod's clock announced nothing for 5 min on all 3 pods, but ChronosClockStalled groups by (%s): staging's healthy pods (the same job) hold the minimum and nothing fires", m[1])
 }
