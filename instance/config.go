@@ -105,7 +105,19 @@ type History struct {
 	// history.DefaultChanges, 20).
 	Fires   int
 	Changes int
+	// CacheBytes is the Pebble block cache of this instance's history group
+	// stores together, split evenly over the partitions, at least 1 MiB
+	// each (default DefaultHistoryCacheBytes, 192 MiB: 16 MiB a partition at
+	// 12 partitions). Every fire and command reads its job's record: a
+	// cache that holds the stores' index and filter blocks (and, for small
+	// records, most data blocks) makes that read a memory lookup instead of
+	// a file read and a decompression (docs/performance.md, issue 13). It
+	// is an upper bound: a cache fills only with blocks read.
+	CacheBytes int64
 }
+
+// DefaultHistoryCacheBytes is the default of History.CacheBytes.
+const DefaultHistoryCacheBytes = 192 << 20
 
 // Store configures the Pebble stores of the partitions.
 type Store struct {
@@ -177,7 +189,7 @@ func Default(brokers ...string) Config {
 		Fanout:           Fanout{ChunkSize: scheduler.DefaultChunkSize, ChunkBytes: scheduler.DefaultChunkBytes, Budget: scheduler.DefaultChunkBudget, BackfillRate: scheduler.DefaultBackfillRate},
 		Store:            Store{CacheBytes: defaultCacheBytes, MemTableBytes: scheduler.DefaultMemTableSize},
 		Clock:            Clock{Resolution: clock.DefaultResolution, MaxAhead: clock.DefaultMaxAhead},
-		History:          History{Fires: history.DefaultFires, Changes: history.DefaultChanges},
+		History:          History{Fires: history.DefaultFires, Changes: history.DefaultChanges, CacheBytes: DefaultHistoryCacheBytes},
 		HTTP: HTTP{Server: api.HTTPOptions{ReadTimeout: api.DefaultReadTimeout, WriteTimeout: api.DefaultWriteTimeout,
 			IdleTimeout: api.DefaultIdleTimeout, MaxConns: api.DefaultMaxConns}},
 		LogLevel: slog.LevelInfo,
@@ -200,15 +212,19 @@ func FetchBufferRecords(bytes, largest int) int {
 	return min(max(bytes/largest, 1), 256)
 }
 
-// The history group's stores and the history view's, per partition: a
-// block cache of HistoryStoreCacheBytes and up to two memtables of
-// HistoryStoreMemTableBytes each. Small on purpose: a history record is a
-// few KiB, read and rewritten by one fold at a time, and nothing on the
-// fire path waits for these stores (issue 13: with the view's defaults,
-// 8 MiB and 4 MiB, twice P stores held tens of MiB more).
+// The history group's stores and the history view's, per partition: up
+// to two memtables of HistoryStoreMemTableBytes each, and for the view's a
+// block cache of HistoryStoreCacheBytes. Small on purpose: a history
+// record is a few KiB, and nothing on the fire path waits for these stores
+// (issue 13: with the view's defaults, 8 MiB and 4 MiB, twice P stores held
+// tens of MiB more). The group's stores read a record for every fold:
+// their cache is History.CacheBytes, and their tables carry Bloom filters
+// of HistoryStoreBloomBits bits per key, so that a read skips the files
+// that do not hold its job (every file, for a job's first command).
 const (
 	HistoryStoreCacheBytes    = 1 << 20
 	HistoryStoreMemTableBytes = 2 << 20
+	HistoryStoreBloomBits     = 10
 )
 
 // ErrNoCredentials is why an instance with RequireAuth refuses to start.
@@ -238,6 +254,9 @@ func (c Config) Validate() error {
 	}
 	if c.History.Off && c.History.Only {
 		errs = append(errs, errors.New("instance: --history-only with --no-history: choose one"))
+	}
+	if c.History.CacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("instance: history cache %d bytes, want 0 (default) or more", c.History.CacheBytes))
 	}
 	if h := c.History; !h.Off && (h.Fires < 0 || h.Fires > history.MaxFires || h.Changes < 0 || h.Changes > history.MaxChanges) {
 		errs = append(errs, fmt.Errorf("instance: history keeps %d fires and %d changes per job, want 1..%d and 1..%d",
@@ -297,6 +316,15 @@ func (c Config) cacheBytes() int64 {
 	total := c.Store.CacheBytes
 	if total == 0 {
 		total = defaultCacheBytes
+	}
+	return max(total/int64(c.Layout.Partitions), 1<<20)
+}
+
+// historyCacheBytes is the block cache of each history group store.
+func (c Config) historyCacheBytes() int64 {
+	total := c.History.CacheBytes
+	if total == 0 {
+		total = DefaultHistoryCacheBytes
 	}
 	return max(total/int64(c.Layout.Partitions), 1<<20)
 }

@@ -35,6 +35,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.History.Only, "history-only", c.History.Only, "run only the history group (and the HTTP API) on this instance: no scheduling; run the others with --no-history")
 	fs.IntVar(&c.History.Fires, "history-fires", c.History.Fires, "fires kept per job by the history group")
 	fs.IntVar(&c.History.Changes, "history-changes", c.History.Changes, "commands (changes) kept per job by the history group")
+	fs.Int64Var(&c.History.CacheBytes, "history-cache-bytes", c.History.CacheBytes, "Pebble block cache of the history group's partition stores together")
 	fs.StringSliceVar(&c.LagExecutorGroups, "lag-executor-groups", c.LagExecutorGroups, "also export the lag of these consumer groups on chronos-dispatch (your executors)")
 	fs.StringVar(&c.PprofAddr, "pprof-addr", c.PprofAddr, "serve Go's /debug/pprof profiles on this address (empty: off; no auth, keep it on localhost)")
 	c.registerHTTP(fs)

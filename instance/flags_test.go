@@ -20,7 +20,7 @@ func TestRegisterFlagsBindsEverySetting(t *testing.T) {
 		"fanout-chunk": "7", "fanout-chunk-bytes": "4096", "fanout-budget": "1s", "backfill-rate": "12", "max-payload": "1000", "fetch-buffer-bytes": "4194304",
 		"sync-store": "true", "store-cache-bytes": "1024", "store-memtable-bytes": "2048",
 		"lag-executor-groups": "e1,e2", "pprof-addr": "127.0.0.1:6060",
-		"no-history": "true", "history-only": "true", "history-fires": "10", "history-changes": "11",
+		"no-history": "true", "history-only": "true", "history-fires": "10", "history-changes": "11", "history-cache-bytes": "4096",
 		"http-addr": "127.0.0.1:1", "api-token": "t", "tokens-file": "/tokens", "insecure-no-auth": "true",
 		"allowed-origins": "https://a.example", "allowed-hosts": "h.example", "probe-addr": "127.0.0.1:2",
 		"http-read-timeout": "1s", "http-write-timeout": "2s", "http-idle-timeout": "3s", "http-max-conns": "9",
@@ -48,7 +48,7 @@ func TestRegisterFlagsBindsEverySetting(t *testing.T) {
 	want.Limits.MaxPayload, want.FetchBufferBytes = 1000, 4194304
 	want.Store.Sync, want.Store.CacheBytes, want.Store.MemTableBytes = true, 1024, 2048
 	want.LagExecutorGroups, want.PprofAddr = []string{"e1", "e2"}, "127.0.0.1:6060"
-	want.History = History{Off: true, Only: true, Fires: 10, Changes: 11}
+	want.History = History{Off: true, Only: true, Fires: 10, Changes: 11, CacheBytes: 4096}
 	h := &want.HTTP
 	h.Addr, h.Token, h.TokensFile, h.InsecureNoAuth, h.ProbeAddr = "127.0.0.1:1", "t", "/tokens", true, "127.0.0.1:2"
 	h.AllowedOrigins, h.AllowedHosts = []string{"https://a.example"}, []string{"h.example"}

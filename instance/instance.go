@@ -168,7 +168,8 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 	s := &Instance{cfg: cfg, sched: sched, cals: cals, clock: clk, route: route, kgo: cl, log: cfg.Logger, fatal: fatal, stopped: make(chan struct{})}
 	if !cfg.History.Off {
 		s.hist, err = history.New(history.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Fires: cfg.History.Fires, Changes: cfg.History.Changes,
-			Store: store.Options{Sync: cfg.Store.Sync, CacheSize: HistoryStoreCacheBytes, MemTableSize: HistoryStoreMemTableBytes, OnFatal: fatal.report, FS: cfg.Store.FS}, Limits: cfg.Limits,
+			Store: store.Options{Sync: cfg.Store.Sync, CacheSize: cfg.historyCacheBytes(), MemTableSize: HistoryStoreMemTableBytes,
+				BloomBitsPerKey: HistoryStoreBloomBits, OnFatal: fatal.report, FS: cfg.Store.FS}, Limits: cfg.Limits,
 			Logger: cfg.Logger.With("group", "history"), Inputs: in})
 		if err != nil {
 			return nil, err
