@@ -312,3 +312,72 @@ func TestAdv19dClockStalledHiddenByAnotherSystem(t *testing.T) {
 	}
 	require.Empty(t, silent, "prod's clock announced nothing for 5 min on all 3 pods, but ChronosClockStalled groups by (%s): staging's healthy pods (the same job) hold the minimum and nothing fires", m[1])
 }
+
+// TestAdv19dSlowFanOutAtDefaultChunkingAsksForTheMinimum breaks "a
+// fan-out that is truly behind (a burst of due jobs, a slow broker) asks
+// for more replicas" (keda-scaledobject.yaml: the lateness trigger "sees
+// the fan-out behind: slow (a burst of due jobs, a slow broker)") at the
+// default chunking. TestShippedScaledObjectSeesASlowFanOut passes with
+// --fanout-chunk 1 and a 50 ms budget, so every advance yields through the
+// loopback and the next advances are consumed (the announced time moves)
+// while fires wait. At the defaults (25,000 fires a chunk, 500 ms budget)
+// an advance whose fires fit in one chunk finishes in one callback however
+// long it takes, and the next advance waits unconsumed behind it: the
+// pod's announced time is the advance it is working on, its watermark the
+// one before, so the gauge reads one resolution while the fan-out falls
+// further behind every second. The same setup as that test (one pod, 4
+// partitions, 40 jobs every second, the dispatch producer 1.5 s a
+// produce, a live clock), with the default chunking. The slowness is that
+// test's model (a slow produce); a CPU-starved pod, which more replicas do
+// fix, takes the same path: any steady load of up to 25,000 fires per
+// partition per advance is one chunk. Measured (embedded broker): after
+// 30 s, the oldest watermark 11.1 s behind the wall clock and falling
+// further, the gauge's worst 1.0 s, 1 replica asked; 25 fires/s dispatched
+// of 40 due (the fire-rate trigger asks for nothing either).
+func TestAdv19dSlowFanOutAtDefaultChunkingAsksForTheMinimum(t *testing.T) {
+	const partitions, jobs = 4, 40
+	env := testenv.New(t, partitions)
+	so := shippedFor(t, env)
+	adm := admin(t, env)
+	t0 := time.Now().Truncate(time.Second)
+	for i := range jobs {
+		env.Put(fmt.Sprintf("job-%03d", i), codecs.JobDef{Every: "1s"}, t0)
+	}
+	prod := &slow{Producer: scheduler.KgoProducer{Client: env.Client}}
+	reg := prometheus.NewRegistry()
+	cfg := env.Config()
+	cfg.Clock.NoTicker = false // a live clock: the instance ticks every second
+	cfg.Producer = prod
+	cfg.Registerer = reg
+	inst := env.Start(cfg) // default Fanout: ChunkSize 25,000, Budget 500 ms
+	env.WaitApplied()
+	dispatch := env.Collect(string(env.Layout.Dispatch()))
+	time.Sleep(3 * time.Second) // on time first
+	prod.d.Store(int64(1500 * time.Millisecond))
+	slowFrom, before := time.Now(), dispatch.Len()
+	worst, behind := 0.0, 0.0
+	var n int64
+	for time.Since(slowFrom) < 30*time.Second {
+		time.Sleep(500 * time.Millisecond) // a sampling rate, not a wait for an effect
+		late := lateness(t, reg)
+		worst = max(worst, late)
+		oldest := time.Now()
+		for _, w := range inst.Scheduler().Watermarks() {
+			if w.Before(oldest) {
+				oldest = w
+			}
+		}
+		behind = time.Since(oldest).Seconds()
+		rate := float64(dispatch.Len()-before) / time.Since(slowFrom).Seconds()
+		n, _ = so.ReplicasWith(measure(t, adm, so), lag.Observed{Lateness: late, FireRate: rate}, 1)
+		if n > 1 {
+			break
+		}
+	}
+	rate := float64(dispatch.Len()-before) / time.Since(slowFrom).Seconds()
+	t.Logf("after %.0f s of a slow dispatch: the oldest watermark %.1f s behind the wall clock, announced %s, the gauge's worst %.1f s, fire rate %.0f/s (%d due/s), %d replicas asked",
+		time.Since(slowFrom).Seconds(), behind, inst.Scheduler().Announced().Format(time.TimeOnly), worst, rate, jobs, n)
+	require.Greater(t, behind, 10.0, "setup: the fan-out is behind")
+	require.Greater(t, n, int64(1), "the fan-out is %.0f s behind and falling further, but the lateness gauge reads at most %.1f s (each advance fits one chunk: the next waits unconsumed, the announced time with it): %d replica asked",
+		behind, worst, n)
+}
