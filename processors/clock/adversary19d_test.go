@@ -13,8 +13,10 @@ package clock
 // passes the threshold: the alert stays silent for the whole stall. The
 // alert's own description names "instances restarting" as a cause of a
 // stalled clock (the clock group keeps rebalancing), so the instance that
-// causes the stall is the one that hides it. Docker's restart policy
-// restarts a container that ran 10 s or more at once (no back-off), and a
+// causes the stall is the one that hides it. The shipped docker-compose.yml
+// (the deployment whose job="chronos" the rule groups by) runs the
+// instances with restart: unless-stopped, and Docker restarts a container
+// that ran 10 s or more at once (its back-off resets), and a
 // pod that crashes after its startup (restore, then an OOM at the first
 // burst) is back within seconds the first few times.
 //
