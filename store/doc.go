@@ -21,6 +21,12 @@
 // Delete and ApplyMoves can remove them in the same atomic batch that writes
 // the new ones.
 //
+// A move that carries what its caller's scan saw (Move.From and
+// Move.Bucket) is written without reading the reverse entry. Deleted due
+// entries stay as tombstones until a compaction, so scans from the start
+// of the due index begin at an in-memory floor (the first entry an earlier
+// such scan found, lowered by every due key written).
+//
 // The indexes are derived state: they are never written to Kafka and can be
 // recomputed from the table with RebuildIndexes. Open rebuilds them when the
 // index version changed or a rebuild was interrupted (if an Indexer is set).
