@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -256,7 +257,7 @@ func TestHelmOptions(t *testing.T) {
 // release (in the namespace helm template renders for, default), as the
 // chart makes them by default.
 func scoped(so lag.ScaledObject, release string) lag.ScaledObject {
-	sel := fmt.Sprintf("namespace=%q,job=%q", "default", release+"-chronos")
+	sel := fmt.Sprintf("namespace=%q,pod=~%q", "default", release+"-chronos-[a-z0-9]+-[a-z0-9]+")
 	if so.Lateness != nil {
 		l := *so.Lateness
 		l.Query = lag.LatenessQueryFor(sel)
@@ -298,12 +299,18 @@ func TestHelmPrometheusTriggersAreScopedToTheRelease(t *testing.T) {
 	for i := range prod {
 		require.NotEqual(t, prod[i], staging[i], "release prod and release staging (topicPrefix=staging.) read the same series")
 	}
-	// The job matcher is the Service the ServiceMonitor selects (the
-	// Prometheus Operator names the job after it).
+	// The pod matcher selects the Deployment's pods (<deployment>-<replica
+	// set hash>-<suffix>), a label both annotation scraping and a
+	// ServiceMonitor give; the job would differ between them.
 	docs := render(t, "prod", "keda.enabled=true", "serviceMonitor.enabled=true")
-	svc := str(get(kind(t, docs, "Service"), "metadata", "name"))
+	dep := str(get(kind(t, docs, "Deployment"), "metadata", "name"))
 	for _, q := range prod {
-		require.Contains(t, q, fmt.Sprintf("job=%q", svc))
+		m := regexp.MustCompile(`pod=~"([^"]*)"`).FindStringSubmatch(q)
+		require.NotNil(t, m, "the query selects pods: %s", q)
+		podRe := regexp.MustCompile("^(?:" + m[1] + ")$") // PromQL anchors =~
+		require.True(t, podRe.MatchString(dep+"-7d9f8c6b5-abcde"), "a pod of the release")
+		require.False(t, podRe.MatchString(dep+"-staging-7d9f8c6b5-abcde"), "a pod of release %s-staging", dep)
+		require.NotContains(t, q, "job=")
 		require.Contains(t, q, `namespace="default"`)
 	}
 	require.Equal(t, []string{"max(x) or vector(0)", "sum(y)"}, queries("prod", "keda.latenessQuery=max(x) or vector(0)", "keda.fireRateQuery=sum(y)"), "a query from values is used as given")

@@ -1,6 +1,8 @@
 package instance
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/chronos-scheduler/chronos/lag"
@@ -10,11 +12,11 @@ import (
 // registerGauges registers the gauges of the instance's parts, each kept
 // next to the state it reads, and chronos_ready, which reads the instance.
 func (s *Instance) registerGauges(reg prometheus.Registerer) {
-	if !s.cfg.History.Only { // no scheduler: its age would rise for ever (a job of history-only pods would read stalled)
-		reg.MustRegister(clock.NewAnnouncedAge(s.sched.Announced, s.cfg.Now).Collectors(s.cfg.resolution())...)
+	if !s.cfg.History.Only { // no scheduler: no announced time to age
+		reg.MustRegister(clock.NewAnnouncedAge(s.announced, s.cfg.Now).Collectors(s.cfg.resolution())...)
 	}
 	reg.MustRegister(s.sched.JobsCollector(), s.sched.PartitionsGauge(), s.clock.LagGauge(s.cfg.Now), s.clock.AheadGauge(),
-		&lag.Lateness{Watermarks: s.sched.Watermarks, Announced: s.sched.Announced},
+		&lag.Lateness{Watermarks: s.sched.Watermarks, Announced: s.announced},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_ready",
 			Help: "1 when every group of this instance runs and has recovered its partitions."},
 			func() float64 {
@@ -23,4 +25,20 @@ func (s *Instance) registerGauges(reg prometheus.Registerer) {
 				}
 				return 1
 			}))
+}
+
+// announced is the newest announced time this instance knows: the latest
+// advance its scheduler consumed, or the newest watermark of the
+// partitions it owns (each the time of an advance some owner finished),
+// so that an instance that restarted while the clock announces nothing
+// knows how old the announced time is from its partitions' records
+// instead of not at all (adversary 19d).
+func (s *Instance) announced() time.Time {
+	t := s.sched.Announced()
+	for _, w := range s.sched.Watermarks() {
+		if w.After(t) {
+			t = w
+		}
+	}
+	return t
 }

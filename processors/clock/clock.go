@@ -66,6 +66,12 @@ type Clock struct {
 	// announced time in its table minus dropped, nanos (0: announcing).
 	dropped atomic.Int64
 	ahead   atomic.Int64
+	// announcedAt is the broker's time (unix nanos; 0: never) of the tick
+	// this instance last announced: a tick dropped within AheadGrace of
+	// it leaves Ahead at 0, so one pod with a slow clock, whose ticks the
+	// owner drops between its peers' announcements, does not read as a
+	// table ahead.
+	announcedAt atomic.Int64
 }
 
 // New returns the clock group for cfg.
@@ -128,7 +134,7 @@ func (c *Clock) onTick(ctx goka.Context, msg any) {
 	}
 	last, _ := decodeTime(ctx.Value())
 	if !t.After(last) {
-		c.noteDropped(last, t)
+		c.noteDropped(last, t, ctx.Timestamp())
 		return
 	}
 	adv := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t})
@@ -139,17 +145,25 @@ func (c *Clock) onTick(ctx goka.Context, msg any) {
 	c.last.Store(t.UnixNano())
 	c.dropped.Store(0)
 	c.ahead.Store(0)
+	c.announcedAt.Store(ctx.Timestamp().UnixNano())
 }
 
-// noteDropped records a tick at t dropped because the table announced last:
-// Ahead becomes last minus the latest tick dropped since the last
-// announcement. Ticks of one resolution step from several instances are
-// dropped at 0; a table ahead of every tick reads how far.
-func (c *Clock) noteDropped(last, t time.Time) {
+// noteDropped records a tick at t, which the broker appended at broker,
+// dropped because the table announced last: Ahead becomes last minus the
+// latest tick dropped since the last announcement, once the broker's time
+// is AheadGrace past that announcement (before, the clock is moving: a
+// tick dropped then is a pod's clock behind its peers', adversary 19d).
+// Ticks of one resolution step from several instances are dropped at 0; a
+// table ahead of every tick reads how far.
+func (c *Clock) noteDropped(last, t, broker time.Time) {
 	if n := t.UnixNano(); n > c.dropped.Load() {
 		c.dropped.Store(n)
-		c.ahead.Store(last.UnixNano() - n)
 	}
+	if at := c.announcedAt.Load(); at != 0 && broker.UnixNano()-at < int64(AheadGrace(c.cfg.Resolution)) {
+		c.ahead.Store(0)
+		return
+	}
+	c.ahead.Store(last.UnixNano() - c.dropped.Load())
 }
 
 // Ahead returns how far the time in the clock table is ahead of the latest
@@ -160,7 +174,17 @@ func (c *Clock) noteDropped(last, t time.Time) {
 // time), or when the broker's clock steps back (the chronos-clock leader
 // moves to a broker whose clock is behind). Nothing is announced until the
 // ticks pass that time: Ahead says how long that takes.
+//
+// While the broker's time is within AheadGrace of this instance's last
+// announcement it reads 0: the clock is moving, and a tick dropped between
+// two announcements (a pod whose clock is behind its peers') says nothing
+// about the table (adversary 19d, TestSkewedPodDoesNotRaiseClockAhead).
 func (c *Clock) Ahead() time.Duration { return time.Duration(c.ahead.Load()) }
+
+// AheadGrace is how long (by the broker's clock) after its last
+// announcement the clock owner reads Ahead as 0 at resolution res: three
+// resolution steps, at least 10 s.
+func AheadGrace(res time.Duration) time.Duration { return max(10*time.Second, 3*res) }
 
 // Bound returns the time a tick may announce: its own time, but no later
 // than the reference (the broker's append timestamp of its record) plus

@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"math"
 	"sync"
 	"time"
 
@@ -31,7 +32,7 @@ const StalledSteps = 3
 // its announced age over StalledThreshold of its resolution, then the
 // smallest of the system's instances, so that one stuck instance does not
 // page and a fine resolution cannot.
-const StalledExpr = "min by (job) (" + AnnouncedAgeMetric + " / clamp_min(3 * " + ResolutionMetric + ", 60)) > 1"
+const StalledExpr = "min by (namespace, job) (" + AnnouncedAgeMetric + " / clamp_min(3 * " + ResolutionMetric + ", 60)) > 1"
 
 // StalledThreshold is the announced age past which the ChronosClockStalled
 // alert reads an instance at resolution res (0 or less: 1 s) as stalled:
@@ -45,29 +46,42 @@ func StalledThreshold(res time.Duration) time.Duration {
 }
 
 // Stalled evaluates StalledExpr on one system: ages and resolutions are the
-// instances' gauges, index by index; true when every instance's age is past
-// its StalledThreshold (and there is at least one).
+// instances' gauges, index by index; a negative age is an instance that
+// has seen no announced time yet (its gauge is NaN, which PromQL's min
+// skips). True when every instance with an age is past its
+// StalledThreshold (and there is at least one).
 func Stalled(ages []time.Duration, resolutions []time.Duration) bool {
-	if len(ages) == 0 {
-		return false
-	}
+	known := 0
 	for i, a := range ages {
+		if a < 0 {
+			continue
+		}
+		known++
 		if a <= StalledThreshold(resolutions[i]) {
 			return false
 		}
 	}
-	return true
+	return known > 0
 }
 
 // AnnouncedAge measures how long ago an instance last saw the announced
-// time move forward, on its local monotonic clock: from when it was made
-// until the first announcement it sees, then from each forward move it sees
-// at a reading. It is exported by every instance, owner of the clock or
-// not, and never NaN, so a clock that announces nothing (its owner stuck,
-// its group rebalancing, or a clock table holding a time ahead of every
-// tick: Clock.Ahead) shows as a number rising a second a second on every
-// instance. Readings drive it (the scrape): a move between two readings
-// counts from the later one. Safe for concurrent use.
+// time move forward, on its local monotonic clock. It is exported by every
+// instance, owner of the clock or not, so a clock that announces nothing
+// (its owner stuck, its group rebalancing, or a clock table holding a time
+// ahead of every tick: Clock.Ahead) shows as a number rising a second a
+// second on every instance. Readings drive it (the scrape): a move between
+// two readings counts from the later one.
+//
+// Before the instance has seen any announced time its age is unknown
+// (negative; the gauge reads NaN, which the alert's min skips), not the
+// time since it started: an instance restarting every few minutes would
+// otherwise keep the system's smallest age young through a stall
+// (adversary 19d, TestRestartingInstanceKeepsStalledAlert). The first time
+// it sees is dated by the wall clock: that time is the newest the system
+// announced, so its age is at least now minus it (a stall that began
+// before this instance started counts from its start, not the instance's);
+// the next move resets it, so a skewed wall clock matters only while the
+// clock is stalled anyway. Safe for concurrent use.
 type AnnouncedAge struct {
 	announced func() time.Time
 	now       func() time.Time
@@ -79,25 +93,33 @@ type AnnouncedAge struct {
 }
 
 // NewAnnouncedAge returns the age of the announced time that announced
-// reports (scheduler.Scheduler.Announced), reading time from now (nil:
-// time.Now, whose readings carry the monotonic clock).
+// reports (zero: none seen yet), reading time from now (nil: time.Now,
+// whose readings carry the monotonic clock).
 func NewAnnouncedAge(announced func() time.Time, now func() time.Time) *AnnouncedAge {
 	if now == nil {
 		now = time.Now
 	}
-	a := &AnnouncedAge{announced: announced, now: now}
-	a.mu.since = now()
-	return a
+	return &AnnouncedAge{announced: announced, now: now}
 }
 
-// Age returns the time since the announced time last moved forward (or
-// since a was made, before the first move).
+// Age returns the time since the announced time last moved forward, or -1
+// before the instance has seen any announced time.
 func (a *AnnouncedAge) Age() time.Duration {
 	t, now := a.announced(), a.now()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if t.After(a.mu.last) {
-		a.mu.last, a.mu.since = t, now
+		if a.mu.last.IsZero() {
+			// The first time seen: dated by the wall clock (t carries no
+			// monotonic reading, so Sub compares wall times).
+			a.mu.since = now.Add(-max(now.Sub(t), 0))
+		} else {
+			a.mu.since = now
+		}
+		a.mu.last = t
+	}
+	if a.mu.last.IsZero() {
+		return -1
 	}
 	return max(now.Sub(a.mu.since), 0)
 }
@@ -110,9 +132,14 @@ func (a *AnnouncedAge) Collectors(res time.Duration) []prometheus.Collector {
 	}
 	return []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: AnnouncedAgeMetric,
-			Help: "Seconds since this instance last saw the announced time (the latest \"advance to T\" its scheduler consumed) move forward, or since it started. " +
+			Help: "Seconds since this instance last saw the announced time (the latest \"advance to T\" its scheduler consumed, or its partitions' watermarks) move forward; NaN until it has seen one. " +
 				"Saws from 0 to about one clock resolution while the clock announces; rises a second a second on every instance while it does not."},
-			func() float64 { return a.Age().Seconds() }),
+			func() float64 {
+				if d := a.Age(); d >= 0 {
+					return d.Seconds()
+				}
+				return math.NaN()
+			}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ResolutionMetric,
 			Help: "This instance's clock resolution (--resolution) in seconds."},
 			func() float64 { return res.Seconds() }),

@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"math"
 	"math/rand"
 	"sync"
 	"testing"
@@ -26,8 +27,8 @@ func (f *fakeNow) add(d time.Duration) {
 // TestAnnouncedAgeOracle drives AnnouncedAge with generated announced
 // times (forward moves, repeats, moves back, none for a while) read at
 // generated moments, against a model: the age is the time since the
-// reading that first saw the latest announced time, or since the start
-// while none was seen.
+// reading that first saw the latest announced time; the first one seen is
+// aged by the wall clock from that time; none seen: unknown (-1).
 func TestAnnouncedAgeOracle(t *testing.T) {
 	t.Parallel()
 	for seed := int64(1); seed <= 50; seed++ {
@@ -35,30 +36,39 @@ func TestAnnouncedAgeOracle(t *testing.T) {
 		clk := &fakeNow{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
 		var announced time.Time
 		a := NewAnnouncedAge(func() time.Time { return announced }, clk.now)
-		since, seen := clk.now(), time.Time{}
+		var since, seen time.Time
 		for i := range 300 {
 			clk.add(time.Duration(rng.Intn(3000)) * time.Millisecond)
 			switch rng.Intn(4) {
 			case 0:
 				announced = announced.Add(time.Duration(rng.Intn(3)) * time.Second)
-				if announced.IsZero() {
-					announced = clk.now()
+				if announced.IsZero() { // the first: seen after it was announced, or a clock skewed either way
+					announced = clk.now().Add(time.Duration(rng.Intn(200_000)-50_000) * time.Millisecond)
 				}
 			case 1:
 				announced = announced.Add(-time.Second) // never lowers what was seen
 			}
 			if announced.After(seen) {
-				seen, since = announced, clk.now()
+				since = clk.now()
+				if seen.IsZero() {
+					since = since.Add(-max(clk.now().Sub(announced), 0))
+				}
+				seen = announced
 			}
-			require.Equal(t, clk.now().Sub(since), a.Age(), "seed %d reading %d", seed, i)
+			want := time.Duration(-1)
+			if !seen.IsZero() {
+				want = clk.now().Sub(since)
+			}
+			require.Equal(t, want, a.Age(), "seed %d reading %d", seed, i)
 		}
 	}
 }
 
-// TestAnnouncedAgeGauges: every instance exports the age (a number from
-// its start, never NaN) and its resolution; a clock that announces nothing
-// past the threshold reads stalled on every instance, one announcing
-// instance keeps the system from reading stalled.
+// TestAnnouncedAgeGauges: every instance exports the age (NaN until it has
+// seen an announced time, which the alert's min skips) and its resolution;
+// a clock that announces nothing past the threshold reads stalled on every
+// instance, one announcing instance keeps the system from reading stalled,
+// and instances that have seen nothing neither stall nor unstall it.
 func TestAnnouncedAgeGauges(t *testing.T) {
 	t.Parallel()
 	clk := &fakeNow{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
@@ -66,12 +76,16 @@ func TestAnnouncedAgeGauges(t *testing.T) {
 	a := NewAnnouncedAge(func() time.Time { return announced }, clk.now)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(a.Collectors(50 * time.Millisecond)...)
-	require.Zero(t, gaugeValue(t, reg, AnnouncedAgeMetric), "a number from the start")
-	clk.add(61 * time.Second)
+	require.True(t, math.IsNaN(gaugeValue(t, reg, AnnouncedAgeMetric)), "unknown before the first announced time")
+	require.False(t, Stalled([]time.Duration{a.Age()}, []time.Duration{50 * time.Millisecond}), "nothing known: not stalled")
+	announced = clk.now().Add(-2 * time.Second) // the first seen, announced 2 s ago
+	require.Equal(t, 2.0, gaugeValue(t, reg, AnnouncedAgeMetric), "the first time seen is aged by the wall clock")
+	clk.add(59 * time.Second)
 	require.Equal(t, 61.0, gaugeValue(t, reg, AnnouncedAgeMetric))
 	require.Equal(t, 0.05, gaugeValue(t, reg, ResolutionMetric))
 	require.True(t, Stalled([]time.Duration{a.Age()}, []time.Duration{50 * time.Millisecond}))
 	require.False(t, Stalled([]time.Duration{a.Age(), 0}, []time.Duration{50 * time.Millisecond, 50 * time.Millisecond}), "one instance sees the clock move")
+	require.True(t, Stalled([]time.Duration{a.Age(), -1}, []time.Duration{50 * time.Millisecond, 50 * time.Millisecond}), "an instance that has seen nothing does not hide a stall")
 	announced = clk.now()
 	require.Zero(t, gaugeValue(t, reg, AnnouncedAgeMetric))
 	require.False(t, Stalled(nil, nil))
