@@ -154,6 +154,7 @@ var simRegressions = []struct {
 	{355, 300, "an update of a job owing more than one plan's fires (10,000) gave the rest to the new definition (wrong payload, old fires lost)", false},
 	{26, 1000, "a pass begun while another was under way skipped, after its cursor, entries an index rebuild (crash, wiped store) put back behind it; the watermark passed them", false},
 	{55, 300, "a put applied between two continuations of an advance left its entry behind the cursor; the advance then wrote the watermark past it and the index rebuilt before the next advance dropped it (issue 17 bug 3)", true},
+	{2820, 300, "oracle: a late pause applied after a late put's catch-up had sent every owed time up to the shard's time handed the job over before those times, so the update that followed was required to send them again with its payload (TestSimOracleLatePauseAfterCatchUp)", true},
 }
 
 func TestSimRegressions(t *testing.T) {

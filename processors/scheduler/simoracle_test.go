@@ -511,7 +511,15 @@ func (o *simOracle) pause(id string, p int32, ts time.Time) {
 		j.prePause = simEarlier(j.F, j.resumedFrom)
 	}
 	if now := simLater(o.wm[p], o.busyT(p)); !now.IsZero() {
-		switch next := j.def.sched.Next(j.F); {
+		// docs/topics.md: a paused job that still owed fires is handled
+		// "through the last of them dispatched". Its owed times up to the
+		// shard's time may already have gone out before the pause was
+		// applied (a late put's or resume's catch-up, an advance): they
+		// are handled, whatever the pause's ts, and a later update does
+		// not owe them again (it would send their fire_ids with a second
+		// payload).
+		h := simLater(j.F, o.sentThrough(j, j.F, now))
+		switch next := j.def.sched.Next(h); {
 		case next.IsZero() || next.After(now):
 			j.F = simLater(j.F, now)
 		case next.After(ts):
@@ -525,6 +533,21 @@ func (o *simOracle) pause(id string, p int32, ts time.Time) {
 	j.finished = j.def.sched.Next(j.F).IsZero()
 	j.paused, j.pausedAt = true, ts
 	o.tracef(id, "pause applied (record time %s); F=%s", simFmt(ts), simFmt(j.F))
+}
+
+// sentThrough is the latest time of j's current definition in (from, to]
+// already dispatched as a scheduled fire with its payload (zero: none).
+func (o *simOracle) sentThrough(j *simOJob, from, to time.Time) time.Time {
+	var last time.Time
+	for _, t := range simTimes(j.def.sched, from, to) {
+		for _, s := range o.seen[codecs.ScheduledFireID(j.id, t)] {
+			if s.payload == j.def.payload && s.trigger == codecs.TriggerSchedule {
+				last = t
+				break
+			}
+		}
+	}
+	return last
 }
 
 func (o *simOracle) resume(id string, p int32, ts time.Time) {
