@@ -1,4 +1,4 @@
-//go:build adversary19d && helm
+//go:build helm
 
 package deploy
 

@@ -38,12 +38,15 @@ import (
 // Instance is one instance. Create with New, then Run (once); Ready and
 // WaitReady are safe for concurrent use.
 type Instance struct {
-	cfg    Config
-	sched  *scheduler.Scheduler
-	clock  *clock.Clock
-	route  *router.Router
-	hist   *history.History // nil with History.Off
-	cals   *views.Calendars
+	cfg   Config
+	sched *scheduler.Scheduler
+	clock *clock.Clock
+	route *router.Router
+	hist  *history.History // nil with History.Off
+	cals  *views.Calendars
+	// annc reads the clock table: the system's announced time, for the
+	// lateness and announced-age gauges (nil on history-only instances).
+	annc   *clock.Announcements
 	kgo    *kgo.Client
 	ticker *clock.Ticker // nil with NoTicker
 	http   *httpParts    // nil without an HTTP address
@@ -166,6 +169,12 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 		return nil, err
 	}
 	s := &Instance{cfg: cfg, sched: sched, cals: cals, clock: clk, route: route, kgo: cl, log: cfg.Logger, fatal: fatal, stopped: make(chan struct{})}
+	sched.SetAnnouncedSource(s.announced)
+	if !cfg.History.Only {
+		if s.annc, err = clock.NewAnnouncements(cfg.Kafka.Brokers, cfg.Layout, cfg.Kafka.GokaViewOptions()...); err != nil {
+			return nil, err
+		}
+	}
 	if !cfg.History.Off {
 		s.hist, err = history.New(history.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Fires: cfg.History.Fires, Changes: cfg.History.Changes,
 			Store: store.Options{Sync: cfg.Store.Sync, CacheSize: cfg.historyCacheBytes(), MemTableSize: HistoryStoreMemTableBytes,
@@ -292,6 +301,15 @@ func (s *Instance) runGroups(ctx context.Context) {
 		run(s.hist.Group(), s.hist.Graph(), s.hist.Options()...)
 		wg.Wait()
 		return
+	}
+	if a := s.annc; a != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.Run(ctx); err != nil && ctx.Err() == nil {
+				s.log.Error("clock table view stopped; the lateness and announced-age gauges read only this instance's advances until restart", "err", err)
+			}
+		}()
 	}
 	calsStopped := make(chan struct{})
 	wg.Add(1)

@@ -16,7 +16,7 @@ func (s *Instance) registerGauges(reg prometheus.Registerer) {
 		reg.MustRegister(clock.NewAnnouncedAge(s.announced, s.cfg.Now).Collectors(s.cfg.resolution())...)
 	}
 	reg.MustRegister(s.sched.JobsCollector(), s.sched.PartitionsGauge(), s.clock.LagGauge(s.cfg.Now), s.clock.AheadGauge(),
-		&lag.Lateness{Watermarks: s.sched.Watermarks, Announced: s.announced},
+		&lag.Lateness{Partitions: s.sched.Partitions, Announced: s.announced},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_ready",
 			Help: "1 when every group of this instance runs and has recovered its partitions."},
 			func() float64 {
@@ -27,14 +27,18 @@ func (s *Instance) registerGauges(reg prometheus.Registerer) {
 			}))
 }
 
-// announced is the newest announced time this instance knows: the latest
-// advance its scheduler consumed, or the newest watermark of the
-// partitions it owns (each the time of an advance some owner finished),
-// so that an instance that restarted while the clock announces nothing
-// knows how old the announced time is from its partitions' records
-// instead of not at all (adversary 19d).
+// announced is the newest announced time this instance knows: the clock
+// table's (every instance reads it, so a pod whose fan-out is stuck or
+// slow still knows the system's time, adversary 19d), the latest advance
+// its scheduler consumed, or the newest watermark of the partitions it
+// owns (each the time of an advance some owner finished), so that an
+// instance that restarted while the clock announces nothing knows how old
+// the announced time is instead of not at all (adversary 19d).
 func (s *Instance) announced() time.Time {
 	t := s.sched.Announced()
+	if a := s.annc.Latest(); a.After(t) {
+		t = a
+	}
 	for _, w := range s.sched.Watermarks() {
 		if w.After(t) {
 			t = w

@@ -88,7 +88,7 @@ func latenessThreshold(res time.Duration) time.Duration {
 }
 
 var latenessDesc = prometheus.NewDesc(LatenessMetric,
-	"The latest time the clock announced to this instance minus the shard watermark of each scheduler partition it owns: how far the time up to which "+
+	"The latest time the clock announced (the clock table, read by every instance) minus the shard watermark of each scheduler partition this instance owns (or the announced time when the partition finished recovering, if later): how far the time up to which "+
 		"every due fire has been dispatched is behind the announced time. 0 when caught up (up to one clock resolution while an advance is under way); "+
 		"grows a second a second while the fan-out is slow or behind its peers and the clock announces. 0 before the partition's first completed advance "+
 		"and before the instance's first advance; a partition still restoring from the changelog is left out.",
@@ -96,8 +96,11 @@ var latenessDesc = prometheus.NewDesc(LatenessMetric,
 
 // Lateness exports chronos_fanout_lateness_seconds{partition}: for each
 // scheduler partition the instance owns, the latest announced time the
-// instance has consumed (on any of its partitions) minus the partition's
-// shard watermark (never negative; 0 while either is zero).
+// instance knows (the clock table, which every instance reads, and the
+// advances it consumed) minus the partition's shard watermark (never
+// negative; 0 while either is zero), measured from the announced time
+// when the partition finished recovering if that is later than its
+// watermark.
 //
 // Both terms come from the clock group's announcements, which the broker's
 // clock bounds, never from the pod's wall clock: a pod whose clock is fast
@@ -106,21 +109,33 @@ var latenessDesc = prometheus.NewDesc(LatenessMetric,
 // fires are dispatched (chronos_clock_lag_seconds and the chronos-clock lag
 // show that stall; more replicas would not fix it). A partition behind
 // its peers, or a fan-out too slow for the announcements it receives,
-// reads its backlog in seconds, including a partition whose callback cannot
-// return while its pod's other partitions consume the advances. Advances
-// no partition of the pod consumes (every one of its callbacks stuck) are
-// not seen: that pod's chronos_clock_announced_age_seconds rises, and
-// with every pod stuck the ChronosClockStalled alert fires.
+// reads its backlog in seconds, including a pod whose every callback is
+// stuck or too slow to read the next advance: the announced time comes
+// from the clock table, not from the advances the pod consumed (adversary
+// 19d). Measuring a partition from no earlier than the announced time when
+// it finished recovering keeps a rebalance or a restore, during which the
+// advances wait for the partition's new owner, from reading as a fan-out
+// behind: such a partition catches up in a second or two once it runs,
+// while one that keeps falling behind reads its backlog.
 // Unlike the fire delay histogram it grows while a dispatch is slow
 // (nothing is recorded until a fire goes out), has no sub-second floor
 // from schedules finer than the clock, and falls when more replicas share
 // the work. Safe for concurrent use.
 type Lateness struct {
 	// Watermarks returns the watermark of every owned partition
-	// (scheduler.Scheduler.Watermarks).
+	// (scheduler.Scheduler.Watermarks). Used when Partitions is nil.
 	Watermarks func() map[int32]time.Time
-	// Announced returns the latest announced time the instance has
-	// consumed (scheduler.Scheduler.Announced); zero: none yet.
+	// Partitions returns the watermark of every owned, recovered
+	// partition and the announced time when it finished recovering
+	// (scheduler.Scheduler.Partitions): a partition is measured from the
+	// later of the two, so the advances that waited for it during a
+	// rebalance or a restore (nobody's fan-out being slow) do not read as
+	// a fan-out behind (adversary 19c: they asked for more replicas at
+	// every scale step).
+	Partitions func() (watermarks, from map[int32]time.Time)
+	// Announced returns the latest announced time the instance knows
+	// (the clock table's, clock.Announcements, and the advances its
+	// scheduler consumed); zero: none yet.
 	Announced func() time.Time
 }
 
@@ -130,8 +145,18 @@ func (l *Lateness) Describe(ch chan<- *prometheus.Desc) { ch <- latenessDesc }
 // Collect implements prometheus.Collector.
 func (l *Lateness) Collect(ch chan<- prometheus.Metric) {
 	t := l.Announced()
-	for p, w := range l.Watermarks() {
-		ch <- prometheus.MustNewConstMetric(latenessDesc, prometheus.GaugeValue, LatenessOf(w, t), strconv.Itoa(int(p)))
+	var ws, from map[int32]time.Time
+	if l.Partitions != nil {
+		ws, from = l.Partitions()
+	} else {
+		ws = l.Watermarks()
+	}
+	for p, w := range ws {
+		v := LatenessOf(w, t)
+		if f := from[p]; !w.IsZero() && f.After(w) {
+			v = LatenessOf(f, t)
+		}
+		ch <- prometheus.MustNewConstMetric(latenessDesc, prometheus.GaugeValue, v, strconv.Itoa(int(p)))
 	}
 }
 

@@ -30,7 +30,7 @@ func TestLatenessGauge(t *testing.T) {
 		if rng.IntN(8) == 0 {
 			announced = time.Time{} // no advance consumed yet
 		}
-		ws := map[int32]time.Time{}
+		ws, from := map[int32]time.Time{}, map[int32]time.Time{}
 		var want strings.Builder
 		want.WriteString("# HELP chronos_fanout_lateness_seconds " + help + "\n# TYPE chronos_fanout_lateness_seconds gauge\n")
 		for p := range int32(rng.IntN(6)) {
@@ -55,9 +55,22 @@ func TestLatenessGauge(t *testing.T) {
 				}
 			}
 			ws[p] = w
+			if !w.IsZero() && rng.IntN(3) == 0 {
+				// The announced time when the partition finished recovering
+				// (the advances that waited for it in a rebalance or a
+				// restore): measured from it when it is later than w.
+				f := w.Add(time.Duration(rng.IntN(1_200_000)-600_000) * time.Millisecond)
+				from[p] = f
+				if f.After(w) {
+					v = 0
+					if !announced.IsZero() && announced.After(f) {
+						v = announced.Sub(f).Seconds()
+					}
+				}
+			}
 			fmt.Fprintf(&want, "chronos_fanout_lateness_seconds{partition=\"%d\"} %g\n", p, v)
 		}
-		g := &lag.Lateness{Watermarks: func() map[int32]time.Time { return ws }, Announced: func() time.Time { return announced }}
+		g := &lag.Lateness{Partitions: func() (map[int32]time.Time, map[int32]time.Time) { return ws, from }, Announced: func() time.Time { return announced }}
 		if len(ws) == 0 {
 			require.Zero(t, testutil.CollectAndCount(g), "case %d", i)
 			continue
@@ -82,7 +95,7 @@ func TestLatenessGauge(t *testing.T) {
 }
 
 // help is the gauge's help text.
-const help = "The latest time the clock announced to this instance minus the shard watermark of each scheduler partition it owns: how far the time up to which " +
+const help = "The latest time the clock announced (the clock table, read by every instance) minus the shard watermark of each scheduler partition this instance owns (or the announced time when the partition finished recovering, if later): how far the time up to which " +
 	"every due fire has been dispatched is behind the announced time. 0 when caught up (up to one clock resolution while an advance is under way); " +
 	"grows a second a second while the fan-out is slow or behind its peers and the clock announces. 0 before the partition's first completed advance " +
 	"and before the instance's first advance; a partition still restoring from the changelog is left out."

@@ -82,6 +82,10 @@ type Options struct {
 	// returns ErrFatal; the process should stop and restart, recovering the
 	// partitions from their changelogs. Optional.
 	OnFatal func(error)
+	// OnRecovered is called when MarkRecovered has succeeded, just before
+	// Recovered reports true (the scheduler notes the announced time its
+	// partition starts from). Optional.
+	OnRecovered func()
 }
 
 var (
@@ -661,6 +665,9 @@ func (s *Store) MarkRecovered() (err error) {
 		if off >= 0 {
 			s.setLocalOffset(off)
 		}
+	}
+	if s.opts.OnRecovered != nil {
+		s.opts.OnRecovered()
 	}
 	s.recovered.Store(true)
 	return nil

@@ -40,6 +40,7 @@ func (a *announced) get() time.Time {
 // group's announced time, which the broker's clock bounds (clock.Bound), as
 // this instance has received it. Held since the instance started, across
 // rebalances; it never moves back. A partition's lateness is measured from
-// it (lag.Lateness), so a pod's own wall clock, fast, slow or stalled, does
-// not enter. Safe for concurrent use.
+// it and from the clock table (the instance's announced time, with
+// clock.Announcements), so a pod's own wall clock, fast, slow or stalled,
+// does not enter. Safe for concurrent use.
 func (s *Scheduler) Announced() time.Time { return s.announced.get() }

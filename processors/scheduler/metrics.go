@@ -99,15 +99,43 @@ func (m *Metrics) fanout(n int) {
 // cannot be read (closing during a rebalance). It reads the stores, not the
 // callbacks' state; safe for concurrent use.
 func (s *Scheduler) Watermarks() map[int32]time.Time {
-	out := map[int32]time.Time{}
+	out, _ := s.Partitions()
+	return out
+}
+
+// Partitions returns the watermark of every partition the instance owns
+// and has recovered (as Watermarks), and from: the announced time the
+// instance knew when each finished recovering (SetAnnouncedSource; zero
+// if it knew none). A partition is not late for what was announced before
+// it started consuming: the advances that waited for it during a
+// rebalance or a restore.
+func (s *Scheduler) Partitions() (watermarks, from map[int32]time.Time) {
+	watermarks, from = map[int32]time.Time{}, map[int32]time.Time{}
 	for p, key := range s.shardKeys {
 		if st := s.Store(int32(p)); st != nil && st.Recovered() {
 			if b, err := st.Get(key); err == nil {
 				if rec, err := codecs.DecodeShardHead(b); err == nil {
-					out[int32(p)] = rec.Watermark
+					watermarks[int32(p)] = rec.Watermark
+					if t, ok := s.started.Load(int32(p)); ok {
+						from[int32(p)] = t.(time.Time)
+					}
 				}
 			}
 		}
 	}
-	return out
+	return watermarks, from
+}
+
+// SetAnnouncedSource makes announced the time Partitions' from notes when
+// a partition finishes recovering (the instance's announced time, which
+// also reads the clock table); unset: Announced. Safe for concurrent use.
+func (s *Scheduler) SetAnnouncedSource(announced func() time.Time) {
+	s.announcedSrc.Store(&announced)
+}
+
+func (s *Scheduler) announcedNow() time.Time {
+	if f := s.announcedSrc.Load(); f != nil {
+		return (*f)()
+	}
+	return s.Announced()
 }

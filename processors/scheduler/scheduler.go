@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -165,9 +167,15 @@ type Scheduler struct {
 	shardKeys []string
 	schedules *schedule.Cache
 	stores    store.Registry
-	fence     *fence
-	passes    passes
-	announced announced
+	// started holds, per partition (int32), the announced time when its
+	// store last finished recovering (time.Time): Partitions' from.
+	started sync.Map
+	// announcedSrc, when set (SetAnnouncedSource), is the instance's
+	// announced time; else Announced.
+	announcedSrc atomic.Pointer[func() time.Time]
+	fence        *fence
+	passes       passes
+	announced    announced
 }
 
 // New returns a scheduler for cfg.
@@ -229,6 +237,7 @@ func (s *Scheduler) StorageBuilder() storage.Builder {
 			// indexing on recovery").
 		}
 		opts.MemTableSize = StaggeredMemTableSize(s.cfg.Store.MemTableSize, partition)
+		opts.OnRecovered = func() { s.started.Store(partition, s.announcedNow()) }
 		return opts
 	})
 }
