@@ -302,10 +302,12 @@ func (s *Instance) runGroups(ctx context.Context) {
 		wg.Wait()
 		return
 	}
+	anncStopped := make(chan struct{})
 	if a := s.annc; a != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer close(anncStopped)
 			if err := a.Run(ctx); err != nil && ctx.Err() == nil {
 				s.log.Error("clock table view stopped; the lateness and announced-age gauges read only this instance's advances until restart", "err", err)
 			}
@@ -324,6 +326,14 @@ func (s *Instance) runGroups(ctx context.Context) {
 	// not dispatched because the view was still recovering after a start.
 	if !waitCalendars(ctx, s.cals.Ready, calsStopped, CalendarsWait) && ctx.Err() == nil {
 		s.log.Error("the calendars view has not read chronos-calendars; scheduling anyway: named calendars exclude only what it has read until it catches up", "waited_max", CalendarsWait.String(), "err", s.cals.Ready())
+	}
+	// The lateness measures a partition from the announced time when it
+	// finished recovering: read the clock table first (one record per
+	// announcement, compacted: well under a second), so a partition that
+	// recovers at once is not measured from before the rebalance. At most
+	// CalendarsWait; the gauges only, nothing fires differently.
+	if s.annc != nil && !waitCalendars(ctx, s.annc.Ready, anncStopped, CalendarsWait) && ctx.Err() == nil {
+		s.log.Warn("the clock table view has not read chronos-clock-table; starting the scheduler anyway (lateness reads may be high for the first minute)", "waited_max", CalendarsWait.String(), "err", s.annc.Ready())
 	}
 	run(s.sched.Group(), s.sched.Graph(), s.sched.Options()...)
 	// The clock table lives in the data dir too (goka's default is a

@@ -2,6 +2,7 @@ package clock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -46,6 +47,15 @@ func NewAnnouncements(brokers []string, layout topology.Layout, opts ...goka.Vie
 	}
 	a.view = v
 	return a, nil
+}
+
+// Ready reports whether the view has read the clock table up to its end
+// once (nil), or why not.
+func (a *Announcements) Ready() error {
+	if !a.view.Recovered() {
+		return errors.New("clock table view is recovering")
+	}
+	return nil
 }
 
 // Run runs the view until ctx is done.
