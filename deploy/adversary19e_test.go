@@ -11,6 +11,8 @@ package deploy
 
 import (
 	"fmt"
+	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/lag"
+	"github.com/chronos-scheduler/chronos/processors/clock"
 	"github.com/chronos-scheduler/chronos/processors/scheduler"
 	"github.com/chronos-scheduler/chronos/testenv"
 )
@@ -213,4 +216,185 @@ func TestAdv19eRestartHidesTheBacklog(t *testing.T) {
 	require.GreaterOrEqual(t, late, behind-lag.LatenessThreshold(time.Second),
 		"the partitions are %.0f s behind the announced time after the restart, but the gauge reads %.1f s: %d replicas asked, %d before",
 		behind, late, n, nBefore)
+}
+
+// simNow is a settable wall clock for instance.Config.Now.
+type simNow struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (f *simNow) now() time.Time  { f.mu.Lock(); defer f.mu.Unlock(); return f.t }
+func (f *simNow) set(t time.Time) { f.mu.Lock(); defer f.mu.Unlock(); f.t = t }
+
+// gauges is every value of the gauge name in regs, one per instance
+// (NaN values left out, as PromQL's min skips them; -1 for an instance
+// without the series, which Stalled skips too).
+func gauges(t *testing.T, name string, regs ...*prometheus.Registry) []float64 {
+	t.Helper()
+	var out []float64
+	for _, reg := range regs {
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		v := -1.0
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				for _, m := range mf.GetMetric() {
+					if g := m.GetGauge().GetValue(); !math.IsNaN(g) {
+						v = g
+					}
+				}
+			}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// TestAdv19eDeadDispatchBrokerDoesNotPage breaks "the clock-stalled alert
+// still fires when the clock stalls" for the cause the alert itself names
+// (deploy/prometheus/alerts.yml ChronosClockStalled: "the clock announcing
+// but the age rising everywhere: every scheduler partition is stuck in a
+// fan-out (a dispatch broker that does not answer)"; docs/operations.md
+// "Clock stalled" the same, and "Fires late": a pod stuck on the dispatch
+// broker has "its chronos_clock_announced_age_seconds rises"). Since the
+// round-19d fix the announced time an instance knows includes the clock
+// table (clock.Announcements), which moves while the clock announces
+// whatever the fan-out does: with every fan-out stuck the age stays at 0-1
+// s on every instance and the critical alert never fires, while nothing
+// is dispatched. ChronosFiresLate cannot fire either (the delay histogram
+// records only fires that went out: its rate is 0/0). Here: 2 partitions,
+// 2 pods, 20 jobs every second, the dispatch of both pods hangs (a
+// dispatch broker that does not answer); the clock announces every second
+// for 4 simulated minutes (the pods' wall clock simulated with it);
+// Prometheus evaluates StalledExpr (clock.Stalled) every 15 s with the
+// rule's `for: 2m`. Expected: the alert fires within StalledThreshold +
+// 2m + two evaluations (3m30s). Measured (embedded broker): 4 min, 0
+// fires dispatched, the smallest age at most 0.0 s at every evaluation,
+// the lateness 241 s (the KEDA trigger scales out to the maximum), the
+// alert never fired; Apache Kafka the same (0 fires, 0.0 s, 241 s, never).
+func TestAdv19eDeadDispatchBrokerDoesNotPage(t *testing.T) {
+	const partitions, jobs = 2, 20
+	const (
+		eval   = 15 * time.Second
+		forDur = 2 * time.Minute
+		stall  = 4 * time.Minute
+	)
+	env := testenv.New(t, partitions)
+	// An hour ago: the simulated seconds run faster than real ones, and a
+	// broker bounds each tick to its own time plus --clock-max-ahead.
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	clk := &simNow{t: t0}
+	for i := range jobs {
+		env.Put(fmt.Sprintf("job-%03d", i), codecs.JobDef{Every: "1s"}, t0)
+	}
+	open := make(chan struct{})
+	var hangs []*hang
+	var regs []*prometheus.Registry
+	var insts []*testenv.Instance
+	for range 2 {
+		h := &hang{Producer: scheduler.KgoProducer{Client: env.Client}, open: open}
+		reg := prometheus.NewRegistry()
+		cfg := env.Config()
+		cfg.Producer, cfg.Registerer, cfg.Now = h, reg, clk.now
+		insts = append(insts, env.Start(cfg))
+		hangs, regs = append(hangs, h), append(regs, reg)
+	}
+	var released sync.Once
+	t.Cleanup(func() { released.Do(func() { close(open) }) })
+	env.WaitApplied()
+	dispatch := env.Collect(string(env.Layout.Dispatch()))
+
+	at := t0
+	step := func() {
+		at = at.Add(time.Second)
+		clk.set(at)
+		env.Tick(at)
+	}
+	step()
+	testenv.Eventually(t, 60*time.Second, func() error {
+		n := 0
+		for _, in := range insts {
+			for p, w := range in.Scheduler().Watermarks() {
+				if !w.Equal(at) {
+					return fmt.Errorf("partition %d watermark %s, want %s", p, w, at)
+				}
+				n++
+			}
+		}
+		if n != partitions {
+			return fmt.Errorf("%d partitions owned", n)
+		}
+		return nil
+	})
+	require.False(t, clock.Stalled(ages(t, regs), []time.Duration{time.Second, time.Second}), "setup: on time, not stalled")
+
+	// The dispatch broker stops answering.
+	for _, h := range hangs {
+		h.armed.Store(true)
+	}
+	step()
+	testenv.Eventually(t, 60*time.Second, func() error {
+		for i, h := range hangs {
+			if h.blocked.Load() == 0 {
+				return fmt.Errorf("pod %d not stuck yet", i)
+			}
+		}
+		return nil
+	})
+	sent := dispatch.Len()
+	start := at
+	var pending time.Time
+	fired := time.Duration(-1)
+	var worstMin, late float64
+	for at.Sub(start) < stall {
+		step()
+		time.Sleep(20 * time.Millisecond) // the simulated second's real share: the clock and the view follow
+		if at.Sub(start)%eval != 0 {
+			continue
+		}
+		a := ages(t, regs)
+		if m := minAge(a); m > worstMin {
+			worstMin = m
+		}
+		late = lateness(t, regs...)
+		if clock.Stalled(a, []time.Duration{time.Second, time.Second}) {
+			if pending.IsZero() {
+				pending = at
+			}
+			if at.Sub(pending) >= forDur {
+				fired = at.Sub(start)
+				break
+			}
+		} else {
+			pending = time.Time{}
+		}
+	}
+	dispatched := dispatch.Len() - sent
+	t.Logf("every fan-out stuck for %v (simulated): %d fires dispatched meanwhile; the system's smallest announced age at most %.1f s; lateness %.0f s; ChronosClockStalled fired after %v (-1: never; want within %v)",
+		at.Sub(start), dispatched, worstMin, late, fired, clock.StalledThreshold(time.Second)+forDur+2*eval)
+	require.Zero(t, dispatched, "setup: nothing is dispatched")
+	require.True(t, fired >= 0 && fired <= clock.StalledThreshold(time.Second)+forDur+2*eval,
+		"nothing fired for %v while the clock announced, but ChronosClockStalled did not fire (the smallest age read at most %.1f s: the clock table moves)", at.Sub(start), worstMin)
+}
+
+// ages is each instance's chronos_clock_announced_age_seconds as Stalled
+// takes it (negative: no series or NaN).
+func ages(t *testing.T, regs []*prometheus.Registry) []time.Duration {
+	t.Helper()
+	var out []time.Duration
+	for _, v := range gauges(t, clock.AnnouncedAgeMetric, regs...) {
+		out = append(out, time.Duration(v*float64(time.Second)))
+	}
+	return out
+}
+
+func minAge(a []time.Duration) float64 {
+	m := math.Inf(1)
+	for _, d := range a {
+		if d >= 0 {
+			m = min(m, d.Seconds())
+		}
+	}
+	return m
 }
