@@ -155,6 +155,9 @@ var simRegressions = []struct {
 	{26, 1000, "a pass begun while another was under way skipped, after its cursor, entries an index rebuild (crash, wiped store) put back behind it; the watermark passed them", false},
 	{55, 300, "a put applied between two continuations of an advance left its entry behind the cursor; the advance then wrote the watermark past it and the index rebuilt before the next advance dropped it (issue 17 bug 3)", true},
 	{2820, 300, "oracle: a late pause applied after a late put's catch-up had sent every owed time up to the shard's time handed the job over before those times, so the update that followed was required to send them again with its payload (TestSimOracleLatePauseAfterCatchUp)", true},
+	{4726, 300, "oracle: a pause applied while an advance under way had not reached the job sends the late time the job owes up to the pause's ts (fire_once on its own), which the advance's plan had counted as missed (TestSimOracleMidAdvancePauseSendsItsLateTime)", true},
+	{5181, 300, "oracle: a restart in the first delivery of an advance that overtook one in progress re-counts as missed the times the first advance sent (its index moves were local); the count had been fixed before the restart (TestSimOracleRestartInOvertakingAdvance)", true},
+	{4232, 300, "oracle: the known open finding \"re-put reuses a fire_id\" (a crash lost the deleted incarnation's handled time) was reported for its second violation as \"6 late update\" (TestSimOracleReuseLabelsItsIncarnation)", true},
 }
 
 func TestSimRegressions(t *testing.T) {
