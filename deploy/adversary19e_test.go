@@ -12,6 +12,8 @@ package deploy
 import (
 	"fmt"
 	"math"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -458,4 +460,69 @@ func TestAdv19eBrokerClockStepBackHidesClockAhead(t *testing.T) {
 		step, ticks, ticks, announced.Format(time.TimeOnly), t0.Format(time.TimeOnly), clock.AheadMetric, worst)
 	require.True(t, announced.Equal(t0), "setup: every tick was dropped, nothing announced")
 	require.Greater(t, worst, 0.0, "the clock table is ahead of every tick for %d s (the broker's clock stepped back %v), but %s read 0 throughout: ChronosClockAhead cannot fire", ticks, step, clock.AheadMetric)
+}
+
+// TestAdv19eClockStalledHiddenByAnotherRelease breaks "the clock-stalled
+// alert still fires when the clock stalls" for two Helm releases in one
+// namespace, which the chart supports (values.yaml keda.latenessQuery:
+// restricted "to this release's pods ... so releases sharing one
+// Prometheus do not scale on each other's series"; the round-19d fix
+// selects by pod name for that reason). ChronosClockStalled and
+// ChronosClockAhead group by (namespace, job), but under the chart's
+// default scrape (scrapeAnnotations: true) the job is the annotation scrape
+// job's name (kubernetes-pods), the same for every release: two releases
+// in one namespace (e.g. "orders" and "billing", each its own Chronos
+// system with its own topic prefix) are one group, the healthy release's
+// young ages are its minimum, and a stalled clock in the other never
+// pages. Here: the rule's grouping read from alerts.yml, evaluated with
+// clock.Stalled on release orders' 3 pods stalled for 5 min and release
+// billing's 2 pods at 0.4 s, all in namespace apps with job
+// kubernetes-pods (the chart's default scrape). Measured: one group, not
+// stalled (its minimum 0.4 s); orders' pods alone would be.
+func TestAdv19eClockStalledHiddenByAnotherRelease(t *testing.T) {
+	expr := expressions(t)["alerts.yml ChronosClockStalled"]
+	require.Equal(t, clock.StalledExpr, strings.TrimSpace(expr), "setup: the rule is clock.StalledExpr")
+	m := regexp.MustCompile(`^min by \(([^)]*)\)`).FindStringSubmatch(expr)
+	require.NotNil(t, m, "setup: the rule groups with min by (...): %s", expr)
+	var by []string
+	for _, l := range strings.Split(m[1], ",") {
+		by = append(by, strings.TrimSpace(l))
+	}
+	values := yamlDoc(t, "deploy/helm/chronos/values.yaml")
+	require.Equal(t, true, values["scrapeAnnotations"], "setup: the chart's default scrape is by pod annotation")
+
+	type series struct {
+		labels map[string]string
+		age    time.Duration
+	}
+	var all []series
+	for i := range 3 {
+		all = append(all, series{map[string]string{"job": "kubernetes-pods", "namespace": "apps", "pod": fmt.Sprintf("orders-chronos-5d8f7c9b4-p%d", i)}, 300 * time.Second})
+	}
+	for i := range 2 {
+		all = append(all, series{map[string]string{"job": "kubernetes-pods", "namespace": "apps", "pod": fmt.Sprintf("billing-chronos-7c6b5d4f8-b%d", i)}, 400 * time.Millisecond})
+	}
+	groups := map[string][]time.Duration{}
+	for _, s := range all {
+		var key []string
+		for _, l := range by {
+			key = append(key, l+"="+s.labels[l])
+		}
+		k := strings.Join(key, ",")
+		groups[k] = append(groups[k], s.age)
+	}
+	var firing []string
+	for k, ages := range groups {
+		res := make([]time.Duration, len(ages))
+		for i := range res {
+			res[i] = time.Second
+		}
+		if clock.Stalled(ages, res) {
+			firing = append(firing, k)
+		}
+	}
+	ordersAlone := clock.Stalled([]time.Duration{300 * time.Second, 300 * time.Second, 300 * time.Second}, []time.Duration{time.Second, time.Second, time.Second})
+	t.Logf("groups %v, firing %v; release orders' pods alone stalled: %v", groups, firing, ordersAlone)
+	require.True(t, ordersAlone, "setup: orders' clock is stalled")
+	require.NotEmpty(t, firing, "release orders' clock announced nothing for 5 min on all 3 pods, but ChronosClockStalled groups by (%s): release billing's healthy pods in the same namespace (the same annotation scrape job) hold the minimum and nothing fires", m[1])
 }
