@@ -13,10 +13,15 @@ import (
 // next to the state it reads, and chronos_ready, which reads the instance.
 func (s *Instance) registerGauges(reg prometheus.Registerer) {
 	if !s.cfg.History.Only { // no scheduler: no announced time to age
-		reg.MustRegister(clock.NewAnnouncedAge(s.announced, s.cfg.Now).Collectors(s.cfg.resolution())...)
+		// The age reads the advances this instance's scheduler consumed (and
+		// its partitions' watermarks), not the clock table: every fan-out
+		// stuck on a dispatch broker that does not answer, or every
+		// partition still restoring, consumes no advance and must page
+		// while the clock table moves on (adversary 19e).
+		reg.MustRegister(clock.NewAnnouncedAge(s.consumedAnnounced, s.cfg.Now).Collectors(s.cfg.resolution(), string(s.cfg.Layout.ClockGroup()))...)
 	}
 	reg.MustRegister(s.sched.JobsCollector(), s.sched.PartitionsGauge(), s.clock.LagGauge(s.cfg.Now), s.clock.AheadGauge(),
-		&lag.Lateness{Partitions: s.sched.Partitions, Announced: s.announced},
+		&lag.Lateness{Partitions: s.latenessPartitions, Announced: s.announced},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_ready",
 			Help: "1 when every group of this instance runs and has recovered its partitions."},
 			func() float64 {
@@ -35,14 +40,31 @@ func (s *Instance) registerGauges(reg prometheus.Registerer) {
 // instance that restarted while the clock announces nothing knows how old
 // the announced time is instead of not at all (adversary 19d).
 func (s *Instance) announced() time.Time {
-	t := s.sched.Announced()
+	t := s.consumedAnnounced()
 	if a := s.annc.Latest(); a.After(t) {
 		t = a
 	}
+	return t
+}
+
+// consumedAnnounced is the newest announced time this instance's
+// scheduler has seen: the latest advance it consumed, or the newest
+// watermark of the partitions it owns.
+func (s *Instance) consumedAnnounced() time.Time {
+	t := s.sched.Announced()
 	for _, w := range s.sched.Watermarks() {
 		if w.After(t) {
 			t = w
 		}
 	}
 	return t
+}
+
+// latenessPartitions is Scheduler.Partitions as lag.Lateness reads it.
+func (s *Instance) latenessPartitions() map[int32]lag.PartitionTimes {
+	out := map[int32]lag.PartitionTimes{}
+	for p, pt := range s.sched.Partitions() {
+		out[p] = lag.PartitionTimes{Watermark: pt.Watermark, From: pt.From, RecoveredAt: pt.RecoveredAt}
+	}
+	return out
 }

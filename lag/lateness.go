@@ -88,7 +88,7 @@ func latenessThreshold(res time.Duration) time.Duration {
 }
 
 var latenessDesc = prometheus.NewDesc(LatenessMetric,
-	"The latest time the clock announced (the clock table, read by every instance) minus the shard watermark of each scheduler partition this instance owns (or the announced time when the partition finished recovering, if later): how far the time up to which "+
+	"The latest time the clock announced (the clock table, read by every instance) minus the shard watermark of each scheduler partition this instance owns (for 10 s after the partition finished recovering, or the announced time then if later): how far the time up to which "+
 		"every due fire has been dispatched is behind the announced time. 0 when caught up (up to one clock resolution while an advance is under way); "+
 		"grows a second a second while the fan-out is slow or behind its peers and the clock announces. 0 before the partition's first completed advance "+
 		"and before the instance's first advance; a partition still restoring from the changelog is left out.",
@@ -98,9 +98,8 @@ var latenessDesc = prometheus.NewDesc(LatenessMetric,
 // scheduler partition the instance owns, the latest announced time the
 // instance knows (the clock table, which every instance reads, and the
 // advances it consumed) minus the partition's shard watermark (never
-// negative; 0 while either is zero), measured from the announced time
-// when the partition finished recovering if that is later than its
-// watermark.
+// negative; 0 while either is zero); for Grace after the partition
+// finished recovering, from the announced time then if that is later.
 //
 // Both terms come from the clock group's announcements, which the broker's
 // clock bounds, never from the pod's wall clock: a pod whose clock is fast
@@ -112,11 +111,12 @@ var latenessDesc = prometheus.NewDesc(LatenessMetric,
 // reads its backlog in seconds, including a pod whose every callback is
 // stuck or too slow to read the next advance: the announced time comes
 // from the clock table, not from the advances the pod consumed (adversary
-// 19d). Measuring a partition from no earlier than the announced time when
-// it finished recovering keeps a rebalance or a restore, during which the
-// advances wait for the partition's new owner, from reading as a fan-out
-// behind: such a partition catches up in a second or two once it runs,
-// while one that keeps falling behind reads its backlog.
+// 19d). Measuring a partition, for Grace after it finished recovering,
+// from no earlier than the announced time then keeps a rebalance or a
+// restore, during which the advances wait for the partition's new owner,
+// from reading as a fan-out behind: such a partition catches up in a
+// second or two once it runs. After Grace a backlog it had before reads
+// again.
 // Unlike the fire delay histogram it grows while a dispatch is slow
 // (nothing is recorded until a fire goes out), has no sub-second floor
 // from schedules finer than the clock, and falls when more replicas share
@@ -126,13 +126,20 @@ type Lateness struct {
 	// (scheduler.Scheduler.Watermarks). Used when Partitions is nil.
 	Watermarks func() map[int32]time.Time
 	// Partitions returns the watermark of every owned, recovered
-	// partition and the announced time when it finished recovering
-	// (scheduler.Scheduler.Partitions): a partition is measured from the
-	// later of the two, so the advances that waited for it during a
+	// partition, the announced time when it finished recovering, and when
+	// that was (scheduler.Scheduler.Partitions). For
+	// Grace after its recovery a partition is measured from the later of
+	// watermark and from, so the advances that waited for it during a
 	// rebalance or a restore (nobody's fan-out being slow) do not read as
-	// a fan-out behind (adversary 19c: they asked for more replicas at
-	// every scale step).
-	Partitions func() (watermarks, from map[int32]time.Time)
+	// a fan-out behind while it catches up (adversary 19c: they asked for
+	// more replicas at every scale step); after Grace from its watermark
+	// again, so a backlog it had before (the one that asked for the scale
+	// step, or a restart) reads again (adversary 19e).
+	Partitions func() map[int32]PartitionTimes
+	// Grace: see Partitions (0: DefaultRecoveryGrace).
+	Grace time.Duration
+	// Now is the clock of Partition.RecoveredAt (nil: time.Now).
+	Now func() time.Time
 	// Announced returns the latest announced time the instance knows
 	// (the clock table's, clock.Announcements, and the advances its
 	// scheduler consumed); zero: none yet.
@@ -145,20 +152,45 @@ func (l *Lateness) Describe(ch chan<- *prometheus.Desc) { ch <- latenessDesc }
 // Collect implements prometheus.Collector.
 func (l *Lateness) Collect(ch chan<- prometheus.Metric) {
 	t := l.Announced()
-	var ws, from map[int32]time.Time
+	ps := map[int32]PartitionTimes{}
 	if l.Partitions != nil {
-		ws, from = l.Partitions()
+		ps = l.Partitions()
 	} else {
-		ws = l.Watermarks()
+		for p, w := range l.Watermarks() {
+			ps[p] = PartitionTimes{Watermark: w}
+		}
 	}
-	for p, w := range ws {
-		v := LatenessOf(w, t)
-		if f := from[p]; !w.IsZero() && f.After(w) {
-			v = LatenessOf(f, t)
+	now := time.Now
+	if l.Now != nil {
+		now = l.Now
+	}
+	grace := l.Grace
+	if grace <= 0 {
+		grace = DefaultRecoveryGrace
+	}
+	n := now()
+	for p, pt := range ps {
+		v := LatenessOf(pt.Watermark, t)
+		if !pt.Watermark.IsZero() && pt.From.After(pt.Watermark) && !pt.RecoveredAt.IsZero() && n.Sub(pt.RecoveredAt) < grace {
+			v = LatenessOf(pt.From, t)
 		}
 		ch <- prometheus.MustNewConstMetric(latenessDesc, prometheus.GaugeValue, v, strconv.Itoa(int(p)))
 	}
 }
+
+// PartitionTimes is what Lateness reads of one owned, recovered partition.
+type PartitionTimes struct {
+	Watermark   time.Time // every fire due up to it dispatched
+	From        time.Time // the announced time when it finished recovering
+	RecoveredAt time.Time // when, on the Now clock
+}
+
+// DefaultRecoveryGrace is how long after a partition finished recovering
+// Lateness measures it from no earlier than the announced time then: a
+// partition that was on time catches up on the advances that waited for
+// it in well under that (1-2 s measured), and a pod's scale-up window
+// (60 s in the shipped ScaledObject) absorbs a backlog hidden that long.
+const DefaultRecoveryGrace = 10 * time.Second
 
 // LatenessOf is a partition's lateness with watermark w when the latest
 // announced time is announced: announced - w in seconds, never negative, 0

@@ -30,7 +30,7 @@ func TestLatenessGauge(t *testing.T) {
 		if rng.IntN(8) == 0 {
 			announced = time.Time{} // no advance consumed yet
 		}
-		ws, from := map[int32]time.Time{}, map[int32]time.Time{}
+		ws, from, recovered := map[int32]time.Time{}, map[int32]time.Time{}, map[int32]time.Time{}
 		var want strings.Builder
 		want.WriteString("# HELP chronos_fanout_lateness_seconds " + help + "\n# TYPE chronos_fanout_lateness_seconds gauge\n")
 		for p := range int32(rng.IntN(6)) {
@@ -61,7 +61,12 @@ func TestLatenessGauge(t *testing.T) {
 				// restore): measured from it when it is later than w.
 				f := w.Add(time.Duration(rng.IntN(1_200_000)-600_000) * time.Millisecond)
 				from[p] = f
-				if f.After(w) {
+				// Recovered within the grace (measured from f) or longer
+				// ago (from its watermark again: a backlog it had before
+				// its recovery reads, adversary 19e).
+				ago := time.Duration(rng.IntN(int(2*lag.DefaultRecoveryGrace/time.Millisecond))) * time.Millisecond
+				recovered[p] = base.Add(48 * time.Hour).Add(-ago)
+				if f.After(w) && ago < lag.DefaultRecoveryGrace {
 					v = 0
 					if !announced.IsZero() && announced.After(f) {
 						v = announced.Sub(f).Seconds()
@@ -70,7 +75,13 @@ func TestLatenessGauge(t *testing.T) {
 			}
 			fmt.Fprintf(&want, "chronos_fanout_lateness_seconds{partition=\"%d\"} %g\n", p, v)
 		}
-		g := &lag.Lateness{Partitions: func() (map[int32]time.Time, map[int32]time.Time) { return ws, from }, Announced: func() time.Time { return announced }}
+		now := base.Add(48 * time.Hour)
+		ps := map[int32]lag.PartitionTimes{}
+		for p, w := range ws {
+			ps[p] = lag.PartitionTimes{Watermark: w, From: from[p], RecoveredAt: recovered[p]}
+		}
+		g := &lag.Lateness{Partitions: func() map[int32]lag.PartitionTimes { return ps }, Announced: func() time.Time { return announced },
+			Now: func() time.Time { return now }}
 		if len(ws) == 0 {
 			require.Zero(t, testutil.CollectAndCount(g), "case %d", i)
 			continue
@@ -95,7 +106,7 @@ func TestLatenessGauge(t *testing.T) {
 }
 
 // help is the gauge's help text.
-const help = "The latest time the clock announced (the clock table, read by every instance) minus the shard watermark of each scheduler partition this instance owns (or the announced time when the partition finished recovering, if later): how far the time up to which " +
+const help = "The latest time the clock announced (the clock table, read by every instance) minus the shard watermark of each scheduler partition this instance owns (for 10 s after the partition finished recovering, or the announced time then if later): how far the time up to which " +
 	"every due fire has been dispatched is behind the announced time. 0 when caught up (up to one clock resolution while an advance is under way); " +
 	"grows a second a second while the fan-out is slow or behind its peers and the clock announces. 0 before the partition's first completed advance " +
 	"and before the instance's first advance; a partition still restoring from the changelog is left out."

@@ -159,7 +159,10 @@ func (c *Clock) noteDropped(last, t, broker time.Time) {
 	if n := t.UnixNano(); n > c.dropped.Load() {
 		c.dropped.Store(n)
 	}
-	if at := c.announcedAt.Load(); at != 0 && broker.UnixNano()-at < int64(AheadGrace(c.cfg.Resolution)) {
+	// A broker time before the last announcement's: the broker's clock
+	// stepped back, and its ticks cannot pass the table for as long as
+	// the step (adversary 19e): not the grace.
+	if at := c.announcedAt.Load(); at != 0 && broker.UnixNano() >= at && broker.UnixNano()-at < int64(AheadGrace(c.cfg.Resolution)) {
 		c.ahead.Store(0)
 		return
 	}

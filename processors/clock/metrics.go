@@ -30,6 +30,7 @@ func (c *Clock) LagGauge(now func() time.Time) prometheus.Collector {
 // for concurrent use.
 func (c *Clock) AheadGauge() prometheus.Collector {
 	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: AheadMetric,
+		ConstLabels: prometheus.Labels{ClockGroupLabel: string(c.cfg.Layout.ClockGroup())},
 		Help: "How far the announced time in the clock table is ahead of the latest tick the clock owner dropped since its last announcement, in seconds " +
 			"(0 while it announces and on instances that do not own the clock partition). Nothing is announced until the ticks pass that time."},
 		func() float64 { return c.Ahead().Seconds() })

@@ -20,6 +20,10 @@ const ResolutionMetric = "chronos_clock_resolution_seconds"
 // ahead of the ticks the clock owner receives (Clock.Ahead).
 const AheadMetric = "chronos_clock_ahead_seconds"
 
+// ClockGroupLabel is the label the clock gauges carry: the clock group's
+// name, which includes the topic prefix, so one per Chronos system.
+const ClockGroupLabel = "clock_group"
+
 // StalledMin is the shortest age the stalled alert reads as a stall.
 const StalledMin = time.Minute
 
@@ -32,7 +36,7 @@ const StalledSteps = 3
 // its announced age over StalledThreshold of its resolution, then the
 // smallest of the system's instances, so that one stuck instance does not
 // page and a fine resolution cannot.
-const StalledExpr = "min by (namespace, job) (" + AnnouncedAgeMetric + " / clamp_min(3 * " + ResolutionMetric + ", 60)) > 1"
+const StalledExpr = "min by (namespace, job, " + ClockGroupLabel + ") (" + AnnouncedAgeMetric + " / clamp_min(3 * " + ResolutionMetric + ", 60)) > 1"
 
 // StalledThreshold is the announced age past which the ChronosClockStalled
 // alert reads an instance at resolution res (0 or less: 1 s) as stalled:
@@ -126,12 +130,18 @@ func (a *AnnouncedAge) Age() time.Duration {
 
 // Collectors returns chronos_clock_announced_age_seconds (Age) and
 // chronos_clock_resolution_seconds (res; 0 or less: 1 s).
-func (a *AnnouncedAge) Collectors(res time.Duration) []prometheus.Collector {
+//
+// Both carry the label clock_group, the clock group's name (with the topic
+// prefix), so that the alert tells apart systems scraped under one job in
+// one namespace (adversary 19e: two Helm releases, each with its own
+// topicPrefix, in one namespace).
+func (a *AnnouncedAge) Collectors(res time.Duration, clockGroup string) []prometheus.Collector {
+	labels := prometheus.Labels{ClockGroupLabel: clockGroup}
 	if res <= 0 {
 		res = DefaultResolution
 	}
 	return []prometheus.Collector{
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: AnnouncedAgeMetric,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: AnnouncedAgeMetric, ConstLabels: labels,
 			Help: "Seconds since this instance last saw the announced time (the latest \"advance to T\" its scheduler consumed, or its partitions' watermarks) move forward; NaN until it has seen one. " +
 				"Saws from 0 to about one clock resolution while the clock announces; rises a second a second on every instance while it does not."},
 			func() float64 {
@@ -140,7 +150,7 @@ func (a *AnnouncedAge) Collectors(res time.Duration) []prometheus.Collector {
 				}
 				return math.NaN()
 			}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ResolutionMetric,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: ResolutionMetric, ConstLabels: labels,
 			Help: "This instance's clock resolution (--resolution) in seconds."},
 			func() float64 { return res.Seconds() }),
 	}

@@ -75,7 +75,7 @@ func TestAnnouncedAgeGauges(t *testing.T) {
 	var announced time.Time
 	a := NewAnnouncedAge(func() time.Time { return announced }, clk.now)
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(a.Collectors(50 * time.Millisecond)...)
+	reg.MustRegister(a.Collectors(50*time.Millisecond, "chronos-clock")...)
 	require.True(t, math.IsNaN(gaugeValue(t, reg, AnnouncedAgeMetric)), "unknown before the first announced time")
 	require.False(t, Stalled([]time.Duration{a.Age()}, []time.Duration{50 * time.Millisecond}), "nothing known: not stalled")
 	announced = clk.now().Add(-2 * time.Second) // the first seen, announced 2 s ago

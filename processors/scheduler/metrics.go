@@ -99,31 +99,47 @@ func (m *Metrics) fanout(n int) {
 // cannot be read (closing during a rebalance). It reads the stores, not the
 // callbacks' state; safe for concurrent use.
 func (s *Scheduler) Watermarks() map[int32]time.Time {
-	out, _ := s.Partitions()
+	out := map[int32]time.Time{}
+	for p, pt := range s.Partitions() {
+		out[p] = pt.Watermark
+	}
 	return out
 }
 
-// Partitions returns the watermark of every partition the instance owns
-// and has recovered (as Watermarks), and from: the announced time the
-// instance knew when each finished recovering (SetAnnouncedSource; zero
-// if it knew none). A partition is not late for what was announced before
-// it started consuming: the advances that waited for it during a
-// rebalance or a restore.
-func (s *Scheduler) Partitions() (watermarks, from map[int32]time.Time) {
-	watermarks, from = map[int32]time.Time{}, map[int32]time.Time{}
+// PartitionTimes is what the lateness gauge reads of an owned, recovered
+// partition (Partitions).
+type PartitionTimes struct {
+	// Watermark: every fire due up to it has been dispatched.
+	Watermark time.Time
+	// From: the announced time the instance knew when the partition
+	// finished recovering (zero: it knew none).
+	From time.Time
+	// RecoveredAt: when it finished recovering, on this process's clock.
+	RecoveredAt time.Time
+}
+
+// Partitions returns, for every partition the instance owns and has
+// recovered, its watermark (as Watermarks), the announced time the
+// instance knew when it finished recovering (SetAnnouncedSource) and when
+// that was: lag.Lateness does not count the advances that waited for the
+// partition during a rebalance or a restore while it catches up.
+func (s *Scheduler) Partitions() map[int32]PartitionTimes {
+	out := map[int32]PartitionTimes{}
 	for p, key := range s.shardKeys {
 		if st := s.Store(int32(p)); st != nil && st.Recovered() {
 			if b, err := st.Get(key); err == nil {
 				if rec, err := codecs.DecodeShardHead(b); err == nil {
-					watermarks[int32(p)] = rec.Watermark
-					if t, ok := s.started.Load(int32(p)); ok {
-						from[int32(p)] = t.(time.Time)
+					pt := PartitionTimes{Watermark: rec.Watermark}
+					if v, ok := s.started.Load(int32(p)); ok {
+						st := v.(PartitionTimes)
+						pt.From, pt.RecoveredAt = st.From, st.RecoveredAt
 					}
+					out[int32(p)] = pt
 				}
 			}
 		}
 	}
-	return watermarks, from
+	return out
 }
 
 // SetAnnouncedSource makes announced the time Partitions' from notes when

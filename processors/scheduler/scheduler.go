@@ -168,7 +168,8 @@ type Scheduler struct {
 	schedules *schedule.Cache
 	stores    store.Registry
 	// started holds, per partition (int32), the announced time when its
-	// store last finished recovering (time.Time): Partitions' from.
+	// store last finished recovering and when (PartitionTimes without a
+	// watermark): Partitions' From and RecoveredAt.
 	started sync.Map
 	// announcedSrc, when set (SetAnnouncedSource), is the instance's
 	// announced time; else Announced.
@@ -237,7 +238,9 @@ func (s *Scheduler) StorageBuilder() storage.Builder {
 			// indexing on recovery").
 		}
 		opts.MemTableSize = StaggeredMemTableSize(s.cfg.Store.MemTableSize, partition)
-		opts.OnRecovered = func() { s.started.Store(partition, s.announcedNow()) }
+		opts.OnRecovered = func() {
+			s.started.Store(partition, PartitionTimes{From: s.announcedNow(), RecoveredAt: time.Now()})
+		}
 		return opts
 	})
 }
