@@ -19,7 +19,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/processors/clock"
+	"github.com/chronos-scheduler/chronos/processors/scheduler"
 	"github.com/chronos-scheduler/chronos/testenv"
 )
 
@@ -119,4 +121,87 @@ func TestAdv19fSlowPodClockRestartHidesStall(t *testing.T) {
 	require.True(t, stalledSkewed,
 		"the clock has announced nothing for %v, but pod B, restarted with a wall clock %v slow, reads announced age %v: ChronosClockStalled's min by reads %.1f s and the alert resets",
 		stall, skew, skewed[1], minAge(skewed))
+}
+
+// TestAdv19fSlowBucketFanOutAsksForTheMinimum breaks "a fan-out that is
+// truly behind (burst of due jobs, slow partition) asks for more replicas"
+// (docs/operations.md "Autoscaling": the lateness trigger grows when "the
+// fan-out is slow ...: a burst of due jobs, a slow dispatch broker"; the
+// issue's promise) for the fan-out of a bucket trigger (docs/topics.md: a
+// bucket trigger fires every active job of the bucket at once). A bucket's
+// fan-out runs one chunk per callback through the loopback, between the
+// advances: the advances (nothing due on them) complete at once, so every
+// watermark keeps up with the announced time and the lateness gauge reads
+// under a second while the bucket's fires wait; no trigger sees them (no
+// command waits on chronos-jobs, the loopback's lag has no trigger since
+// round 19c, the fire rate is what the slow fan-out manages). The same
+// fires due by schedule instead ask for 2 replicas within seconds
+// (TestShippedScaledObjectSeesASlowFanOut, same slow producer and
+// chunking). Here (embedded broker): 2 partitions, 1 pod with a live
+// clock, 40 jobs in bucket tenant-a (every 24h: none due by schedule), one
+// job per chunk, a dispatch taking 1 s per produce (the project's model of
+// a slow broker or a CPU-bound fan-out, deploy/lateness_test.go slow); one
+// bucket trigger. Expected: once the oldest undispatched bucket fire has
+// waited over two lateness thresholds (10 s), the shipped ScaledObject asks
+// for more than 1 replica. Measured: see the log line.
+func TestAdv19fSlowBucketFanOutAsksForTheMinimum(t *testing.T) {
+	const partitions, jobs = 2, 40
+	env := testenv.New(t, partitions)
+	so := shippedFor(t, env)
+	adm := admin(t, env)
+	now := time.Now()
+	for i := range jobs {
+		env.Put(fmt.Sprintf("job-%03d", i), codecs.JobDef{Every: "24h", Bucket: "tenant-a"}, now)
+	}
+	prod := &slow{Producer: scheduler.KgoProducer{Client: env.Client}}
+	reg := prometheus.NewRegistry()
+	cfg := env.Config()
+	cfg.Clock.NoTicker = false // a live clock: one advance per partition per second
+	cfg.Producer, cfg.Registerer = prod, reg
+	cfg.Fanout.ChunkSize = 1
+	cfg.Fanout.Budget = 50 * time.Millisecond
+	a := env.Start(cfg)
+	env.WaitApplied()
+	testenv.Eventually(t, 60*time.Second, func() error {
+		ws := a.Scheduler().Watermarks()
+		if len(ws) != partitions {
+			return fmt.Errorf("watermarks %v", ws)
+		}
+		for p, w := range ws {
+			if w.IsZero() {
+				return fmt.Errorf("partition %d has no watermark yet", p)
+			}
+		}
+		return nil
+	})
+	dispatch := env.Collect(string(env.Layout.Dispatch()))
+	prod.d.Store(int64(time.Second))
+	sent := time.Now()
+	env.Produce(string(env.Layout.BucketTriggers()), "tenant-a", []byte(`{"v":1,"bucket":"tenant-a","trigger_id":"t-1"}`), sent)
+
+	// Sample until the oldest undispatched fire has waited 15 s (or all
+	// are out).
+	var waited, late, worstLate float64
+	var n, worstN int64
+	var out int
+	for {
+		time.Sleep(250 * time.Millisecond) // a sampling rate, not a wait for an effect
+		out = dispatch.Len()
+		waited = time.Since(sent).Seconds()
+		late = lateness(t, reg)
+		worstLate = max(worstLate, late)
+		rate := float64(out) / waited // the fires per second so far, the load trigger's input
+		n, _ = so.ReplicasWith(measure(t, adm, so), lag.Observed{Lateness: late, FireRate: rate}, 1)
+		worstN = max(worstN, n)
+		if out >= jobs || waited >= 15 {
+			break
+		}
+	}
+	t.Logf("one bucket trigger of %d jobs at %s: after %.1f s %d fires dispatched, %d waiting (the oldest %.1f s); the lateness gauge at most %.2f s (now %.2f s); the shipped ScaledObject asked for at most %d replica(s)",
+		jobs, sent.Format(time.TimeOnly), waited, out, jobs-out, waited, worstLate, late, worstN)
+	require.Less(t, out, jobs, "setup: the bucket's fan-out is still behind")
+	require.Greater(t, waited, 2*lag.LatenessThreshold(time.Second), "setup: the oldest fire has waited over two thresholds")
+	require.Greater(t, worstN, int64(1),
+		"%d bucket fires have waited up to %.1f s for a slow fan-out, but the lateness gauge read at most %.2f s and the shipped ScaledObject asked for %d replica(s)",
+		jobs-out, waited, worstLate, worstN)
 }
