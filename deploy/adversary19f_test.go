@@ -12,6 +12,8 @@ package deploy
 
 import (
 	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -45,7 +47,8 @@ import (
 // minutes (both ages 180 s: stalled). Control: pod B restarts (empty data
 // dir, a restore) with a right clock: still stalled. Then it restarts with
 // a clock 10 min slow. Expected: still stalled (the stall is older than
-// the restart). Measured: see the log line.
+// the restart). Measured: control ages [3m0s 3m0s], stalled; skewed
+// [3m0s 0s], not stalled (the rule's min 0.0 s).
 func TestAdv19fSlowPodClockRestartHidesStall(t *testing.T) {
 	const partitions, jobs = 2, 10
 	const stall, skew = 3 * time.Minute, 10 * time.Minute
@@ -143,7 +146,9 @@ func TestAdv19fSlowPodClockRestartHidesStall(t *testing.T) {
 // a slow broker or a CPU-bound fan-out, deploy/lateness_test.go slow); one
 // bucket trigger. Expected: once the oldest undispatched bucket fire has
 // waited over two lateness thresholds (10 s), the shipped ScaledObject asks
-// for more than 1 replica. Measured: see the log line.
+// for more than 1 replica. Measured: after 15.1 s 28 of 40 fires
+// dispatched, 12 waiting 15.1 s; the lateness gauge at most 1.00 s; 1
+// replica asked at every sample.
 func TestAdv19fSlowBucketFanOutAsksForTheMinimum(t *testing.T) {
 	const partitions, jobs = 2, 40
 	env := testenv.New(t, partitions)
@@ -204,4 +209,125 @@ func TestAdv19fSlowBucketFanOutAsksForTheMinimum(t *testing.T) {
 	require.Greater(t, worstN, int64(1),
 		"%d bucket fires have waited up to %.1f s for a slow fan-out, but the lateness gauge read at most %.2f s and the shipped ScaledObject asked for %d replica(s)",
 		jobs-out, waited, worstLate, worstN)
+}
+
+// TestAdv19fRestoreAfterRestartDoesNotPage breaks "the clock-stalled alert
+// still fires when the clock stalls" for a cause the alert names
+// (deploy/prometheus/alerts.yml ChronosClockStalled: "the clock announcing
+// but the age rising everywhere: every scheduler partition is stuck in a
+// fan-out ... or still recovering (chronos_ready 0)"; the round-19e fix
+// says the same of instance/metrics.go: "every partition still restoring,
+// consumes no advance and must page while the clock table moves on"). The
+// age is NaN until an instance has seen an announced time, and a pod that
+// restarted sees none until one of its partitions has recovered: when
+// every pod restarted (the shipped minReplicaCount is 1, so one pod's OOM,
+// eviction or node drain is that; docs/operations.md names "an OOM at the
+// first burst"), every age is NaN for the whole restore, the rule's min
+// has no sample, and the critical alert cannot fire however long the
+// restore takes, while nothing is dispatched (ChronosNotReady waits 15
+// min; ChronosFiresLate sees no fire). Here (embedded broker): 2
+// partitions, 20,000 jobs of 1 KB, one pod with its wall clock simulated;
+// the clock announces; the pod restarts into an empty data dir (a
+// restore), its wall clock 5 min past the last announcement as after a
+// long restore, the clock announcing meanwhile. Expected: while the pod
+// restores, its age reads the time since the announced time last moved
+// for it (5 min), so StalledExpr holds. Measured: the restore took 1.0 s
+// real; of 165 samples during it 75 (every one before the first partition
+// recovered) read NaN, the rest 5m0s: a restore of R minutes of the first
+// partition is R minutes with no sample in the rule's min.
+func TestAdv19fRestoreAfterRestartDoesNotPage(t *testing.T) {
+	const partitions, jobs = 2, 20000
+	const restore = 5 * time.Minute
+	env := testenv.New(t, partitions)
+	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
+	clk := &simNow{t: t0}
+	payload := []byte(`{"blob":"` + strings.Repeat("x", 1000) + `"}`)
+	for i := 0; i < jobs; i += 1000 {
+		keys, vals := make([]string, 1000), make([][]byte, 1000)
+		for k := range keys {
+			keys[k] = fmt.Sprintf("job-%06d", i+k)
+			vals[k] = testenv.PutCommand(keys[k], codecs.JobDef{Every: "24h", Payload: payload})
+		}
+		env.ProduceMany(string(env.Layout.Jobs()), keys, vals, t0)
+	}
+	regA := prometheus.NewRegistry()
+	cfgA := env.Config()
+	cfgA.Registerer, cfgA.Now = regA, clk.now
+	a := env.Start(cfgA)
+	env.WaitApplied()
+	at := t0
+	step := func() { at = at.Add(time.Second); env.Tick(at) }
+	for range 3 {
+		step()
+		clk.set(at)
+	}
+	testenv.Eventually(t, 60*time.Second, func() error {
+		ws := a.Scheduler().Watermarks()
+		if len(ws) != partitions {
+			return fmt.Errorf("watermarks %v", ws)
+		}
+		for p, w := range ws {
+			if !w.Equal(at) {
+				return fmt.Errorf("partition %d watermark %s, want %s", p, w, at)
+			}
+		}
+		return nil
+	})
+	last := at
+	a.Stop()
+
+	// The restart: an empty data dir; the pod's clock is restore past the
+	// last announcement while it restores, the clock announcing on.
+	clk.set(last.Add(restore))
+	regR := prometheus.NewRegistry()
+	cfgR := env.Config()
+	cfgR.Registerer, cfgR.Now = regR, clk.now
+	var (
+		mu      sync.Mutex
+		samples []time.Duration
+	)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			a := ages(t, []*prometheus.Registry{regR})[0]
+			mu.Lock()
+			samples = append(samples, a)
+			mu.Unlock()
+			time.Sleep(5 * time.Millisecond) // a sampling rate, not a wait for an effect
+		}
+	}()
+	go func() {
+		for range 10 {
+			step()
+			time.Sleep(100 * time.Millisecond) // the clock's pace, not a wait for an effect
+		}
+	}()
+	started := time.Now()
+	r := env.Start(cfgR) // returns once the pod is ready (restored)
+	took := time.Since(started)
+	close(stop)
+	<-done
+	// Samples while the pod restored (Start returns once it is ready).
+	nan, known := 0, 0
+	var worst time.Duration
+	for _, a := range samples {
+		if a < 0 {
+			nan++
+		} else {
+			known++
+			worst = max(worst, a)
+		}
+	}
+	recovered := len(r.Scheduler().Watermarks())
+	t.Logf("the only pod restarted into an empty data dir; restore took %.1f s real (the pod's clock %v past the last announcement %s); %d samples while it restored: %d NaN (no series in the rule's min), %d with an age (at most %v); Stalled on the NaN samples: %v; partitions recovered after Start: %d",
+		took.Seconds(), restore, last.Format(time.TimeOnly), len(samples), nan, known, worst, clock.Stalled([]time.Duration{-1}, []time.Duration{time.Second}), recovered)
+	require.Positive(t, nan+known, "setup: sampled the gauge while the pod restored")
+	require.Zero(t, nan,
+		"nothing announced to the restarted pod's partitions for %v while it restores, but its chronos_clock_announced_age_seconds read NaN in %d of %d samples: with every pod restoring ChronosClockStalled has no sample and cannot fire", restore, nan, len(samples))
 }
