@@ -11,7 +11,9 @@ package deploy
 // (embedded broker; CHRONOS_TEST_BROKERS=host:port for Apache Kafka).
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -330,4 +332,159 @@ func TestAdv19fRestoreAfterRestartDoesNotPage(t *testing.T) {
 	require.Positive(t, nan+known, "setup: sampled the gauge while the pod restored")
 	require.Zero(t, nan,
 		"nothing announced to the restarted pod's partitions for %v while it restores, but its chronos_clock_announced_age_seconds read NaN in %d of %d samples: with every pod restoring ChronosClockStalled has no sample and cannot fire", restore, nan, len(samples))
+}
+
+// TestAdv19fRepeatedRebalancesHideTheBacklog breaks "a fan-out that is
+// truly behind asks for more replicas ... and never fewer than needed"
+// through the round-19e fix (lag.Lateness: a partition is measured from the
+// announced time at its recovery for lag.DefaultRecoveryGrace, "a pod's
+// scale-up window (60 s in the shipped ScaledObject) absorbs a backlog
+// hidden that long"). Every rebalance of the scheduler group re-recovers
+// every partition of every pod (goka's eager rebalance), so each one hides
+// the whole backlog for another 10 s; rebalances closer than that hide it
+// for as long as they go on. A pod that crash-loops (docs/operations.md
+// names "an OOM at the first burst"; CrashLoopBackOff restarts it 10-40 s
+// apart at first) is two rebalances per restart (it joins, then leaves),
+// and the HPA scales up to the lowest proposal of its 60 s window: one
+// hidden poll in it is enough. Here (embedded broker): 2 partitions, pod A
+// with 40 jobs every second and a dispatch taking 1 s per produce, the
+// clock 40 s ahead of the watermarks and then announcing a second a second
+// (the backlog stays); a second pod C (as slow) joins, runs 3 s, leaves,
+// and comes back 10 s later (CrashLoopBackOff's first back-off; a
+// container start adds to it), three times. Samples every 500 ms of the real
+// backlog (the announced time, read through a clock table view as the
+// pods do, minus the oldest watermark) and of the gauge
+// (max over A and C). Expected: the gauge reads the backlog (within one
+// threshold) in most samples, so the HPA's 60 s window sees it. Measured
+// (embedded broker, 68 s): 53 samples, the partitions up to 80 s behind
+// the announced time, the gauge under the backlog minus a threshold in 50
+// (94%), at most 41.0 s (before the first cycle took effect); a 60 s
+// window of 4 polls all reading the backlog: probability about 0.00.
+// With C back after 8 s instead: 37 of 41 samples (90%).
+func TestAdv19fRepeatedRebalancesHideTheBacklog(t *testing.T) {
+	const partitions, jobs, burst, cycles = 2, 40, 40, 3
+	env := testenv.New(t, partitions)
+	t0 := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC) // simulated time
+	for i := range jobs {
+		env.Put(fmt.Sprintf("job-%03d", i), codecs.JobDef{Every: "1s"}, t0)
+	}
+	prodA := &slow{Producer: scheduler.KgoProducer{Client: env.Client}}
+	regA := prometheus.NewRegistry()
+	cfgA := env.Config()
+	cfgA.Producer, cfgA.Registerer = prodA, regA
+	a := env.Start(cfgA)
+	env.WaitApplied()
+	var mu sync.Mutex // at, c, regC
+	at := t0
+	tick := func() { mu.Lock(); at = at.Add(time.Second); x := at; mu.Unlock(); env.Tick(x) }
+	tick()
+	first := at
+	testenv.Eventually(t, 60*time.Second, func() error {
+		ws := a.Scheduler().Watermarks()
+		if len(ws) != partitions {
+			return fmt.Errorf("watermarks %v", ws)
+		}
+		for p, w := range ws {
+			if !w.Equal(first) {
+				return fmt.Errorf("partition %d watermark %s, want %s", p, w, first)
+			}
+		}
+		return nil
+	})
+	prodA.d.Store(int64(time.Second))
+	for range burst {
+		tick()
+	}
+	testenv.Eventually(t, 60*time.Second, func() error {
+		if l := lateness(t, regA); l < burst/2 {
+			return fmt.Errorf("gauge %.1f s, the backlog not read yet", l)
+		}
+		return nil
+	})
+
+	annc, err := clock.NewAnnouncements(env.Kafka.Brokers, env.Layout, env.Kafka.GokaViewOptions()...)
+	require.NoError(t, err)
+	viewCtx, stopView := context.WithCancel(context.Background())
+	defer stopView()
+	go func() { _ = annc.Run(viewCtx) }()
+	var c *testenv.Instance
+	regC := prometheus.NewRegistry()
+	stop, done := make(chan struct{}), make(chan struct{})
+	type sample struct{ behind, late float64 }
+	var samples []sample
+	go func() { // the clock a second a second, and the samples
+		defer close(done)
+		next := time.Now()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			time.Sleep(500 * time.Millisecond) // a sampling rate, not a wait for an effect
+			if time.Since(next) >= 0 {
+				tick()
+				next = next.Add(time.Second)
+			}
+			mu.Lock()
+			ci, rc, now := c, regC, at
+			mu.Unlock()
+			ws := a.Scheduler().Watermarks()
+			regs := []*prometheus.Registry{regA}
+			if ci != nil {
+				for p, w := range ci.Scheduler().Watermarks() {
+					ws[p] = w
+				}
+				regs = append(regs, rc)
+			}
+			if len(ws) != partitions {
+				continue // a partition restoring: left out of the gauge
+			}
+			// The system's announced time, as the pods' clock table view
+			// reads it (never after the ticks sent): a clock-group
+			// rebalance delays announcements.
+			if ann := annc.Latest(); !ann.IsZero() && ann.Before(now) {
+				now = ann
+			}
+			behind := 0.0
+			for _, w := range ws {
+				behind = max(behind, now.Sub(w).Seconds())
+			}
+			samples = append(samples, sample{behind, lateness(t, regs...)})
+		}
+	}()
+	for range cycles {
+		prodC := &slow{Producer: scheduler.KgoProducer{Client: env.Client}}
+		prodC.d.Store(int64(time.Second))
+		reg := prometheus.NewRegistry()
+		cfgC := env.Config()
+		cfgC.Producer, cfgC.Registerer = prodC, reg
+		ci := env.Start(cfgC)
+		mu.Lock()
+		c, regC = ci, reg
+		mu.Unlock()
+		time.Sleep(3 * time.Second) // the crash-looping pod's run, not a wait for an effect
+		mu.Lock()
+		c = nil
+		mu.Unlock()
+		prodC.d.Store(0) // let the stopping pod finish its chunk quickly
+		ci.Stop()
+		time.Sleep(10 * time.Second) // its restart back-off (CrashLoopBackOff's first), not a wait for an effect
+	}
+	close(stop)
+	<-done
+	hidden, worstBehind, worstLate := 0, 0.0, 0.0
+	for _, s := range samples {
+		worstBehind, worstLate = max(worstBehind, s.behind), max(worstLate, s.late)
+		if s.late < s.behind-lag.LatenessThreshold(time.Second) {
+			hidden++
+		}
+	}
+	share := float64(hidden) / float64(max(len(samples), 1))
+	t.Logf("%d join/leave cycles of a crash-looping pod: %d samples, the partitions up to %.0f s behind the announced time; the gauge read under the backlog minus a threshold in %d (%.0f%%), at most %.1f s; the HPA scales up in a 60 s window (4 polls) with probability about %.2f",
+		cycles, len(samples), worstBehind, hidden, 100*share, worstLate, math.Pow(1-share, 4))
+	require.Positive(t, len(samples), "setup: sampled")
+	require.Greater(t, worstBehind, 2*lag.LatenessThreshold(time.Second), "setup: the partitions stay behind")
+	require.LessOrEqual(t, share, 0.5,
+		"the partitions were up to %.0f s behind the announced time, but the gauge read the backlog in only %.0f%% of the samples (repeated rebalances each restart the recovery grace)", worstBehind, 100*(1-share))
 }
