@@ -51,6 +51,8 @@ import (
 // a clock 10 min slow. Expected: still stalled (the stall is older than
 // the restart). Measured: control ages [3m0s 3m0s], stalled; skewed
 // [3m0s 0s], not stalled (the rule's min 0.0 s).
+//
+//	go test -tags adversary19f -count=1 -v -run TestAdv19fSlowPodClockRestartHidesStall ./deploy/
 func TestAdv19fSlowPodClockRestartHidesStall(t *testing.T) {
 	const partitions, jobs = 2, 10
 	const stall, skew = 3 * time.Minute, 10 * time.Minute
@@ -151,6 +153,8 @@ func TestAdv19fSlowPodClockRestartHidesStall(t *testing.T) {
 // for more than 1 replica. Measured: after 15.1 s 28 of 40 fires
 // dispatched, 12 waiting 15.1 s; the lateness gauge at most 1.00 s; 1
 // replica asked at every sample.
+//
+//	go test -tags adversary19f -count=1 -v -run TestAdv19fSlowBucketFanOutAsksForTheMinimum ./deploy/
 func TestAdv19fSlowBucketFanOutAsksForTheMinimum(t *testing.T) {
 	const partitions, jobs = 2, 40
 	env := testenv.New(t, partitions)
@@ -237,6 +241,8 @@ func TestAdv19fSlowBucketFanOutAsksForTheMinimum(t *testing.T) {
 // real; of 165 samples during it 75 (every one before the first partition
 // recovered) read NaN, the rest 5m0s: a restore of R minutes of the first
 // partition is R minutes with no sample in the rule's min.
+//
+//	go test -tags adversary19f -count=1 -v -run TestAdv19fRestoreAfterRestartDoesNotPage ./deploy/
 func TestAdv19fRestoreAfterRestartDoesNotPage(t *testing.T) {
 	const partitions, jobs = 2, 20000
 	const restore = 5 * time.Minute
@@ -361,6 +367,8 @@ func TestAdv19fRestoreAfterRestartDoesNotPage(t *testing.T) {
 // (94%), at most 41.0 s (before the first cycle took effect); a 60 s
 // window of 4 polls all reading the backlog: probability about 0.00.
 // With C back after 8 s instead: 37 of 41 samples (90%).
+//
+//	go test -tags adversary19f -count=1 -v -run TestAdv19fRepeatedRebalancesHideTheBacklog ./deploy/
 func TestAdv19fRepeatedRebalancesHideTheBacklog(t *testing.T) {
 	const partitions, jobs, burst, cycles = 2, 40, 40, 3
 	env := testenv.New(t, partitions)
