@@ -185,6 +185,15 @@ type PartitionTimes struct {
 	RecoveredAt time.Time // when, on the Now clock
 }
 
+// ConsumedGrace is how far the clock table's announced time must be ahead
+// of the advances an instance consumed before its lateness is measured
+// from the table: a rebalance stops every member's consumption for
+// several seconds (about 8 s measured for a scale step), a stuck or too
+// slow fan-out falls further behind for ever. A pod stuck that way reads
+// its backlog once it is this far behind; the shipped 60 s scale-up
+// window is longer anyway.
+const ConsumedGrace = 20 * time.Second
+
 // DefaultRecoveryGrace is how long after a partition finished recovering
 // Lateness measures it from no earlier than the announced time then: a
 // partition that was on time catches up on the advances that waited for
