@@ -169,7 +169,7 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 		return nil, err
 	}
 	s := &Instance{cfg: cfg, sched: sched, cals: cals, clock: clk, route: route, kgo: cl, log: cfg.Logger, fatal: fatal, stopped: make(chan struct{})}
-	sched.SetAnnouncedSource(s.announced)
+	sched.SetAnnouncedSource(s.latenessAnnounced)
 	if !cfg.History.Only {
 		if s.annc, err = clock.NewAnnouncements(cfg.Kafka.Brokers, cfg.Layout, cfg.Kafka.GokaViewOptions()...); err != nil {
 			return nil, err

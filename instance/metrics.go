@@ -32,21 +32,6 @@ func (s *Instance) registerGauges(reg prometheus.Registerer) {
 			}))
 }
 
-// announced is the newest announced time this instance knows: the clock
-// table's (every instance reads it, so a pod whose fan-out is stuck or
-// slow still knows the system's time, adversary 19d), the latest advance
-// its scheduler consumed, or the newest watermark of the partitions it
-// owns (each the time of an advance some owner finished), so that an
-// instance that restarted while the clock announces nothing knows how old
-// the announced time is instead of not at all (adversary 19d).
-func (s *Instance) announced() time.Time {
-	t := s.consumedAnnounced()
-	if a := s.annc.Latest(); a.After(t) {
-		t = a
-	}
-	return t
-}
-
 // consumedAnnounced is the newest announced time this instance's
 // scheduler has seen: the latest advance it consumed, or the newest
 // watermark of the partitions it owns.

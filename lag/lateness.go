@@ -98,7 +98,7 @@ var latenessDesc = prometheus.NewDesc(LatenessMetric,
 // scheduler partition the instance owns, the latest announced time the
 // instance knows (the clock table, which every instance reads, and the
 // advances it consumed) minus the partition's shard watermark (never
-// negative; 0 while either is zero); for Grace after the partition
+// negative; 0 while either is zero); for DefaultRecoveryGrace after the partition
 // finished recovering, from the announced time then if that is later.
 //
 // Both terms come from the clock group's announcements, which the broker's
@@ -111,11 +111,11 @@ var latenessDesc = prometheus.NewDesc(LatenessMetric,
 // reads its backlog in seconds, including a pod whose every callback is
 // stuck or too slow to read the next advance: the announced time comes
 // from the clock table, not from the advances the pod consumed (adversary
-// 19d). Measuring a partition, for Grace after it finished recovering,
+// 19d). Measuring a partition, for DefaultRecoveryGrace after it finished recovering,
 // from no earlier than the announced time then keeps a rebalance or a
 // restore, during which the advances wait for the partition's new owner,
 // from reading as a fan-out behind: such a partition catches up in a
-// second or two once it runs. After Grace a backlog it had before reads
+// second or two once it runs. After it a backlog it had before reads
 // again.
 // Unlike the fire delay histogram it grows while a dispatch is slow
 // (nothing is recorded until a fire goes out), has no sub-second floor
@@ -128,16 +128,14 @@ type Lateness struct {
 	// Partitions returns the watermark of every owned, recovered
 	// partition, the announced time when it finished recovering, and when
 	// that was (scheduler.Scheduler.Partitions). For
-	// Grace after its recovery a partition is measured from the later of
+	// DefaultRecoveryGrace after its recovery a partition is measured from the later of
 	// watermark and from, so the advances that waited for it during a
 	// rebalance or a restore (nobody's fan-out being slow) do not read as
 	// a fan-out behind while it catches up (adversary 19c: they asked for
-	// more replicas at every scale step); after Grace from its watermark
+	// more replicas at every scale step); after it from its watermark
 	// again, so a backlog it had before (the one that asked for the scale
 	// step, or a restart) reads again (adversary 19e).
 	Partitions func() map[int32]PartitionTimes
-	// Grace: see Partitions (0: DefaultRecoveryGrace).
-	Grace time.Duration
 	// Now is the clock of Partition.RecoveredAt (nil: time.Now).
 	Now func() time.Time
 	// Announced returns the latest announced time the instance knows
@@ -164,14 +162,10 @@ func (l *Lateness) Collect(ch chan<- prometheus.Metric) {
 	if l.Now != nil {
 		now = l.Now
 	}
-	grace := l.Grace
-	if grace <= 0 {
-		grace = DefaultRecoveryGrace
-	}
 	n := now()
 	for p, pt := range ps {
 		v := LatenessOf(pt.Watermark, t)
-		if !pt.Watermark.IsZero() && pt.From.After(pt.Watermark) && !pt.RecoveredAt.IsZero() && n.Sub(pt.RecoveredAt) < grace {
+		if !pt.Watermark.IsZero() && pt.From.After(pt.Watermark) && !pt.RecoveredAt.IsZero() && n.Sub(pt.RecoveredAt) < DefaultRecoveryGrace {
 			v = LatenessOf(pt.From, t)
 		}
 		ch <- prometheus.MustNewConstMetric(latenessDesc, prometheus.GaugeValue, v, strconv.Itoa(int(p)))
