@@ -18,7 +18,7 @@ func (s *Instance) registerGauges(reg prometheus.Registerer) {
 		// stuck on a dispatch broker that does not answer, or every
 		// partition still restoring, consumes no advance and must page
 		// while the clock table moves on (adversary 19e).
-		reg.MustRegister(clock.NewAnnouncedAge(s.consumedAnnounced, s.cfg.Now).Collectors(s.cfg.resolution(), string(s.cfg.Layout.ClockGroup()))...)
+		reg.MustRegister(clock.NewAnnouncedAge(s.consumedAnnounced, s.cfg.Now).WithTable(s.annc.Latest).Collectors(s.cfg.resolution(), string(s.cfg.Layout.ClockGroup()))...)
 	}
 	reg.MustRegister(s.sched.JobsCollector(), s.sched.PartitionsGauge(), s.clock.LagGauge(s.cfg.Now), s.clock.AheadGauge(),
 		&lag.Lateness{Partitions: s.latenessPartitions, Announced: s.latenessAnnounced},
@@ -49,7 +49,7 @@ func (s *Instance) consumedAnnounced() time.Time {
 func (s *Instance) latenessPartitions() map[int32]lag.PartitionTimes {
 	out := map[int32]lag.PartitionTimes{}
 	for p, pt := range s.sched.Partitions() {
-		out[p] = lag.PartitionTimes{Watermark: pt.Watermark, From: pt.From, RecoveredAt: pt.RecoveredAt}
+		out[p] = lag.PartitionTimes{Watermark: pt.Watermark, From: pt.From, RecoveredAt: pt.RecoveredAt, Restore: pt.Restore, Pending: pt.Pending}
 	}
 	return out
 }

@@ -88,7 +88,8 @@ func latenessThreshold(res time.Duration) time.Duration {
 }
 
 var latenessDesc = prometheus.NewDesc(LatenessMetric,
-	"The latest time the clock announced (the clock table, read by every instance) minus the shard watermark of each scheduler partition this instance owns (for 10 s after the partition finished recovering, or the announced time then if later): how far the time up to which "+
+	"The latest time the clock announced (the clock table, read by every instance) minus the shard watermark of each scheduler partition this instance owns (for 10 s after the partition finished recovering, less the wait for its new owner: at most its restore plus 20 s), "+
+		"or minus the start of the oldest bucket fan-out still under way on it if that is more: how far the time up to which "+
 		"every due fire has been dispatched is behind the announced time. 0 when caught up (up to one clock resolution while an advance is under way); "+
 		"grows a second a second while the fan-out is slow or behind its peers and the clock announces. 0 before the partition's first completed advance "+
 		"and before the instance's first advance; a partition still restoring from the changelog is left out.",
@@ -98,8 +99,8 @@ var latenessDesc = prometheus.NewDesc(LatenessMetric,
 // scheduler partition the instance owns, the latest announced time the
 // instance knows (the clock table, which every instance reads, and the
 // advances it consumed) minus the partition's shard watermark (never
-// negative; 0 while either is zero); for DefaultRecoveryGrace after the partition
-// finished recovering, from the announced time then if that is later.
+// negative; 0 while either is zero), or minus the start of the oldest
+// bucket fan-out still under way on it if that is more.
 //
 // Both terms come from the clock group's announcements, which the broker's
 // clock bounds, never from the pod's wall clock: a pod whose clock is fast
@@ -111,12 +112,19 @@ var latenessDesc = prometheus.NewDesc(LatenessMetric,
 // reads its backlog in seconds, including a pod whose every callback is
 // stuck or too slow to read the next advance: the announced time comes
 // from the clock table, not from the advances the pod consumed (adversary
-// 19d). Measuring a partition, for DefaultRecoveryGrace after it finished recovering,
-// from no earlier than the announced time then keeps a rebalance or a
-// restore, during which the advances wait for the partition's new owner,
-// from reading as a fan-out behind: such a partition catches up in a
-// second or two once it runs. After it a backlog it had before reads
-// again.
+// 19d). A bucket trigger's fires go out one chunk per callback between
+// the advances, whose watermark keeps up meanwhile: the bucket fan-out's
+// own start counts for them (adversary 19f).
+//
+// A rebalance or a restore stops a partition's advances until its new
+// owner has recovered it; nobody's fan-out is slow, and it catches up in a
+// second or two once it runs. For DefaultRecoveryGrace after a partition
+// finished recovering that wait is excused: the announced time then minus
+// the watermark, at most the restore plus RebalancePause. A backlog it had
+// before is not (adversary 19f: a pod crash-looping in and out of the
+// group re-recovers every partition at each step; excusing the whole
+// backlog hid it for as long as that went on), and after the grace
+// nothing is (adversary 19e).
 // Unlike the fire delay histogram it grows while a dispatch is slow
 // (nothing is recorded until a fire goes out), has no sub-second floor
 // from schedules finer than the clock, and falls when more replicas share
@@ -125,16 +133,10 @@ type Lateness struct {
 	// Watermarks returns the watermark of every owned partition
 	// (scheduler.Scheduler.Watermarks). Used when Partitions is nil.
 	Watermarks func() map[int32]time.Time
-	// Partitions returns the watermark of every owned, recovered
-	// partition, the announced time when it finished recovering, and when
-	// that was (scheduler.Scheduler.Partitions). For
-	// DefaultRecoveryGrace after its recovery a partition is measured from the later of
-	// watermark and from, so the advances that waited for it during a
-	// rebalance or a restore (nobody's fan-out being slow) do not read as
-	// a fan-out behind while it catches up (adversary 19c: they asked for
-	// more replicas at every scale step); after it from its watermark
-	// again, so a backlog it had before (the one that asked for the scale
-	// step, or a restart) reads again (adversary 19e).
+	// Partitions returns, for every owned, recovered partition, its
+	// watermark, when and after how long a restore it finished
+	// recovering, and its oldest bucket fan-out under way
+	// (scheduler.Scheduler.Partitions).
 	Partitions func() map[int32]PartitionTimes
 	// Now is the clock of Partition.RecoveredAt (nil: time.Now).
 	Now func() time.Time
@@ -164,9 +166,9 @@ func (l *Lateness) Collect(ch chan<- prometheus.Metric) {
 	}
 	n := now()
 	for p, pt := range ps {
-		v := LatenessOf(pt.Watermark, t)
-		if !pt.Watermark.IsZero() && pt.From.After(pt.Watermark) && !pt.RecoveredAt.IsZero() && n.Sub(pt.RecoveredAt) < DefaultRecoveryGrace {
-			v = LatenessOf(pt.From, t)
+		v := LatenessOf(pt.Watermark.Add(pt.excused(n)), t)
+		if !pt.Pending.IsZero() {
+			v = max(v, LatenessOf(pt.Pending, t))
 		}
 		ch <- prometheus.MustNewConstMetric(latenessDesc, prometheus.GaugeValue, v, strconv.Itoa(int(p)))
 	}
@@ -174,10 +176,36 @@ func (l *Lateness) Collect(ch chan<- prometheus.Metric) {
 
 // PartitionTimes is what Lateness reads of one owned, recovered partition.
 type PartitionTimes struct {
-	Watermark   time.Time // every fire due up to it dispatched
-	From        time.Time // the announced time when it finished recovering
-	RecoveredAt time.Time // when, on the Now clock
+	Watermark   time.Time     // every fire due up to it dispatched
+	From        time.Time     // the announced time when it finished recovering
+	RecoveredAt time.Time     // when, on the Now clock
+	Restore     time.Duration // how long it took from assigned to recovered
+	// Pending: the announced time when the oldest bucket fan-out still
+	// under way on the partition started (zero: none). A bucket's fires
+	// go out one chunk per callback between the advances, whose watermark
+	// keeps up meanwhile (adversary 19f).
+	Pending time.Time
 }
+
+// excused is how much of the partition's lateness at now is the wait for
+// its new owner, not a fan-out behind: for DefaultRecoveryGrace after it
+// finished recovering, the announced time then minus its watermark, at
+// most the restore plus RebalancePause. A backlog it had before the
+// rebalance is not excused: repeated rebalances (a crash-looping pod
+// joining and leaving) no longer hide it (adversary 19f).
+func (pt PartitionTimes) excused(now time.Time) time.Duration {
+	if pt.Watermark.IsZero() || !pt.From.After(pt.Watermark) || pt.RecoveredAt.IsZero() || now.Sub(pt.RecoveredAt) >= DefaultRecoveryGrace {
+		return 0
+	}
+	return min(pt.From.Sub(pt.Watermark), pt.Restore+RebalancePause)
+}
+
+// RebalancePause is the longest a rebalance is taken to stop a partition's
+// advances before its new owner is assigned it: about 8 s measured for a
+// scale step; a member that died without leaving adds the group's session
+// timeout (10 s). Lateness excuses at most this plus the restore after a
+// partition recovers.
+const RebalancePause = 20 * time.Second
 
 // ConsumedGrace is how far the clock table's announced time must be ahead
 // of the advances an instance consumed before its lateness is measured
@@ -189,7 +217,7 @@ type PartitionTimes struct {
 const ConsumedGrace = 20 * time.Second
 
 // DefaultRecoveryGrace is how long after a partition finished recovering
-// Lateness measures it from no earlier than the announced time then: a
+// Lateness excuses the wait for its new owner (PartitionTimes.excused): a
 // partition that was on time catches up on the advances that waited for
 // it in well under that (1-2 s measured), and a pod's scale-up window
 // (60 s in the shipped ScaledObject) absorbs a backlog hidden that long.

@@ -30,7 +30,7 @@ func TestLatenessGauge(t *testing.T) {
 		if rng.IntN(8) == 0 {
 			announced = time.Time{} // no advance consumed yet
 		}
-		ws, from, recovered := map[int32]time.Time{}, map[int32]time.Time{}, map[int32]time.Time{}
+		ws, ps := map[int32]time.Time{}, map[int32]lag.PartitionTimes{}
 		var want strings.Builder
 		want.WriteString("# HELP chronos_fanout_lateness_seconds " + help + "\n# TYPE chronos_fanout_lateness_seconds gauge\n")
 		for p := range int32(rng.IntN(6)) {
@@ -55,31 +55,38 @@ func TestLatenessGauge(t *testing.T) {
 				}
 			}
 			ws[p] = w
+			pt := lag.PartitionTimes{Watermark: w}
 			if !w.IsZero() && rng.IntN(3) == 0 {
 				// The announced time when the partition finished recovering
 				// (the advances that waited for it in a rebalance or a
-				// restore): measured from it when it is later than w.
+				// restore) and how long its restore took: within the grace
+				// the wait is excused, at most the restore plus
+				// lag.RebalancePause (a backlog it had before stays,
+				// adversary 19f); after it, none (adversary 19e).
 				f := w.Add(time.Duration(rng.IntN(1_200_000)-600_000) * time.Millisecond)
-				from[p] = f
-				// Recovered within the grace (measured from f) or longer
-				// ago (from its watermark again: a backlog it had before
-				// its recovery reads, adversary 19e).
+				restore := time.Duration(rng.IntN(120_000)) * time.Millisecond
 				ago := time.Duration(rng.IntN(int(2*lag.DefaultRecoveryGrace/time.Millisecond))) * time.Millisecond
-				recovered[p] = base.Add(48 * time.Hour).Add(-ago)
+				pt.From, pt.Restore, pt.RecoveredAt = f, restore, base.Add(48*time.Hour).Add(-ago)
 				if f.After(w) && ago < lag.DefaultRecoveryGrace {
+					excused := min(f.Sub(w), restore+lag.RebalancePause)
 					v = 0
-					if !announced.IsZero() && announced.After(f) {
-						v = announced.Sub(f).Seconds()
+					if !announced.IsZero() && announced.After(w.Add(excused)) {
+						v = announced.Sub(w.Add(excused)).Seconds()
 					}
 				}
 			}
+			if rng.IntN(4) == 0 {
+				// A bucket fan-out under way since pending: late by
+				// announced minus pending if that is more.
+				pt.Pending = base.Add(time.Duration(rng.IntN(3600)) * time.Second)
+				if !announced.IsZero() && announced.After(pt.Pending) {
+					v = max(v, announced.Sub(pt.Pending).Seconds())
+				}
+			}
+			ps[p] = pt
 			fmt.Fprintf(&want, "chronos_fanout_lateness_seconds{partition=\"%d\"} %g\n", p, v)
 		}
 		now := base.Add(48 * time.Hour)
-		ps := map[int32]lag.PartitionTimes{}
-		for p, w := range ws {
-			ps[p] = lag.PartitionTimes{Watermark: w, From: from[p], RecoveredAt: recovered[p]}
-		}
 		g := &lag.Lateness{Partitions: func() map[int32]lag.PartitionTimes { return ps }, Announced: func() time.Time { return announced },
 			Now: func() time.Time { return now }}
 		if len(ws) == 0 {
@@ -106,7 +113,8 @@ func TestLatenessGauge(t *testing.T) {
 }
 
 // help is the gauge's help text.
-const help = "The latest time the clock announced (the clock table, read by every instance) minus the shard watermark of each scheduler partition this instance owns (for 10 s after the partition finished recovering, or the announced time then if later): how far the time up to which " +
+const help = "The latest time the clock announced (the clock table, read by every instance) minus the shard watermark of each scheduler partition this instance owns (for 10 s after the partition finished recovering, less the wait for its new owner: at most its restore plus 20 s), " +
+	"or minus the start of the oldest bucket fan-out still under way on it if that is more: how far the time up to which " +
 	"every due fire has been dispatched is behind the announced time. 0 when caught up (up to one clock resolution while an advance is under way); " +
 	"grows a second a second while the fan-out is slow or behind its peers and the clock announces. 0 before the partition's first completed advance " +
 	"and before the instance's first advance; a partition still restoring from the changelog is left out."

@@ -80,15 +80,27 @@ func Stalled(ages []time.Duration, resolutions []time.Duration) bool {
 // (negative; the gauge reads NaN, which the alert's min skips), not the
 // time since it started: an instance restarting every few minutes would
 // otherwise keep the system's smallest age young through a stall
-// (adversary 19d, TestRestartingInstanceKeepsStalledAlert). The first time
-// it sees is dated by the wall clock: that time is the newest the system
+// (adversary 19d, TestRestartingInstanceKeepsStalledAlert). With a table
+// (WithTable: the clock table, which the instance reads before its
+// scheduler starts) it is known from the start: the larger of the time
+// since the AnnouncedAge was made and the time since the table's
+// announced time, by the wall clock. A pod restoring its partitions
+// consumes no advance, and when every pod restores (the only pod
+// restarted) the alert must have a sample (adversary 19f); a restart
+// during a stall reads the stall's age, not its own. The first time it
+// sees is dated by the wall clock: that time is the newest the system
 // announced, so its age is at least now minus it (a stall that began
 // before this instance started counts from its start, not the instance's);
 // the next move resets it, so a skewed wall clock matters only while the
-// clock is stalled anyway. Safe for concurrent use.
+// clock is stalled anyway: a pod whose clock is S behind, restarted during
+// a stall younger than S, reads a young age and delays the alert by up
+// to S (TestAdv19fSlowPodClockRestartHidesStall, kept under its tag; keep
+// pods' clocks synchronised). Safe for concurrent use.
 type AnnouncedAge struct {
 	announced func() time.Time
+	table     func() time.Time
 	now       func() time.Time
+	made      time.Time
 	mu        struct {
 		sync.Mutex
 		last  time.Time // the announced time seen at the last move
@@ -103,11 +115,19 @@ func NewAnnouncedAge(announced func() time.Time, now func() time.Time) *Announce
 	if now == nil {
 		now = time.Now
 	}
-	return &AnnouncedAge{announced: announced, now: now}
+	return &AnnouncedAge{announced: announced, now: now, made: now()}
+}
+
+// WithTable makes the age known before the first announced time seen:
+// table returns the clock table's announced time (zero: not read yet).
+// It returns a.
+func (a *AnnouncedAge) WithTable(table func() time.Time) *AnnouncedAge {
+	a.table = table
+	return a
 }
 
 // Age returns the time since the announced time last moved forward, or -1
-// before the instance has seen any announced time.
+// before the instance has seen any announced time (without a table).
 func (a *AnnouncedAge) Age() time.Duration {
 	t, now := a.announced(), a.now()
 	a.mu.Lock()
@@ -123,7 +143,14 @@ func (a *AnnouncedAge) Age() time.Duration {
 		a.mu.last = t
 	}
 	if a.mu.last.IsZero() {
-		return -1
+		if a.table == nil {
+			return -1
+		}
+		d := now.Sub(a.made)
+		if tt := a.table(); !tt.IsZero() {
+			d = max(d, now.Sub(tt))
+		}
+		return max(d, 0)
 	}
 	return max(now.Sub(a.mu.since), 0)
 }
@@ -142,7 +169,7 @@ func (a *AnnouncedAge) Collectors(res time.Duration, clockGroup string) []promet
 	}
 	return []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: AnnouncedAgeMetric, ConstLabels: labels,
-			Help: "Seconds since this instance last saw the announced time (the latest \"advance to T\" its scheduler consumed, or its partitions' watermarks) move forward; NaN until it has seen one. " +
+			Help: "Seconds since this instance last saw the announced time (the latest \"advance to T\" its scheduler consumed, or its partitions' watermarks) move forward; before it has seen one, the time since it started or since the clock table's announced time, whichever is longer. " +
 				"Saws from 0 to about one clock resolution while the clock announces; rises a second a second on every instance while it does not."},
 			func() float64 {
 				if d := a.Age(); d >= 0 {

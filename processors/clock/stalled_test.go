@@ -28,17 +28,27 @@ func (f *fakeNow) add(d time.Duration) {
 // times (forward moves, repeats, moves back, none for a while) read at
 // generated moments, against a model: the age is the time since the
 // reading that first saw the latest announced time; the first one seen is
-// aged by the wall clock from that time; none seen: unknown (-1).
+// aged by the wall clock from that time; none seen: unknown (-1), or with
+// a table the time since the AnnouncedAge was made or since the table's
+// time, whichever is longer (adversary 19f: the only pod restoring).
 func TestAnnouncedAgeOracle(t *testing.T) {
 	t.Parallel()
 	for seed := int64(1); seed <= 50; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		clk := &fakeNow{t: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}
-		var announced time.Time
+		var announced, table time.Time
 		a := NewAnnouncedAge(func() time.Time { return announced }, clk.now)
+		withTable := seed%2 == 0 // the instance's: the clock table read before the first advance consumed
+		if withTable {
+			a.WithTable(func() time.Time { return table })
+		}
+		made := clk.now()
 		var since, seen time.Time
 		for i := range 300 {
 			clk.add(time.Duration(rng.Intn(3000)) * time.Millisecond)
+			if rng.Intn(5) == 0 { // the table moves (or is read for the first time), skewed either way
+				table = clk.now().Add(time.Duration(rng.Intn(400_000)-100_000) * time.Millisecond)
+			}
 			switch rng.Intn(4) {
 			case 0:
 				announced = announced.Add(time.Duration(rng.Intn(3)) * time.Second)
@@ -56,8 +66,14 @@ func TestAnnouncedAgeOracle(t *testing.T) {
 				seen = announced
 			}
 			want := time.Duration(-1)
-			if !seen.IsZero() {
+			switch {
+			case !seen.IsZero():
 				want = clk.now().Sub(since)
+			case withTable: // since it was made, or since the table's time if longer
+				want = clk.now().Sub(made)
+				if !table.IsZero() {
+					want = max(want, clk.now().Sub(table))
+				}
 			}
 			require.Equal(t, want, a.Age(), "seed %d reading %d", seed, i)
 		}

@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"fmt"
+	"sync"
+	"time"
 
 	"github.com/lovoo/goka"
 
@@ -18,9 +20,14 @@ func (s *Scheduler) fireBucket(ctx goka.Context, tr codecs.ShardTrigger) error {
 	if st == nil {
 		return fmt.Errorf("scheduler: no open store for partition %d", ctx.Partition())
 	}
+	key := tr.Bucket + "\x00" + tr.TriggerID
+	s.pending.start(ctx.Partition(), key, s.announcedNow())
 	last, more, err := s.bucketChunk(ctx, st, tr)
 	if err != nil {
 		return err
+	}
+	if !more {
+		s.pending.done(ctx.Partition(), key)
 	}
 	if more {
 		next := tr
@@ -79,4 +86,63 @@ scan:
 	s.cfg.Metrics.fired(codecs.TriggerBucket, len(msgs), 0)
 	s.cfg.Metrics.fanout(len(msgs))
 	return last, more, nil
+}
+
+// pendingBuckets notes, per partition, the announced time each bucket
+// fan-out under way on it started, for the lateness gauge
+// (PartitionTimes.Pending): a bucket's chunks go out between the advances,
+// whose watermark keeps up meanwhile, so without it a slow bucket fan-out
+// would read as on time (adversary 19f). In memory: a fan-out a new owner
+// continues counts from when it first ran there. Safe for concurrent use.
+type pendingBuckets struct {
+	mu sync.Mutex
+	m  map[int32]map[string]time.Time
+}
+
+// start notes that the fan-out key runs on partition p, started at
+// announced unless already noted.
+func (b *pendingBuckets) start(p int32, key string, announced time.Time) {
+	if announced.IsZero() {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = map[int32]map[string]time.Time{}
+	}
+	if b.m[p] == nil {
+		b.m[p] = map[string]time.Time{}
+	}
+	if _, ok := b.m[p][key]; !ok {
+		b.m[p][key] = announced
+	}
+}
+
+// done forgets the fan-out key of partition p.
+func (b *pendingBuckets) done(p int32, key string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.m[p], key)
+}
+
+// reset forgets every fan-out of partition p (it was recovered again: a
+// fan-out still under way continues from the loopback and is noted anew).
+func (b *pendingBuckets) reset(p int32) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.m, p)
+}
+
+// oldest returns when the oldest fan-out under way on partition p started
+// (zero: none).
+func (b *pendingBuckets) oldest(p int32) time.Time {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var t time.Time
+	for _, s := range b.m[p] {
+		if t.IsZero() || s.Before(t) {
+			t = s
+		}
+	}
+	return t
 }

@@ -116,6 +116,12 @@ type PartitionTimes struct {
 	From time.Time
 	// RecoveredAt: when it finished recovering, on this process's clock.
 	RecoveredAt time.Time
+	// Restore: how long its store took from being built (the partition
+	// assigned to this instance) to recovered.
+	Restore time.Duration
+	// Pending: the announced time when the oldest bucket fan-out still
+	// under way on it started here (zero: none).
+	Pending time.Time
 }
 
 // Partitions returns, for every partition the instance owns and has
@@ -129,10 +135,10 @@ func (s *Scheduler) Partitions() map[int32]PartitionTimes {
 		if st := s.Store(int32(p)); st != nil && st.Recovered() {
 			if b, err := st.Get(key); err == nil {
 				if rec, err := codecs.DecodeShardHead(b); err == nil {
-					pt := PartitionTimes{Watermark: rec.Watermark}
+					pt := PartitionTimes{Watermark: rec.Watermark, Pending: s.pending.oldest(int32(p))}
 					if v, ok := s.started.Load(int32(p)); ok {
 						st := v.(PartitionTimes)
-						pt.From, pt.RecoveredAt = st.From, st.RecoveredAt
+						pt.From, pt.RecoveredAt, pt.Restore = st.From, st.RecoveredAt, st.Restore
 					}
 					out[int32(p)] = pt
 				}

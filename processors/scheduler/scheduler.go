@@ -174,6 +174,7 @@ type Scheduler struct {
 	// announcedSrc, when set (SetAnnouncedSource), is the instance's
 	// announced time; else Announced.
 	announcedSrc atomic.Pointer[func() time.Time]
+	pending      pendingBuckets
 	fence        *fence
 	passes       passes
 	announced    announced
@@ -238,8 +239,11 @@ func (s *Scheduler) StorageBuilder() storage.Builder {
 			// indexing on recovery").
 		}
 		opts.MemTableSize = StaggeredMemTableSize(s.cfg.Store.MemTableSize, partition)
+		built := time.Now() // the partition was assigned to this instance
 		opts.OnRecovered = func() {
-			s.started.Store(partition, PartitionTimes{From: s.announcedNow(), RecoveredAt: time.Now()})
+			now := time.Now()
+			s.pending.reset(partition)
+			s.started.Store(partition, PartitionTimes{From: s.announcedNow(), RecoveredAt: now, Restore: now.Sub(built)})
 		}
 		return opts
 	})
