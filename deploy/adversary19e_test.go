@@ -76,18 +76,7 @@ func TestAdv19eScaleStepHidesTheBacklog(t *testing.T) {
 	tick := func() { at = at.Add(time.Second); env.Tick(at) }
 	tick()
 	first := at
-	testenv.Eventually(t, 60*time.Second, func() error {
-		ws := a.Scheduler().Watermarks()
-		if len(ws) != partitions {
-			return fmt.Errorf("watermarks %v", ws)
-		}
-		for p, w := range ws {
-			if !w.Equal(first) {
-				return fmt.Errorf("partition %d watermark %s, want %s", p, w, first)
-			}
-		}
-		return nil
-	})
+	waitWatermarks(t, partitions, first, a)
 
 	// The dispatch slows down; the clock announces a burst of advances.
 	prodA.d.Store(int64(time.Second))
@@ -191,17 +180,7 @@ func TestAdv19eRestartHidesTheBacklog(t *testing.T) {
 	tick := func() { at = at.Add(time.Second); env.Tick(at) }
 	tick()
 	first := at
-	testenv.Eventually(t, 60*time.Second, func() error {
-		for p, w := range a.Scheduler().Watermarks() {
-			if !w.Equal(first) {
-				return fmt.Errorf("partition %d watermark %s, want %s", p, w, first)
-			}
-		}
-		if len(a.Scheduler().Watermarks()) != partitions {
-			return fmt.Errorf("watermarks %v", a.Scheduler().Watermarks())
-		}
-		return nil
-	})
+	waitWatermarks(t, partitions, first, a)
 	prodA.d.Store(int64(time.Second))
 	for range burst {
 		tick()
@@ -353,21 +332,7 @@ func TestAdv19eDeadDispatchBrokerDoesNotPage(t *testing.T) {
 		env.Tick(at)
 	}
 	step()
-	testenv.Eventually(t, 60*time.Second, func() error {
-		n := 0
-		for _, in := range insts {
-			for p, w := range in.Scheduler().Watermarks() {
-				if !w.Equal(at) {
-					return fmt.Errorf("partition %d watermark %s, want %s", p, w, at)
-				}
-				n++
-			}
-		}
-		if n != partitions {
-			return fmt.Errorf("%d partitions owned", n)
-		}
-		return nil
-	})
+	waitWatermarks(t, partitions, at, insts...)
 	require.False(t, clock.Stalled(ages(t, regs), []time.Duration{time.Second, time.Second}), "setup: on time, not stalled")
 
 	// The dispatch broker stops answering.

@@ -9,7 +9,6 @@ package deploy
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -67,18 +66,7 @@ func TestAdv19fSlowBucketFanOutAsksForTheMinimum(t *testing.T) {
 	cfg.Fanout.Budget = 50 * time.Millisecond
 	a := env.Start(cfg)
 	env.WaitApplied()
-	testenv.Eventually(t, 60*time.Second, func() error {
-		ws := a.Scheduler().Watermarks()
-		if len(ws) != partitions {
-			return fmt.Errorf("watermarks %v", ws)
-		}
-		for p, w := range ws {
-			if w.IsZero() {
-				return fmt.Errorf("partition %d has no watermark yet", p)
-			}
-		}
-		return nil
-	})
+	waitWatermarks(t, partitions, time.Time{}, a)
 	dispatch := env.Collect(string(env.Layout.Dispatch()))
 	prod.d.Store(int64(time.Second))
 	sent := time.Now()
@@ -143,15 +131,7 @@ func TestAdv19fRestoreAfterRestartDoesNotPage(t *testing.T) {
 	env := testenv.New(t, partitions)
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
 	clk := &simNow{t: t0}
-	payload := []byte(`{"blob":"` + strings.Repeat("x", 1000) + `"}`)
-	for i := 0; i < jobs; i += 1000 {
-		keys, vals := make([]string, 1000), make([][]byte, 1000)
-		for k := range keys {
-			keys[k] = fmt.Sprintf("job-%06d", i+k)
-			vals[k] = testenv.PutCommand(keys[k], codecs.JobDef{Every: "24h", Payload: payload})
-		}
-		env.ProduceMany(string(env.Layout.Jobs()), keys, vals, t0)
-	}
+	putBigJobs(env, jobs, t0)
 	regA := prometheus.NewRegistry()
 	cfgA := env.Config()
 	cfgA.Registerer, cfgA.Now = regA, clk.now
@@ -163,18 +143,7 @@ func TestAdv19fRestoreAfterRestartDoesNotPage(t *testing.T) {
 		step()
 		clk.set(at)
 	}
-	testenv.Eventually(t, 60*time.Second, func() error {
-		ws := a.Scheduler().Watermarks()
-		if len(ws) != partitions {
-			return fmt.Errorf("watermarks %v", ws)
-		}
-		for p, w := range ws {
-			if !w.Equal(at) {
-				return fmt.Errorf("partition %d watermark %s, want %s", p, w, at)
-			}
-		}
-		return nil
-	})
+	waitWatermarks(t, partitions, at, a)
 	last := at
 	a.Stop()
 
@@ -304,18 +273,7 @@ func TestAdv19fRepeatedRebalancesHideTheBacklog(t *testing.T) {
 	tick := func() { mu.Lock(); at = at.Add(time.Second); x := at; mu.Unlock(); env.Tick(x) }
 	tick()
 	first := at
-	testenv.Eventually(t, 60*time.Second, func() error {
-		ws := a.Scheduler().Watermarks()
-		if len(ws) != partitions {
-			return fmt.Errorf("watermarks %v", ws)
-		}
-		for p, w := range ws {
-			if !w.Equal(first) {
-				return fmt.Errorf("partition %d watermark %s, want %s", p, w, first)
-			}
-		}
-		return nil
-	})
+	waitWatermarks(t, partitions, first, a)
 	prodA.d.Store(int64(time.Second))
 	for range burst {
 		tick()

@@ -15,7 +15,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -161,15 +160,7 @@ func TestScaleUpRestoreAsksForTheMinimum(t *testing.T) {
 	so := shippedFor(t, env)
 	adm := admin(t, env)
 	now := time.Now()
-	payload := []byte(`{"blob":"` + strings.Repeat("x", 1000) + `"}`)
-	for i := 0; i < jobs; i += 1000 {
-		keys, vals := make([]string, 1000), make([][]byte, 1000)
-		for k := range keys {
-			keys[k] = fmt.Sprintf("job-%06d", i+k)
-			vals[k] = testenv.PutCommand(keys[k], codecs.JobDef{Every: "24h", Payload: payload})
-		}
-		env.ProduceMany(string(env.Layout.Jobs()), keys, vals, now)
-	}
+	putBigJobs(env, jobs, now)
 	regA := prometheus.NewRegistry()
 	cfg := env.Config()
 	cfg.Clock.NoTicker = false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -360,15 +361,7 @@ func TestStalledClockDoesNotScaleOut(t *testing.T) {
 	env.Tick(tick)
 	// The advance completed on every partition: the watermark is the
 	// announced time, every fire due up to it dispatched.
-	testenv.Eventually(t, 60*time.Second, func() error {
-		ws := inst.Scheduler().Watermarks()
-		for p := range int32(partitions) {
-			if !ws[p].Equal(tick.Truncate(time.Second)) {
-				return fmt.Errorf("partition %d watermark %s, want %s", p, ws[p], tick.Truncate(time.Second))
-			}
-		}
-		return nil
-	})
+	waitWatermarks(t, partitions, tick.Truncate(time.Second), inst)
 	// The clock stalls: wait until its owner's gauge shows it, past two
 	// lateness thresholds, reading the lateness all along.
 	worst := 0.0
@@ -384,4 +377,42 @@ func TestStalledClockDoesNotScaleOut(t *testing.T) {
 	require.Equal(t, int64(1), n, "the clock stalled %.0f s ago, every fire due up to then dispatched (lags %v)",
 		gauge(t, reg, "chronos_clock_lag_seconds"), byTopic(env, verdicts))
 
+}
+
+// waitWatermarks waits until insts together own every partition and each
+// owned partition's watermark is want (zero want: any completed advance).
+func waitWatermarks(t *testing.T, partitions int, want time.Time, insts ...*testenv.Instance) {
+	t.Helper()
+	testenv.Eventually(t, 60*time.Second, func() error {
+		n := 0
+		for _, in := range insts {
+			for p, w := range in.Scheduler().Watermarks() {
+				if want.IsZero() && w.IsZero() {
+					return fmt.Errorf("partition %d has no watermark yet", p)
+				}
+				if !want.IsZero() && !w.Equal(want) {
+					return fmt.Errorf("partition %d watermark %s, want %s", p, w, want)
+				}
+				n++
+			}
+		}
+		if n != partitions {
+			return fmt.Errorf("%d of %d partitions owned and recovered", n, partitions)
+		}
+		return nil
+	})
+}
+
+// putBigJobs registers jobs job-000000... every 24h with a 1 KB payload,
+// commands produced in batches of 1,000 stamped at.
+func putBigJobs(env *testenv.Env, jobs int, at time.Time) {
+	payload := []byte(`{"blob":"` + strings.Repeat("x", 1000) + `"}`)
+	for i := 0; i < jobs; i += 1000 {
+		keys, vals := make([]string, min(1000, jobs-i)), make([][]byte, min(1000, jobs-i))
+		for k := range keys {
+			keys[k] = fmt.Sprintf("job-%06d", i+k)
+			vals[k] = testenv.PutCommand(keys[k], codecs.JobDef{Every: "24h", Payload: payload})
+		}
+		env.ProduceMany(string(env.Layout.Jobs()), keys, vals, at)
+	}
 }

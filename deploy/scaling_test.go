@@ -225,15 +225,7 @@ func TestShippedScaledObjectSeesTheFanOut(t *testing.T) {
 	}
 	tick()
 	first := at
-	testenv.Eventually(t, 60*time.Second, func() error {
-		ws := inst.Scheduler().Watermarks()
-		for p := range int32(partitions) {
-			if !ws[p].Equal(first) {
-				return fmt.Errorf("partition %d watermark %s, want %s", p, ws[p], first)
-			}
-		}
-		return nil
-	})
+	waitWatermarks(t, partitions, first, inst)
 	n, late := all()
 	require.Equal(t, int64(1), n, "caught up: the minimum (lateness %.1f)", late)
 
