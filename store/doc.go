@@ -44,7 +44,8 @@
 // GetOffset, SetOffset and MarkRecovered behave like goka's leveldb storage:
 // before MarkRecovered the offset is kept in memory (and persisted every 30s
 // and on Close), afterwards every SetOffset that follows the local offset is
-// persisted. After recovery the offsets come from the process's own
+// persisted (or, with Options.OffsetEvery, one every that many offsets and
+// on Close: for tables whose records may be applied twice). After recovery the offsets come from the process's own
 // changelog writes; one that does not follow the local offset means another
 // writer (an owner that had not yet noticed it lost the partition) wrote in
 // between, so the local offset stops there and the next recovery re-reads

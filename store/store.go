@@ -86,6 +86,18 @@ type Options struct {
 	// Recovered reports true (the scheduler notes the announced time its
 	// partition starts from). Optional.
 	OnRecovered func()
+	// OffsetEvery persists the local offset after MarkRecovered only when
+	// it has moved OffsetEvery offsets past the persisted one (and always
+	// at Close); in between it is kept in memory. 0 or 1, the default:
+	// every SetOffset is persisted, one more write per changelog record.
+	// Larger values save that write, at the cost of a crash (not a clean
+	// stop) re-reading up to OffsetEvery-1 more changelog records at the
+	// next recovery and putting their values back over the store's own:
+	// only for tables whose writes are idempotent when their inputs are
+	// consumed again (the history group's folds), not the scheduler's.
+	// The persisted offset never passes the data (one WAL, written in
+	// order), so nothing is skipped.
+	OffsetEvery int64
 }
 
 var (
@@ -118,6 +130,7 @@ type Store struct {
 	buf []byte     // scratch for index keys; guarded by wmu
 
 	offset    atomic.Int64 // local offset + 1; 0: none set (see localOffset)
+	persisted atomic.Int64 // persisted offset + 1 after MarkRecovered; 0: none (see OffsetEvery)
 	recovered atomic.Bool
 	// offsetGap: after MarkRecovered, a changelog write came back with an
 	// offset that does not follow the local offset, so another writer (an
@@ -550,17 +563,30 @@ func (s *Store) putOffset(off int64) error {
 		return err
 	}
 	defer s.mu.RUnlock()
-	return s.db.Set(metaKey(metaOffset), encodeOffset(off), s.wo)
+	if err := s.db.Set(metaKey(metaOffset), encodeOffset(off), s.wo); err != nil {
+		return err
+	}
+	s.persisted.Store(off + 1)
+	return nil
 }
 
-// GetOffset returns the local offset: before MarkRecovered the in-memory
-// offset if non-zero, otherwise the persisted one, or def if none.
+// persistDue reports whether SetOffset(off) after MarkRecovered must
+// persist off now (see Options.OffsetEvery).
+func (s *Store) persistDue(off int64) bool {
+	p := s.persisted.Load()
+	return s.opts.OffsetEvery <= 1 || p == 0 || off-(p-1) >= s.opts.OffsetEvery
+}
+
+// GetOffset returns the local offset: the in-memory offset if one is set
+// (before MarkRecovered, or after it with Options.OffsetEvery, when the
+// persisted one may trail it), otherwise the persisted one, or def if
+// none.
 func (s *Store) GetOffset(def int64) (int64, error) {
 	if err := s.acquire(); err != nil {
 		return 0, err
 	}
 	defer s.mu.RUnlock()
-	if !s.recovered.Load() {
+	if !s.recovered.Load() || s.opts.OffsetEvery > 1 {
 		if off, ok := s.localOffset(); ok {
 			return off, nil
 		}
@@ -580,7 +606,8 @@ func (s *Store) GetOffset(def int64) (int64, error) {
 }
 
 // SetOffset sets the local offset. It is persisted immediately after
-// MarkRecovered, before that only periodically and on Close.
+// MarkRecovered (every Options.OffsetEvery offsets if set), before that only
+// periodically, and always on Close.
 func (s *Store) SetOffset(offset int64) (err error) {
 	defer s.recoverFatal(&err)
 	if err := s.acquire(); err != nil {
@@ -620,6 +647,9 @@ func (s *Store) SetOffset(offset int64) (err error) {
 		return nil
 	}
 	s.setLocalOffset(offset)
+	if !s.persistDue(offset) {
+		return nil
+	}
 	return s.putOffset(offset)
 }
 
