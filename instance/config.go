@@ -222,14 +222,15 @@ func FetchBufferRecords(bytes, largest int) int {
 // of HistoryStoreBloomBits bits per key, so that a read skips the files
 // that do not hold its job (every file, for a job's first command).
 // Both persist their local changelog offset every HistoryStoreOffsetEvery
-// offsets (store.Options.OffsetEvery) instead of once per record: their
-// writes are whole records and the group's folds are idempotent, so a
-// crash only re-reads up to that many changelog records a partition.
+// offsets (store.Options.OffsetEvery; the group's stores by default,
+// history.StoreOffsetEvery) instead of once per record: their writes are
+// whole records and the group's folds are idempotent, so a crash only
+// re-reads up to that many changelog records a partition.
 const (
 	HistoryStoreCacheBytes    = 1 << 20
 	HistoryStoreMemTableBytes = 2 << 20
 	HistoryStoreBloomBits     = 10
-	HistoryStoreOffsetEvery   = 1000
+	HistoryStoreOffsetEvery   = history.StoreOffsetEvery
 )
 
 // ErrNoCredentials is why an instance with RequireAuth refuses to start.

@@ -49,6 +49,14 @@ const (
 	MaxChanges = 200
 )
 
+// StoreOffsetEvery is how often the group's partition stores persist their
+// changelog offset (store.Options.OffsetEvery) unless Config.Store sets
+// it: every 1,000 offsets and at a clean stop, not once per record. A
+// job's record is written whole and folding a fire, an outcome or a
+// command again changes nothing, so the up to 999 more changelog records a
+// crash makes the next recovery re-read are harmless.
+const StoreOffsetEvery = 1000
+
 // ActorHeader is the record header naming who sent a command (the API sets
 // it to the token's name; the same as api.ActorHeader).
 const ActorHeader = "chronos-actor"
@@ -147,10 +155,14 @@ func (h *History) Options() []goka.ProcessorOption {
 	return []goka.ProcessorOption{goka.WithStorageBuilder(h.StorageBuilder()), goka.WithNilHandling(goka.NilProcess)}
 }
 
-// StorageBuilder returns one Pebble store per partition (no index).
+// StorageBuilder returns one Pebble store per partition (no index),
+// persisting its offset every StoreOffsetEvery offsets by default.
 func (h *History) StorageBuilder() storage.Builder {
 	return h.stores.Builder(h.cfg.DataDir, func(partition int32) store.Options {
 		opts := h.cfg.Store
+		if opts.OffsetEvery == 0 {
+			opts.OffsetEvery = StoreOffsetEvery
+		}
 		if opts.Logger == nil {
 			log := h.cfg.Logger.With("partition", partition)
 			opts.Logger = func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }
