@@ -48,6 +48,10 @@ type ShardTrigger struct {
 	// due entry, or after this bucket member.
 	AfterAt  time.Time `json:"after_at,omitzero"`
 	AfterKey string    `json:"after_key,omitempty"`
+	// Started (bucket continuations only): the announced time the bucket's
+	// fan-out started on this partition, which the lateness gauge counts
+	// from whichever instance continues it.
+	Started time.Time `json:"started,omitzero"`
 	// Bucket fires.
 	Bucket    string          `json:"bucket,omitempty"`
 	TriggerID string          `json:"trigger_id,omitempty"`

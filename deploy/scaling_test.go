@@ -183,20 +183,28 @@ func TestShippedScaledObjectSeesTheFanOut(t *testing.T) {
 	}
 	jobs := string(names.Jobs())
 
-	// 1. A burst of commands, nobody consuming: 101-200 per replica.
+	// 1. A burst of commands, nobody consuming: 1,001-2,000 per replica
+	// (a tenth of them due every second, for part 2; the rest daily).
 	t0 := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC) // simulated time, behind any broker's clock
 	n, byTopic := asks()
 	require.Equal(t, int64(1), n, "idle: the minimum")
 	var burst []int64
 	for round := range 3 {
-		for i := range 150 {
-			env.Put(fmt.Sprintf("job-%d-%03d", round, i), codecs.JobDef{Every: "1s"}, t0)
+		keys, vals := make([]string, 1500), make([][]byte, 1500)
+		for i := range keys {
+			def := codecs.JobDef{Every: "24h"}
+			if i < 150 {
+				def.Every = "1s"
+			}
+			keys[i] = fmt.Sprintf("job-%d-%04d", round, i)
+			vals[i] = testenv.PutCommand(keys[i], def)
 		}
+		env.ProduceMany(string(env.Layout.Jobs()), keys, vals, t0)
 		n, byTopic = asks()
-		require.Equal(t, int64(150*(round+1)), byTopic[jobs])
+		require.Equal(t, int64(1500*(round+1)), byTopic[jobs])
 		burst = append(burst, n)
 	}
-	require.Equal(t, []int64{2, 3, 4}, burst, "ceil(150, 300, 450 / 100), then maxReplicaCount: the %d partitions", partitions)
+	require.Equal(t, []int64{2, 3, 4}, burst, "ceil(1,500, 3,000, 4,500 / %d), then maxReplicaCount: the %d partitions", lag.CommandsPerReplica, partitions)
 
 	// 2. An instance applies the commands and completes one advance.
 	g := &gate{Producer: scheduler.KgoProducer{Client: env.Client}, open: make(chan struct{}), called: make(chan struct{})}
@@ -304,5 +312,7 @@ func TestFireRateThresholdFollowsThePodsCPU(t *testing.T) {
 	require.Equal(t, lag.PodCPURequest, cores(str(get(yamlDoc(t, "deploy/helm/chronos/values.yaml"), "resources", "requests", "cpu"))))
 	require.Equal(t, float64(lag.FiresPerCore)*lag.PodCPURequest/4, float64(lag.FiresPerReplica))
 	require.Equal(t, float64(lag.FiresPerReplica), scaledObject(t, shippedScaledObject(t)).FireRate.Threshold)
+	require.Equal(t, int64(lag.CommandsPerReplica), scaledObject(t, shippedScaledObject(t)).Triggers[0].LagThreshold)
+	require.Equal(t, fmt.Sprint(lag.CommandsPerReplica), get(yamlDoc(t, "deploy/helm/chronos/values.yaml"), "keda", "lagThreshold"))
 	require.Equal(t, float64(lag.FiresPerReplica), float64(get(yamlDoc(t, "deploy/helm/chronos/values.yaml"), "keda", "firesPerReplica").(int)))
 }

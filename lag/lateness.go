@@ -88,7 +88,7 @@ func latenessThreshold(res time.Duration) time.Duration {
 }
 
 var latenessDesc = prometheus.NewDesc(LatenessMetric,
-	"The latest time the clock announced (the clock table, read by every instance) minus the shard watermark of each scheduler partition this instance owns (for 10 s after the partition finished recovering, less the wait for its new owner: at most its restore plus 20 s), "+
+	"The latest time the clock announced (the clock table, read by every instance) minus the shard watermark of each scheduler partition this instance owns (for 10 s after the partition finished recovering, less its restore plus 20 s: the longest it may have waited for its new owner), "+
 		"or minus the start of the oldest bucket fan-out still under way on it if that is more: how far the time up to which "+
 		"every due fire has been dispatched is behind the announced time. 0 when caught up (up to one clock resolution while an advance is under way); "+
 		"grows a second a second while the fan-out is slow or behind its peers and the clock announces. 0 before the partition's first completed advance "+
@@ -119,12 +119,12 @@ var latenessDesc = prometheus.NewDesc(LatenessMetric,
 // A rebalance or a restore stops a partition's advances until its new
 // owner has recovered it; nobody's fan-out is slow, and it catches up in a
 // second or two once it runs. For DefaultRecoveryGrace after a partition
-// finished recovering that wait is excused: the announced time then minus
-// the watermark, at most the restore plus RebalancePause. A backlog it had
-// before is not (adversary 19f: a pod crash-looping in and out of the
+// finished recovering up to its restore plus RebalancePause of its
+// lateness is excused as that wait. No more: a backlog it had before reads
+// less at most that (adversary 19f: a pod crash-looping in and out of the
 // group re-recovers every partition at each step; excusing the whole
-// backlog hid it for as long as that went on), and after the grace
-// nothing is (adversary 19e).
+// backlog hid it for as long as that went on), and after the grace in
+// full (adversary 19e).
 // Unlike the fire delay histogram it grows while a dispatch is slow
 // (nothing is recorded until a fire goes out), has no sub-second floor
 // from schedules finer than the clock, and falls when more replicas share
@@ -135,7 +135,7 @@ type Lateness struct {
 	Watermarks func() map[int32]time.Time
 	// Partitions returns, for every owned, recovered partition, its
 	// watermark, when and after how long a restore it finished
-	// recovering, and its oldest bucket fan-out under way
+	// recovering, and the start of its oldest bucket fan-out under way
 	// (scheduler.Scheduler.Partitions).
 	Partitions func() map[int32]PartitionTimes
 	// Now is the clock of Partition.RecoveredAt (nil: time.Now).
@@ -177,8 +177,7 @@ func (l *Lateness) Collect(ch chan<- prometheus.Metric) {
 // PartitionTimes is what Lateness reads of one owned, recovered partition.
 type PartitionTimes struct {
 	Watermark   time.Time     // every fire due up to it dispatched
-	From        time.Time     // the announced time when it finished recovering
-	RecoveredAt time.Time     // when, on the Now clock
+	RecoveredAt time.Time     // when it finished recovering, on the Now clock
 	Restore     time.Duration // how long it took from assigned to recovered
 	// Pending: the announced time when the oldest bucket fan-out still
 	// under way on the partition started (zero: none). A bucket's fires
@@ -187,17 +186,21 @@ type PartitionTimes struct {
 	Pending time.Time
 }
 
-// excused is how much of the partition's lateness at now is the wait for
-// its new owner, not a fan-out behind: for DefaultRecoveryGrace after it
-// finished recovering, the announced time then minus its watermark, at
-// most the restore plus RebalancePause. A backlog it had before the
-// rebalance is not excused: repeated rebalances (a crash-looping pod
-// joining and leaving) no longer hide it (adversary 19f).
+// excused is how much of the partition's lateness at now may be the wait
+// for its new owner, not a fan-out behind: for DefaultRecoveryGrace after
+// it finished recovering, its restore plus RebalancePause; else none. A
+// backlog it had before the rebalance reads less at most that: repeated
+// rebalances (a crash-looping pod joining and leaving) no longer hide it
+// (adversary 19f). Not the announced time at the recovery minus the
+// watermark: what the pod consumed, and the clock table too, stop during
+// the rebalance (the clock group rebalances with the scheduler group),
+// so that read the wait as lateness (adversary 19g: up to 5-7 s on an
+// on-time scale step).
 func (pt PartitionTimes) excused(now time.Time) time.Duration {
-	if pt.Watermark.IsZero() || !pt.From.After(pt.Watermark) || pt.RecoveredAt.IsZero() || now.Sub(pt.RecoveredAt) >= DefaultRecoveryGrace {
+	if pt.Watermark.IsZero() || pt.RecoveredAt.IsZero() || now.Sub(pt.RecoveredAt) >= DefaultRecoveryGrace {
 		return 0
 	}
-	return min(pt.From.Sub(pt.Watermark), pt.Restore+RebalancePause)
+	return pt.Restore + RebalancePause
 }
 
 // RebalancePause is the longest a rebalance is taken to stop a partition's

@@ -56,22 +56,18 @@ func TestLatenessGauge(t *testing.T) {
 			}
 			ws[p] = w
 			pt := lag.PartitionTimes{Watermark: w}
-			if !w.IsZero() && rng.IntN(3) == 0 {
-				// The announced time when the partition finished recovering
-				// (the advances that waited for it in a rebalance or a
-				// restore) and how long its restore took: within the grace
-				// the wait is excused, at most the restore plus
-				// lag.RebalancePause (a backlog it had before stays,
-				// adversary 19f); after it, none (adversary 19e).
-				f := w.Add(time.Duration(rng.IntN(1_200_000)-600_000) * time.Millisecond)
+			if rng.IntN(3) == 0 {
+				// Recovered within the grace (up to its restore plus
+				// lag.RebalancePause excused: the wait for its new owner,
+				// a backlog it had before still reads, adversaries 19f and
+				// 19g) or longer ago (nothing excused, adversary 19e).
 				restore := time.Duration(rng.IntN(120_000)) * time.Millisecond
 				ago := time.Duration(rng.IntN(int(2*lag.DefaultRecoveryGrace/time.Millisecond))) * time.Millisecond
-				pt.From, pt.Restore, pt.RecoveredAt = f, restore, base.Add(48*time.Hour).Add(-ago)
-				if f.After(w) && ago < lag.DefaultRecoveryGrace {
-					excused := min(f.Sub(w), restore+lag.RebalancePause)
+				pt.Restore, pt.RecoveredAt = restore, base.Add(48*time.Hour).Add(-ago)
+				if !w.IsZero() && ago < lag.DefaultRecoveryGrace {
 					v = 0
-					if !announced.IsZero() && announced.After(w.Add(excused)) {
-						v = announced.Sub(w.Add(excused)).Seconds()
+					if e := w.Add(restore + lag.RebalancePause); !announced.IsZero() && announced.After(e) {
+						v = announced.Sub(e).Seconds()
 					}
 				}
 			}
@@ -113,7 +109,7 @@ func TestLatenessGauge(t *testing.T) {
 }
 
 // help is the gauge's help text.
-const help = "The latest time the clock announced (the clock table, read by every instance) minus the shard watermark of each scheduler partition this instance owns (for 10 s after the partition finished recovering, less the wait for its new owner: at most its restore plus 20 s), " +
+const help = "The latest time the clock announced (the clock table, read by every instance) minus the shard watermark of each scheduler partition this instance owns (for 10 s after the partition finished recovering, less its restore plus 20 s: the longest it may have waited for its new owner), " +
 	"or minus the start of the oldest bucket fan-out still under way on it if that is more: how far the time up to which " +
 	"every due fire has been dispatched is behind the announced time. 0 when caught up (up to one clock resolution while an advance is under way); " +
 	"grows a second a second while the fan-out is slow or behind its peers and the clock announces. 0 before the partition's first completed advance " +

@@ -84,6 +84,17 @@ func ExecutorTargets(l topology.Layout, groups []string) []Target {
 // out.
 func ScaledObjectFor(l topology.Layout) ScaledObject { return ScaledObjectAt(l, time.Second) }
 
+// CommandsPerReplica is the shipped chronos-jobs trigger's lagThreshold,
+// the commands waiting per replica. The scheduler group commits its
+// offsets once a second, so an on-time system holds about a second of its
+// command rate as lag however fast it applies them: with 100 (the
+// threshold until adversary round 19g), 600 puts a second, each applied
+// within 0.1 s, asked for up to 4 replicas. 1,000 is the command rate one
+// replica is asked to carry in steady state (a pod applies several
+// thousand a second at its 0.5-core request, docs/performance.md), and a
+// burst of N commands still asks for ceil(N / 1,000).
+const CommandsPerReplica = 1000
+
 // ScaledObjectAt is ScaledObjectFor for pods at clock resolution res
 // (--resolution; 0 or less: 1 s, where it is ScaledObjectFor): the lateness
 // threshold is LatenessThreshold(res), so that an idle system asks for the
@@ -95,7 +106,7 @@ func ScaledObjectAt(l topology.Layout, res time.Duration) ScaledObject {
 		p = int64(topology.DefaultPartitions)
 	}
 	return ScaledObject{MinReplicas: 1, MaxReplicas: p, Triggers: []KafkaTrigger{
-		{Group: s, Topic: string(l.Jobs()), LagThreshold: 100, ActivationLagThreshold: 10, Policy: Earliest},
+		{Group: s, Topic: string(l.Jobs()), LagThreshold: CommandsPerReplica, ActivationLagThreshold: 10, Policy: Earliest},
 	}, Lateness: &PrometheusTrigger{Query: LatenessQuery, Threshold: LatenessThreshold(res)},
 		FireRate: &PrometheusTrigger{Query: FireRateQuery, Threshold: FiresPerReplica}}
 }

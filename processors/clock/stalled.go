@@ -95,7 +95,11 @@ func Stalled(ages []time.Duration, resolutions []time.Duration) bool {
 // clock is stalled anyway: a pod whose clock is S behind, restarted during
 // a stall younger than S, reads a young age and delays the alert by up
 // to S (TestAdv19fSlowPodClockRestartHidesStall, kept under its tag; keep
-// pods' clocks synchronised). Safe for concurrent use.
+// pods' clocks synchronised). Likewise a pod restarted while the clock
+// table is ahead of every tick: its first time seen (the table's, or its
+// partitions' watermarks) is in the future, dated now, so its age restarts
+// and so does the alert's wait (TestAdv19gClockAheadRestartResetsStalled,
+// tagged); ChronosClockAhead still fires. Safe for concurrent use.
 type AnnouncedAge struct {
 	announced func() time.Time
 	table     func() time.Time

@@ -20,8 +20,17 @@ func (s *Scheduler) fireBucket(ctx goka.Context, tr codecs.ShardTrigger) error {
 	if st == nil {
 		return fmt.Errorf("scheduler: no open store for partition %d", ctx.Partition())
 	}
-	key := tr.Bucket + "\x00" + tr.TriggerID
-	s.pending.start(ctx.Partition(), key, s.announcedNow())
+	// The fan-out's start travels in its continuations, so a rebalance
+	// (which resets the in-memory notes) or another owner does not start
+	// it over, and two fan-outs of one trigger id (a resent trigger) are
+	// told apart (adversary 19g). A first chunk takes none from its
+	// record.
+	started := tr.Started
+	if tr.AfterKey == "" || started.IsZero() {
+		started = s.announcedNow()
+	}
+	key := fmt.Sprintf("%s\x00%s\x00%d", tr.Bucket, tr.TriggerID, started.UnixNano())
+	s.pending.start(ctx.Partition(), key, started)
 	last, more, err := s.bucketChunk(ctx, st, tr)
 	if err != nil {
 		return err
@@ -31,7 +40,7 @@ func (s *Scheduler) fireBucket(ctx goka.Context, tr codecs.ShardTrigger) error {
 	}
 	if more {
 		next := tr
-		next.AfterKey = last
+		next.AfterKey, next.Started = last, started
 		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(next))
 	}
 	return nil
@@ -92,15 +101,32 @@ scan:
 // fan-out under way on it started, for the lateness gauge
 // (PartitionTimes.Pending): a bucket's chunks go out between the advances,
 // whose watermark keeps up meanwhile, so without it a slow bucket fan-out
-// would read as on time (adversary 19f). In memory: a fan-out a new owner
-// continues counts from when it first ran there. Safe for concurrent use.
+// would read as on time (adversary 19f). Each chunk notes its fan-out
+// with the start its continuation carries (ShardTrigger.Started), so a
+// fan-out continued after a rebalance or by another owner keeps its age.
+// In memory. When the partition recovers again (every rebalance
+// re-recovers every partition) its notes are kept for pendingGrace unless
+// a chunk renews them: until the continuation is consumed again they
+// still read (adversary 19g), and a fan-out another owner finished
+// meanwhile reads no longer than that. Safe for concurrent use.
 type pendingBuckets struct {
 	mu sync.Mutex
-	m  map[int32]map[string]time.Time
+	m  map[int32]map[string]pendingBucket
 }
 
-// start notes that the fan-out key runs on partition p, started at
-// announced unless already noted.
+// pendingBucket is one fan-out under way: its start and, after its
+// partition recovered again, until when it counts without a chunk
+// renewing it (zero: no limit).
+type pendingBucket struct {
+	start, expires time.Time
+}
+
+// pendingGrace is how long after its partition recovered again a bucket
+// fan-out's note counts without a chunk renewing it.
+const pendingGrace = 10 * time.Second
+
+// start notes (or renews) that the fan-out key runs on partition p,
+// started at announced.
 func (b *pendingBuckets) start(p int32, key string, announced time.Time) {
 	if announced.IsZero() {
 		return
@@ -108,14 +134,12 @@ func (b *pendingBuckets) start(p int32, key string, announced time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.m == nil {
-		b.m = map[int32]map[string]time.Time{}
+		b.m = map[int32]map[string]pendingBucket{}
 	}
 	if b.m[p] == nil {
-		b.m[p] = map[string]time.Time{}
+		b.m[p] = map[string]pendingBucket{}
 	}
-	if _, ok := b.m[p][key]; !ok {
-		b.m[p][key] = announced
-	}
+	b.m[p][key] = pendingBucket{start: announced}
 }
 
 // done forgets the fan-out key of partition p.
@@ -125,23 +149,33 @@ func (b *pendingBuckets) done(p int32, key string) {
 	delete(b.m[p], key)
 }
 
-// reset forgets every fan-out of partition p (it was recovered again: a
-// fan-out still under way continues from the loopback and is noted anew).
-func (b *pendingBuckets) reset(p int32) {
+// recovered limits the notes of partition p, which recovered again at now,
+// to pendingGrace from now unless a chunk renews them (one already past
+// its limit stays expired).
+func (b *pendingBuckets) recovered(p int32, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	delete(b.m, p)
+	for k, e := range b.m[p] {
+		if e.expires.IsZero() || e.expires.After(now) {
+			e.expires = now.Add(pendingGrace)
+			b.m[p][k] = e
+		}
+	}
 }
 
 // oldest returns when the oldest fan-out under way on partition p started
-// (zero: none).
-func (b *pendingBuckets) oldest(p int32) time.Time {
+// (zero: none), at now.
+func (b *pendingBuckets) oldest(p int32, now time.Time) time.Time {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	var t time.Time
-	for _, s := range b.m[p] {
-		if t.IsZero() || s.Before(t) {
-			t = s
+	for k, e := range b.m[p] {
+		if !e.expires.IsZero() && !now.Before(e.expires) {
+			delete(b.m[p], k)
+			continue
+		}
+		if t.IsZero() || e.start.Before(t) {
+			t = e.start
 		}
 	}
 	return t

@@ -111,9 +111,6 @@ func (s *Scheduler) Watermarks() map[int32]time.Time {
 type PartitionTimes struct {
 	// Watermark: every fire due up to it has been dispatched.
 	Watermark time.Time
-	// From: the announced time the instance knew when the partition
-	// finished recovering (zero: it knew none).
-	From time.Time
 	// RecoveredAt: when it finished recovering, on this process's clock.
 	RecoveredAt time.Time
 	// Restore: how long its store took from being built (the partition
@@ -125,20 +122,19 @@ type PartitionTimes struct {
 }
 
 // Partitions returns, for every partition the instance owns and has
-// recovered, its watermark (as Watermarks), the announced time the
-// instance knew when it finished recovering (SetAnnouncedSource) and when
-// that was: lag.Lateness does not count the advances that waited for the
-// partition during a rebalance or a restore while it catches up.
+// recovered, its watermark (as Watermarks), when it finished recovering
+// and how long its restore took (lag.Lateness excuses that wait for a
+// while), and the start of its oldest bucket fan-out under way.
 func (s *Scheduler) Partitions() map[int32]PartitionTimes {
 	out := map[int32]PartitionTimes{}
 	for p, key := range s.shardKeys {
 		if st := s.Store(int32(p)); st != nil && st.Recovered() {
 			if b, err := st.Get(key); err == nil {
 				if rec, err := codecs.DecodeShardHead(b); err == nil {
-					pt := PartitionTimes{Watermark: rec.Watermark, Pending: s.pending.oldest(int32(p))}
+					pt := PartitionTimes{Watermark: rec.Watermark, Pending: s.pending.oldest(int32(p), time.Now())}
 					if v, ok := s.started.Load(int32(p)); ok {
 						st := v.(PartitionTimes)
-						pt.From, pt.RecoveredAt, pt.Restore = st.From, st.RecoveredAt, st.Restore
+						pt.RecoveredAt, pt.Restore = st.RecoveredAt, st.Restore
 					}
 					out[int32(p)] = pt
 				}
@@ -148,9 +144,9 @@ func (s *Scheduler) Partitions() map[int32]PartitionTimes {
 	return out
 }
 
-// SetAnnouncedSource makes announced the time Partitions' from notes when
-// a partition finishes recovering (the instance's announced time, which
-// also reads the clock table); unset: Announced. Safe for concurrent use.
+// SetAnnouncedSource makes announced the instance's announced time (the
+// lateness gauge's yardstick), on which a bucket fan-out's start is noted;
+// unset: Announced. Safe for concurrent use.
 func (s *Scheduler) SetAnnouncedSource(announced func() time.Time) {
 	s.announcedSrc.Store(&announced)
 }

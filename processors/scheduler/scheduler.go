@@ -167,9 +167,9 @@ type Scheduler struct {
 	shardKeys []string
 	schedules *schedule.Cache
 	stores    store.Registry
-	// started holds, per partition (int32), the announced time when its
-	// store last finished recovering and when (PartitionTimes without a
-	// watermark): Partitions' From and RecoveredAt.
+	// started holds, per partition (int32), when its store last finished
+	// recovering and how long the restore took (PartitionTimes without a
+	// watermark): Partitions' RecoveredAt and Restore.
 	started sync.Map
 	// announcedSrc, when set (SetAnnouncedSource), is the instance's
 	// announced time; else Announced.
@@ -242,8 +242,8 @@ func (s *Scheduler) StorageBuilder() storage.Builder {
 		built := time.Now() // the partition was assigned to this instance
 		opts.OnRecovered = func() {
 			now := time.Now()
-			s.pending.reset(partition)
-			s.started.Store(partition, PartitionTimes{From: s.announcedNow(), RecoveredAt: now, Restore: now.Sub(built)})
+			s.pending.recovered(partition, now)
+			s.started.Store(partition, PartitionTimes{RecoveredAt: now, Restore: now.Sub(built)})
 		}
 		return opts
 	})
