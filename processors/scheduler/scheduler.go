@@ -235,8 +235,8 @@ func (s *Scheduler) StorageBuilder() storage.Builder {
 		if partition >= 0 && partition < int32(len(s.shardKeys)) {
 			opts.Indexer = s.indexer(s.shardKeys[partition])
 			// DeferIndexOnRecovery comes with opts from Config.Store; the
-			// instance leaves it off (docs/architecture.md, "Deferred
-			// indexing on recovery").
+			// instance sets it (docs/architecture.md, "Deferred indexing
+			// on recovery"), the simulation in half its seeds.
 		}
 		opts.MemTableSize = StaggeredMemTableSize(s.cfg.Store.MemTableSize, partition)
 		built := time.Now() // the partition was assigned to this instance
