@@ -49,7 +49,7 @@ func (s *Instance) consumedAnnounced() time.Time {
 func (s *Instance) latenessPartitions() map[int32]lag.PartitionTimes {
 	out := map[int32]lag.PartitionTimes{}
 	for p, pt := range s.sched.Partitions() {
-		out[p] = lag.PartitionTimes{Watermark: pt.Watermark, RecoveredAt: pt.RecoveredAt, Restore: pt.Restore, Pending: pt.Pending}
+		out[p] = lag.PartitionTimes{Watermark: pt.Watermark, RecoveredAt: pt.RecoveredAt, Restore: pt.Restore, Pending: pt.Pending, CaughtUp: pt.CaughtUp}
 	}
 	return out
 }

@@ -179,6 +179,9 @@ type PartitionTimes struct {
 	Watermark   time.Time     // every fire due up to it dispatched
 	RecoveredAt time.Time     // when it finished recovering, on the Now clock
 	Restore     time.Duration // how long it took from assigned to recovered
+	// CaughtUp: since it recovered it has completed an advance its
+	// instance consumed after the recovery: nothing is excused any more.
+	CaughtUp bool
 	// Pending: the announced time when the oldest bucket fan-out still
 	// under way on the partition started (zero: none). A bucket's fires
 	// go out one chunk per callback between the advances, whose watermark
@@ -188,7 +191,10 @@ type PartitionTimes struct {
 
 // excused is how much of the partition's lateness at now may be the wait
 // for its new owner, not a fan-out behind: for DefaultRecoveryGrace after
-// it finished recovering, its restore plus RebalancePause; else none. A
+// it finished recovering and until it has caught up (completed an advance
+// consumed after the recovery), its restore plus RebalancePause; else
+// none: a partition stuck right after a pod's start reads its lateness
+// once the advances it completed show it was on time. A
 // backlog it had before the rebalance reads less at most that: repeated
 // rebalances (a crash-looping pod joining and leaving) no longer hide it
 // (adversary 19f). Not the announced time at the recovery minus the
@@ -197,7 +203,7 @@ type PartitionTimes struct {
 // so that read the wait as lateness (adversary 19g: up to 5-7 s on an
 // on-time scale step).
 func (pt PartitionTimes) excused(now time.Time) time.Duration {
-	if pt.Watermark.IsZero() || pt.RecoveredAt.IsZero() || now.Sub(pt.RecoveredAt) >= DefaultRecoveryGrace {
+	if pt.Watermark.IsZero() || pt.CaughtUp || pt.RecoveredAt.IsZero() || now.Sub(pt.RecoveredAt) >= DefaultRecoveryGrace {
 		return 0
 	}
 	return pt.Restore + RebalancePause

@@ -64,7 +64,8 @@ func TestLatenessGauge(t *testing.T) {
 				restore := time.Duration(rng.IntN(120_000)) * time.Millisecond
 				ago := time.Duration(rng.IntN(int(2*lag.DefaultRecoveryGrace/time.Millisecond))) * time.Millisecond
 				pt.Restore, pt.RecoveredAt = restore, base.Add(48*time.Hour).Add(-ago)
-				if !w.IsZero() && ago < lag.DefaultRecoveryGrace {
+				pt.CaughtUp = rng.IntN(3) == 0 // it completed an advance consumed since: nothing excused
+				if !w.IsZero() && ago < lag.DefaultRecoveryGrace && !pt.CaughtUp {
 					v = 0
 					if e := w.Add(restore + lag.RebalancePause); !announced.IsZero() && announced.After(e) {
 						v = announced.Sub(e).Seconds()

@@ -119,6 +119,13 @@ type PartitionTimes struct {
 	// Pending: the announced time when the oldest bucket fan-out still
 	// under way on it started here (zero: none).
 	Pending time.Time
+	// CaughtUp: since it recovered it has completed an advance the
+	// instance consumed after the recovery: any wait for its new owner is
+	// over.
+	CaughtUp bool
+	// announcedAtRecovery: the latest advance the instance had consumed
+	// when it recovered.
+	announcedAtRecovery time.Time
 }
 
 // Partitions returns, for every partition the instance owns and has
@@ -134,7 +141,14 @@ func (s *Scheduler) Partitions() map[int32]PartitionTimes {
 					pt := PartitionTimes{Watermark: rec.Watermark, Pending: s.pending.oldest(int32(p), time.Now())}
 					if v, ok := s.started.Load(int32(p)); ok {
 						st := v.(PartitionTimes)
-						pt.RecoveredAt, pt.Restore = st.RecoveredAt, st.Restore
+						if a := s.Announced(); !st.CaughtUp && a.After(st.announcedAtRecovery) && !rec.Watermark.Before(a) {
+							caught := st
+							caught.CaughtUp = true
+							if s.started.CompareAndSwap(int32(p), st, caught) {
+								st = caught
+							}
+						}
+						pt.RecoveredAt, pt.Restore, pt.CaughtUp = st.RecoveredAt, st.Restore, st.CaughtUp
 					}
 					out[int32(p)] = pt
 				}

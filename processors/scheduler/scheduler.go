@@ -243,7 +243,7 @@ func (s *Scheduler) StorageBuilder() storage.Builder {
 		opts.OnRecovered = func() {
 			now := time.Now()
 			s.pending.recovered(partition, now)
-			s.started.Store(partition, PartitionTimes{RecoveredAt: now, Restore: now.Sub(built)})
+			s.started.Store(partition, PartitionTimes{RecoveredAt: now, Restore: now.Sub(built), announcedAtRecovery: s.Announced()})
 		}
 		return opts
 	})
