@@ -73,6 +73,9 @@ func (h *hang) ProduceSync(ctx context.Context, topic string, msgs []scheduler.M
 // pod A's 2 partitions 30 s behind the announced time, the gauge's worst
 // 1.0 s, 1 replica asked; Apache Kafka the same (30 s, 1.0 s, 1).
 func TestAdv19dStuckPodAsksForTheMinimum(t *testing.T) {
+	// Parallel: a fan-out behind only falls further behind when other
+	// tests slow it; the package stays under go test's 10 min default.
+	t.Parallel()
 	const partitions, jobs = 4, 40
 	env := testenv.New(t, partitions)
 	so := shippedFor(t, env)
@@ -342,6 +345,9 @@ func TestAdv19dClockStalledHiddenByAnotherSystem(t *testing.T) {
 // of 40 due (the fire-rate trigger asks for nothing either). Apache Kafka:
 // 11.9 s behind, 1.0 s, 1 replica, 25/s.
 func TestAdv19dSlowFanOutAtDefaultChunkingAsksForTheMinimum(t *testing.T) {
+	// Parallel: a fan-out behind only falls further behind when other
+	// tests slow it; the package stays under go test's 10 min default.
+	t.Parallel()
 	const partitions, jobs = 4, 40
 	env := testenv.New(t, partitions)
 	so := shippedFor(t, env)
