@@ -63,7 +63,7 @@ func ExecutorTargets(l topology.Layout, groups []string) []Target {
 // for the default 12 partitions; l.Partitions 0 means that default): 1
 // replica to one per partition, the largest of one Kafka trigger and two
 // prometheus triggers:
-//   - chronos-jobs, lagThreshold 100, activation 10, earliest (the group
+//   - chronos-jobs, lagThreshold CommandsPerReplica, activation 10, earliest (the group
 //     starts at the oldest offset): commands waiting;
 //   - LatenessQuery, threshold LatenessThreshold (FanoutSecondsPerReplica
 //     at the default --resolution 1s; ScaledObjectAt): a replica per 5 s the

@@ -71,7 +71,7 @@ func TestLagCommandReportsTheBacklogThenZero(t *testing.T) {
 		require.NoError(t, cl.ProduceSync(ctx, &kgo.Record{Topic: "lt.chronos-shard-triggers", Partition: int32(i % 2), Value: []byte("{}")}).FirstErr())
 	}
 	out = run("--partitions", "2")
-	require.Contains(t, out, "trigger 0, topic lt.chronos-jobs: lag 30, KEDA metric 30 (lagThreshold 100), active true (activationLagThreshold 10): 1 replicas")
+	require.Contains(t, out, "trigger 0, topic lt.chronos-jobs: lag 30, KEDA metric 30 (lagThreshold 1000), active true (activationLagThreshold 10): 1 replicas")
 	require.Equal(t, 2, strings.Count(out, "lt.chronos-scheduler  lt.chronos-shard-triggers"), "listed, 30 per partition: %s", out)
 	require.Contains(t, out, "  30\n", out)
 	require.NotContains(t, out, "trigger 1, topic", "no Kafka trigger on the fan-out's inputs")
