@@ -1,6 +1,8 @@
 package soak
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -37,5 +39,30 @@ func TestResultErr(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q:\n%s", want, s)
 		}
+	}
+}
+
+// TestProcessorStops checks that the poison watch finds the processor
+// stops an instance logged after its mark, and only those.
+func TestProcessorStops(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chronos.log")
+	before := `time=2026-12-01T18:22:40.255Z level=ERROR msg="processor stopped; restarting" group=g err="member not known"` + "\n"
+	after := `time=2026-12-01T18:23:40.255Z level=INFO msg="rebuilt due index" group=scheduler` + "\n" +
+		`time=2026-12-01T18:23:41.255Z level=ERROR msg="processor stopped; restarting" group=g err="poison"` + "\n"
+	if err := os.WriteFile(path, []byte(before+after), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := processorStops(path, 0); len(got) != 2 {
+		t.Fatalf("from 0: %q, want both stops", got)
+	}
+	got := processorStops(path, int64(len(before)))
+	if len(got) != 1 || !strings.Contains(got[0], `err="poison"`) {
+		t.Fatalf("from the mark: %q, want the stop after it", got)
+	}
+	if got := processorStops(path, int64(len(before+after))); len(got) != 0 {
+		t.Fatalf("from the end: %q, want none", got)
+	}
+	if got := processorStops(filepath.Join(t.TempDir(), "none"), 0); got != nil {
+		t.Fatalf("no log: %q", got)
 	}
 }

@@ -19,7 +19,7 @@ import (
 const (
 	readyTimeout = 2 * time.Minute  // an instance's /readyz after a fault
 	drainTimeout = 3 * time.Minute  // every fire of the window read after the faults
-	poisonWatch  = 20 * time.Second // /readyz must stay 200 this long after poison
+	poisonWatch  = 20 * time.Second // no processor may stop this long after poison
 )
 
 // Result are the figures of one run.
@@ -297,6 +297,8 @@ func (h *harness) inject(ctx context.Context, st Step) string {
 		clean := in.stop(30 * time.Second)
 		h.running = append(h.running[:i], h.running[i+1:]...)
 		h.stopped = append(h.stopped, in)
+		// The others take over its partitions: each must recover them.
+		h.readyAll(ctx, "scale-down")
 		return fmt.Sprintf("%s stopped (clean %v, %d running)%s", in.name, clean, len(h.running), retyped(st.Kind, kind))
 	case BrokerRestart:
 		retried, err := h.broker.restart()
@@ -317,6 +319,12 @@ func (h *harness) inject(ctx context.Context, st Step) string {
 		_ = in.setOffset(0)
 		return fmt.Sprintf("%s clock %+v for %s", in.name, st.Offset, st.Hold.Round(time.Millisecond))
 	case Poison:
+		// The watch below is about the poison: it begins once every
+		// instance is ready, so a rebalance the step before started (a
+		// member back from SIGSTOP rejoining, a scale-down's partitions
+		// still restoring) is not read as the poison's doing.
+		h.readyAll(ctx, "the step before poison")
+		marks := h.logMarks()
 		got, err := h.load.poison(ctx, h.res.Faults[Poison], h.rng)
 		for k, n := range got {
 			h.res.Poison[k] += n
@@ -324,9 +332,9 @@ func (h *harness) inject(ctx context.Context, st Step) string {
 		if err != nil {
 			h.cfg.Logf("%v", err)
 		}
-		// Poison must not stop a partition: every instance stays ready
-		// while the records are read.
-		h.stayReady(ctx, poisonWatch, "poison")
+		// Poison must not stop a partition: no instance's processor stops
+		// while the records are read, and every instance is ready after.
+		h.noProcessorStops(ctx, poisonWatch, "poison", marks)
 		h.readyAll(ctx, "poison")
 		return fmt.Sprintf("%d records", len(got))
 	}
@@ -354,24 +362,59 @@ func (h *harness) readyAll(ctx context.Context, after string) {
 	}
 }
 
-// stayReady polls every running instance's /readyz for d and records a
-// finding for each instance that answered anything but 200.
-func (h *harness) stayReady(ctx context.Context, d time.Duration, after string) {
-	bad := map[string]string{}
+// logMarks returns the size of every running instance's log.
+func (h *harness) logMarks() map[*instance]int64 {
+	marks := map[*instance]int64{}
+	for _, in := range h.running {
+		if fi, err := os.Stat(in.logPath); err == nil {
+			marks[in] = fi.Size()
+		}
+	}
+	return marks
+}
+
+// noProcessorStops polls every running instance's /readyz for d, then
+// records a finding for each instance whose log, since its mark, says a
+// processor stopped (instance.Instance restarts it: a rebalance of its
+// group on every instance). A /readyz answer other than 200 alone is not
+// one: a rebalance another step began (a member back from SIGSTOP, a
+// scale-down's partitions moving) makes every member answer 503 while it
+// lasts; it is logged, with the processor stops, so a finding shows both.
+func (h *harness) noProcessorStops(ctx context.Context, d time.Duration, after string, marks map[*instance]int64) {
+	notReady := map[string]string{}
 	for end := time.Now().Add(d); time.Now().Before(end) && ctx.Err() == nil; sleep(ctx, 500*time.Millisecond) {
 		for _, in := range h.running {
-			if _, seen := bad[in.name]; !seen {
+			if _, seen := notReady[in.name]; !seen {
 				if err := in.readyOnce(ctx); err != nil {
-					bad[in.name] = fmt.Sprintf("%s: /readyz not 200 within %s after %s: %v", in.name, d, after, err)
+					notReady[in.name] = err.Error()
 				}
 			}
 		}
 	}
 	for _, in := range h.running {
-		if s, ok := bad[in.name]; ok {
-			h.notReady(s)
+		if s, ok := notReady[in.name]; ok {
+			h.cfg.Logf("soak: %s answered /readyz %s within %s after %s", in.name, s, d, after)
+		}
+		if stops := processorStops(in.logPath, marks[in]); len(stops) > 0 {
+			h.notReady(fmt.Sprintf("%s: a processor stopped within %s after %s:\n%s", in.name, d, after, strings.Join(stops, "\n")))
 		}
 	}
+}
+
+// processorStops returns the lines of the log at path, from byte from on,
+// that say a processor stopped.
+func processorStops(path string, from int64) []string {
+	b, err := os.ReadFile(path)
+	if err != nil || from > int64(len(b)) {
+		return nil
+	}
+	var out []string
+	for _, l := range strings.Split(string(b[from:]), "\n") {
+		if strings.Contains(l, `msg="processor stopped`) {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // ready waits for in's /readyz and records a finding if it does not come.
