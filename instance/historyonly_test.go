@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +124,14 @@ func TestHistoryOnlyInstance(t *testing.T) {
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(metrics))
 	require.Contains(t, string(metrics), "\nchronos_ready 1\n")
+	// Its stores (the history group's and the history view's) are open
+	// and report what they hold.
+	open := regexp.MustCompile(`\nchronos_stores_open (\d+)\n`).FindStringSubmatch(string(metrics))
+	require.NotNil(t, open, "no chronos_stores_open in\n%s", metrics)
+	n, _ := strconv.Atoi(open[1])
+	require.GreaterOrEqual(t, n, 2*int(env.Layout.Partitions), "stores open (this process: both instances)")
+	require.Regexp(t, `\nchronos_store_memory_bytes\{kind="memtables"\} [1-9]`, string(metrics))
+	require.Contains(t, string(metrics), `chronos_store_memory_bytes{kind="block_cache"}`)
 	// No clock age: it sees no announcement (no scheduler), so a
 	// Deployment of history-only pods scraped as a job of its own would
 	// read as a stalled clock (ChronosClockStalled) for ever.

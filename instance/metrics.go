@@ -7,6 +7,7 @@ import (
 
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/processors/clock"
+	"github.com/chronos-scheduler/chronos/store"
 )
 
 // registerGauges registers the gauges of the instance's parts, each kept
@@ -21,7 +22,7 @@ func (s *Instance) registerGauges(reg prometheus.Registerer) {
 		reg.MustRegister(clock.NewAnnouncedAge(s.consumedAnnounced, s.cfg.Now).WithTable(s.annc.Latest).Collectors(s.cfg.resolution(), string(s.cfg.Layout.ClockGroup()))...)
 	}
 	reg.MustRegister(s.sched.JobsCollector(), s.sched.PartitionsGauge(), s.clock.LagGauge(s.cfg.Now), s.clock.AheadGauge(),
-		&lag.Lateness{Partitions: s.latenessPartitions, Announced: s.latenessAnnounced},
+		&lag.Lateness{Partitions: s.latenessPartitions, Announced: s.latenessAnnounced}, storeMemory{},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_ready",
 			Help: "1 when every group of this instance runs and has recovered its partitions."},
 			func() float64 {
@@ -67,4 +68,25 @@ func (s *Instance) latenessAnnounced() time.Time {
 		return v
 	}
 	return c
+}
+
+// storeMemory reports store.OpenMemory: what the process's Pebble stores
+// hold in memtables and block caches (outside Go's heap with cgo).
+type storeMemory struct{}
+
+var (
+	storeMemoryDesc = prometheus.NewDesc("chronos_store_memory_bytes",
+		"Bytes held by this process's open Pebble stores, by kind: memtables (reserved out of each store's block cache) and block_cache (blocks cached).",
+		[]string{"kind"}, nil)
+	storesOpenDesc = prometheus.NewDesc("chronos_stores_open",
+		"Pebble stores open in this process (partition stores of every group and view).", nil, nil)
+)
+
+func (storeMemory) Describe(ch chan<- *prometheus.Desc) { ch <- storeMemoryDesc; ch <- storesOpenDesc }
+
+func (storeMemory) Collect(ch chan<- prometheus.Metric) {
+	m := store.OpenMemory()
+	ch <- prometheus.MustNewConstMetric(storeMemoryDesc, prometheus.GaugeValue, float64(m.MemTables), "memtables")
+	ch <- prometheus.MustNewConstMetric(storeMemoryDesc, prometheus.GaugeValue, float64(m.BlockCache), "block_cache")
+	ch <- prometheus.MustNewConstMetric(storesOpenDesc, prometheus.GaugeValue, float64(m.Stores))
 }

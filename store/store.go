@@ -266,6 +266,7 @@ func (s *Store) Open() error {
 		return errors.Join(err, db.Close())
 	}
 
+	openStores.Store(s, struct{}{})
 	s.bg.Add(1)
 	go s.commitOffsetsDuringRecovery()
 	return nil
@@ -354,6 +355,7 @@ func (s *Store) Close() (err error) {
 		return nil
 	}
 	s.closed = true
+	openStores.Delete(s)
 	close(s.stop)
 	if !s.opened {
 		s.mu.Unlock()
