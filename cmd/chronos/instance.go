@@ -40,6 +40,10 @@ func (f *instanceFlags) config(brokers []string, log *slog.Logger) (instance.Con
 
 // serve runs an instance of cfg until ctx ends.
 func serve(ctx context.Context, cfg instance.Config) error {
+	if set, cgroup := autoMemoryLimit("/"); set > 0 && cfg.Logger != nil {
+		cfg.Logger.Info("GOMEMLIMIT not set: Go's soft memory limit set to 90% of the cgroup's memory limit",
+			"limit_bytes", set, "cgroup_limit_bytes", cgroup)
+	}
 	inst, err := instance.New(ctx, cfg)
 	if err != nil {
 		return err
