@@ -52,17 +52,41 @@ func TestProcessorStops(t *testing.T) {
 	if err := os.WriteFile(path, []byte(before+after), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := processorStops(path, 0); len(got) != 2 {
+	if got, _ := processorStops(path, 0); len(got) != 2 {
 		t.Fatalf("from 0: %q, want both stops", got)
 	}
-	got := processorStops(path, int64(len(before)))
+	got, _ := processorStops(path, int64(len(before)))
 	if len(got) != 1 || !strings.Contains(got[0], `err="poison"`) {
 		t.Fatalf("from the mark: %q, want the stop after it", got)
 	}
-	if got := processorStops(path, int64(len(before+after))); len(got) != 0 {
+	if got, _ := processorStops(path, int64(len(before+after))); len(got) != 0 {
 		t.Fatalf("from the end: %q, want none", got)
 	}
-	if got := processorStops(filepath.Join(t.TempDir(), "none"), 0); got != nil {
+	if got, _ := processorStops(filepath.Join(t.TempDir(), "none"), 0); got != nil {
 		t.Fatalf("no log: %q", got)
+	}
+}
+
+// TestProcessorStopsFenced checks that a stop whose every failed message
+// is the freeze fence (a SIGSTOP's late consequence) is set apart, and
+// that one with any other failure, or none named, still counts.
+func TestProcessorStopsFenced(t *testing.T) {
+	frozen := `* error processing message (partition=5): panic in callback: scheduler: ` + frozenText + `; its partitions may have moved`
+	other := `* error processing message (partition=6): panic in callback: decode: bad record`
+	lines := []string{
+		`level=ERROR msg="processor stopped; restarting" group=g err="2 errors occurred:\n\t* Error closing consumer group: member not known\n\t` + frozen + `\n\t` + frozen + `"`,
+		`level=ERROR msg="processor stopped; restarting" group=g err="2 errors occurred:\n\t` + frozen + `\n\t` + other + `"`,
+		`level=ERROR msg="processor stopped; restarting" group=g err="member not known"`,
+	}
+	path := filepath.Join(t.TempDir(), "chronos.log")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stops, fenced := processorStops(path, 0)
+	if len(fenced) != 1 || fenced[0] != lines[0] {
+		t.Errorf("fenced %q, want only the first line", fenced)
+	}
+	if len(stops) != 2 || stops[0] != lines[1] || stops[1] != lines[2] {
+		t.Errorf("stops %q, want the second and third lines", stops)
 	}
 }

@@ -73,12 +73,15 @@ func TestSoak(t *testing.T) {
 		t.Log("fault: " + l)
 	}
 	if err := res.Err(); err != nil {
-		t.Errorf("soak seed %d: %v", res.Seed, err)
 		if !*flagKeep {
 			for _, in := range dirs(work) {
 				t.Logf("--- %s (tail)\n%s", in, tailFile(in, 40))
 			}
 		}
+		// The verdict and the figures come last: CI shows the tail of the
+		// output, and the instances' logs above would push them out of it.
+		t.Log("\n" + res.Summary())
+		t.Errorf("soak seed %d: %v", res.Seed, err)
 	}
 }
 
