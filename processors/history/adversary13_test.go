@@ -72,3 +72,61 @@ func TestAdversary13ResultWithAnotherSpellingOfTheFireID(t *testing.T) {
 		return nil
 	})
 }
+
+// TestAdversary13FarFutureReportsFreezeAJobsHistory: well-formed results
+// for fires in year 9999 take the slots of a job's history for good; the
+// job's real fires are never shown again.
+//
+// Promise (issue 13): "History ... keeping per job the last N fires
+// (default 50, configurable) with scheduled time, dispatch time, delay,
+// outcome and duration"; docs/topics.md: "Each job keeps its last
+// `--history-fires` fires". Nothing bounds how far ahead a report's
+// scheduled_at may be ("Times are from 1970 to 9999").
+//
+// Reproduction: --history-fires 3; an executor (a clock bug, a replay of
+// another system's ids) reports 3 fires of job "frozen" at
+// 9999-12-31T23:59:5xZ; then the job fires 5 times and each is reported
+// succeeded.
+//
+// Observed: GET fires shows only the 3 phantom fires of year 9999 (no
+// dispatch time), none of the 5 real ones, and it stays so forever: a real
+// fire is "older than all those kept" and is ignored. (Not tried: a bucket
+// trigger record with a far-future timestamp, if that becomes its fires'
+// scheduled_at, would do the same to every job of the bucket at once.)
+func TestAdversary13FarFutureReportsFreezeAJobsHistory(t *testing.T) {
+	const keep = 3
+	env := testenv.New(t, 2)
+	dispatch := env.Collect(string(env.Layout.Dispatch()))
+	cfg := env.Config()
+	cfg.History.Fires = keep
+	env.Start(cfg)
+	view := historyView(t, env)
+	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	env.Put("frozen", codecs.JobDef{Every: "1s"}, t0)
+	env.WaitApplied()
+	for i := range keep {
+		at := time.Date(9999, 12, 31, 23, 59, 50+i, 0, time.UTC)
+		env.Produce(string(env.Layout.Results()), "frozen", encodeResult(t, codecs.Result{JobID: "frozen", Suffix: at.Format(time.RFC3339Nano),
+			ScheduledAt: at, Attempt: 1, Status: codecs.StatusSkipped, FinishedAt: at}), t0)
+	}
+	for s := 1; s <= 5; s++ {
+		env.Tick(t0.Add(time.Duration(s) * time.Second))
+	}
+	dispatch.WaitLen(t, 5, time.Minute)
+	for _, d := range dispatch.Dispatches(t) {
+		env.Produce(string(env.Layout.Results()), "frozen", encodeResult(t, codecs.Result{JobID: "frozen", Suffix: d.FireID[len(d.JobID)+1:],
+			ScheduledAt: d.ScheduledAt, Attempt: 1, Status: codecs.StatusSucceeded, FinishedAt: d.ScheduledAt.Add(time.Second)}), t0.Add(6*time.Second))
+	}
+	env.WaitConsumed(string(env.Layout.HistoryGroup()), string(env.Layout.Results()), time.Minute)
+	env.WaitConsumed(string(env.Layout.HistoryGroup()), string(env.Layout.Dispatch()), time.Minute)
+	time.Sleep(time.Second) // the view
+	fires, _, err := view.Get("frozen")
+	require.NoError(t, err)
+	var real []string
+	for _, f := range fires {
+		if f.DispatchedAt != nil {
+			real = append(real, f.FireID+" "+f.Status)
+		}
+	}
+	require.NotEmpty(t, real, "after 5 dispatched and reported fires the job's history holds none of them, only %d fires of year 9999: %v", len(fires), fires)
+}
