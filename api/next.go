@@ -77,6 +77,16 @@ func (s *Server) nextFires(job *views.Job, nq nextQuery) {
 		sched = schedule.WithCalendars(sched, norm.Spec.Exclude, cals, nil)
 	}
 	job.NextFires = schedule.NextN(sched, start.Add(-time.Nanosecond), nq.n)
+	if !job.LimitEnd.IsZero() {
+		// max_fires ends the schedule at its last allowed time, as the
+		// view's own next fires do (codecs.JobSchedule).
+		for i, t := range job.NextFires {
+			if t.After(job.LimitEnd) {
+				job.NextFires = job.NextFires[:i]
+				break
+			}
+		}
+	}
 }
 
 // getJobNext parses the query of GET /v1/jobs/{id}; ok is false when it

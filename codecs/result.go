@@ -60,6 +60,24 @@ type Result struct {
 	Error       string
 }
 
+// ResultMaxAhead is how far after its record's timestamp a result's
+// scheduled_at may be. An executor reports a fire after its dispatch, so a
+// later one is no fire's outcome (a wrong clock, another system's ids), and
+// kept it would hold a slot of the job's last fires until real fires
+// passed it: reports for year 9999 would hide the job's history for good.
+const ResultMaxAhead = time.Hour
+
+// CheckResultTime rejects a result whose scheduled_at is more than
+// ResultMaxAhead after ts, its record's timestamp. A record without a
+// timestamp (zero, or not after 1970) is not checked.
+func CheckResultTime(r Result, ts time.Time) error {
+	if ts.Unix() <= 0 || !r.ScheduledAt.After(ts.Add(ResultMaxAhead)) {
+		return nil
+	}
+	return errorf(CodeInvalidField, "scheduled_at", "scheduled_at %s is more than %s after the record's timestamp %s: a fire not due yet has no outcome (check the producer's clock)",
+		r.ScheduledAt.Format(time.RFC3339Nano), ResultMaxAhead, ts.UTC().Format(time.RFC3339Nano))
+}
+
 // FireID returns the result's fire_id.
 func (r Result) FireID() string { return r.JobID + "@" + r.Suffix }
 
@@ -124,6 +142,9 @@ func (r *Result) checkFire(fireID string) error {
 			return errorf(CodeInvalidField, "scheduled_at", "scheduled_at %s differs from the time in fire_id %q (copy both from the dispatch event)",
 				r.ScheduledAt.Format(time.RFC3339Nano), Truncate(fireID, 512))
 		}
+		// One fire, one id: another spelling of the instant (an offset,
+		// trailing zeros) names the dispatch event's canonical fire_id.
+		r.Suffix = at.UTC().Format(time.RFC3339Nano)
 		return nil
 	}
 	if derivedTriggerID.MatchString(trigger) {

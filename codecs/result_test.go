@@ -106,3 +106,49 @@ func FuzzDecodeResult(f *testing.F) {
 		require.Equal(t, r, r2)
 	})
 }
+
+// TestResultFireIDSpellings checks that every RFC 3339 spelling of a
+// scheduled fire's instant names the dispatch event's canonical fire_id
+// (the history keys a fire by it: two spellings were two fires).
+func TestResultFireIDSpellings(t *testing.T) {
+	at := time.Date(2026, 6, 1, 0, 0, 1, 500_000_000, time.UTC)
+	want := codecs.ScheduledFireID("j", at)
+	for _, spelled := range []string{"2026-06-01T00:00:01.5Z", "2026-06-01T00:00:01.500Z", "2026-06-01T02:00:01.5+02:00", "2026-05-31T19:00:01.50-05:00"} {
+		v := `{"v":1,"fire_id":"j@` + spelled + `","scheduled_at":"2026-06-01T00:00:01.5Z","status":"succeeded","finished_at":"2026-06-01T00:00:02Z"}`
+		r, err := codecs.DecodeResult([]byte("j"), []byte(v))
+		if err != nil {
+			t.Fatalf("%s: %v", spelled, err)
+		}
+		if r.FireID() != want {
+			t.Errorf("%s: fire_id %q, want %q", spelled, r.FireID(), want)
+		}
+	}
+}
+
+// TestCheckResultTime checks the bound of a result's scheduled_at against
+// its record's timestamp, at and around the edge.
+func TestCheckResultTime(t *testing.T) {
+	ts := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		at time.Time
+		ts time.Time
+		ok bool
+	}{
+		{ts.Add(-48 * time.Hour), ts, true},
+		{ts, ts, true},
+		{ts.Add(codecs.ResultMaxAhead), ts, true},
+		{ts.Add(codecs.ResultMaxAhead + time.Nanosecond), ts, false},
+		{time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), ts, false},
+		{time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), time.Time{}, true},     // no timestamp: not checked
+		{time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), time.Unix(0, 0), true}, // Kafka's -1 read as 1970
+	} {
+		err := codecs.CheckResultTime(codecs.Result{ScheduledAt: c.at}, c.ts)
+		if (err == nil) != c.ok {
+			t.Errorf("scheduled_at %s, timestamp %s: error %v, want ok=%v", c.at, c.ts, err, c.ok)
+		}
+		var ce *codecs.Error
+		if err != nil && (!errors.As(err, &ce) || ce.Field != "scheduled_at") {
+			t.Errorf("error %v is not a codecs.Error on scheduled_at", err)
+		}
+	}
+}

@@ -111,13 +111,13 @@ func FiresOf(id string, rec codecs.History) []Fire {
 			Status: f.Status, Attempt: f.Attempt, StartedAt: timePtr(f.StartedAt), FinishedAt: timePtr(f.FinishedAt), Error: f.Error}
 		if f.Dispatched {
 			o.DispatchedAt = timePtr(f.FiredAt)
-			o.DelaySeconds = seconds(f.FiredAt.Sub(f.ScheduledAt))
+			o.DelaySeconds = secondsBetween(f.ScheduledAt, f.FiredAt)
 		}
 		if o.Status == "" {
 			o.Status = "dispatched"
 		}
 		if !f.StartedAt.IsZero() && !f.FinishedAt.IsZero() {
-			o.DurationSeconds = seconds(f.FinishedAt.Sub(f.StartedAt))
+			o.DurationSeconds = secondsBetween(f.StartedAt, f.FinishedAt)
 		}
 		out = append(out, o)
 	}
@@ -141,7 +141,9 @@ func timePtr(t time.Time) *time.Time {
 	return &t
 }
 
-func seconds(d time.Duration) *float64 {
-	s := d.Seconds()
+// secondsBetween is to - from in seconds. time.Time.Sub saturates at 292
+// years, and a result's times may be anywhere from 1970 to 9999.
+func secondsBetween(from, to time.Time) *float64 {
+	s := float64(to.Unix()-from.Unix()) + float64(to.Nanosecond()-from.Nanosecond())/1e9
 	return &s
 }

@@ -93,6 +93,9 @@ type Job struct {
 	Pause *Pause `json:"pause,omitempty"`
 	// Backfill is the job's backfill in progress (absent: none).
 	Backfill *codecs.BackfillStatus `json:"backfill,omitempty"`
+	// LimitEnd is the last scheduled time the job's max_fires allows (zero:
+	// no limit): its schedule ends there, for any listing of its times.
+	LimitEnd time.Time `json:"-"`
 }
 
 // Pause is a paused job's note.
@@ -155,7 +158,8 @@ func (j *Jobs) record(id string) (*codecs.JobRecord, error) {
 
 func (j *Jobs) readModel(id string, rec *codecs.JobRecord) (*Job, error) {
 	out := &Job{ID: id, Version: rec.Version, Status: rec.Status.String(), Job: rec.Job.Def(),
-		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt, NextFires: []time.Time{}, Backfill: rec.Backfill.Status()}
+		CreatedAt: rec.CreatedAt, UpdatedAt: rec.UpdatedAt, NextFires: []time.Time{}, Backfill: rec.Backfill.Status(),
+		LimitEnd: rec.LimitEnd}
 	if rec.Status == codecs.StatusPaused && rec.Pause != (codecs.PauseNote{}) {
 		out.Pause = &Pause{Note: rec.Pause.Note, By: rec.Pause.By, At: rec.UpdatedAt}
 	}

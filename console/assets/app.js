@@ -313,11 +313,20 @@ async function jobsPage(query) {
 
 // zoneParts returns a time's wall clock and UTC offset in a time zone.
 function zoneParts(date, tz) {
-  const f = new Intl.DateTimeFormat('en-CA', { timeZone: tz, year: 'numeric', month: '2-digit', day: '2-digit',
-    hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23', weekday: 'short', timeZoneName: 'longOffset' });
+  const opts = { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
+    hourCycle: 'h23', weekday: 'short', timeZoneName: 'longOffset' };
+  let f, note = '';
+  try {
+    f = new Intl.DateTimeFormat('en-CA', { ...opts, timeZone: tz });
+  } catch (e) {
+    // A zone Chronos knows (its own zone database) that this browser's
+    // does not, such as Factory: show UTC and say so, not a blank page.
+    f = new Intl.DateTimeFormat('en-CA', { ...opts, timeZone: 'UTC' });
+    note = ` (${tz} is unknown to this browser: shown in UTC)`;
+  }
   const p = Object.fromEntries(f.formatToParts(date).map((x) => [x.type, x.value]));
   const offset = (p.timeZoneName || 'GMT').replace('GMT', 'UTC') || 'UTC';
-  return { wall: `${p.weekday} ${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}`, offset: offset === 'UTC' ? 'UTC+00:00' : offset };
+  return { wall: `${p.weekday} ${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}`, offset: (offset === 'UTC' ? 'UTC+00:00' : offset) + note };
 }
 
 // offsetMinutes returns a zone's UTC offset at a time, in minutes.
@@ -332,9 +341,23 @@ function wallToUTC(wall, tz) {
   const m = /^(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d)/.exec(wall);
   if (!m) return new Date(wall);
   const asUTC = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]));
-  let t = asUTC - offsetMinutes(new Date(asUTC), tz) * 60000;
-  t = asUTC - offsetMinutes(new Date(t), tz) * 60000;
-  return new Date(t);
+  // The offsets a day before and after cover both sides of a transition
+  // at this wall clock; each gives a candidate instant, which is one the
+  // wall clock shows if the zone has that offset there.
+  const day = 86400000;
+  const cands = [...new Set([offsetMinutes(new Date(asUTC - day), tz), offsetMinutes(new Date(asUTC + day), tz)])]
+    .map((o) => ({ o, t: asUTC - o * 60000 }));
+  const shown = cands.filter((c) => offsetMinutes(new Date(c.t), tz) === c.o).map((c) => c.t);
+  if (shown.length) return new Date(Math.min(...shown)); // an overlap: the first
+  // A gap: the wall clock never shows; the instant after it is the
+  // transition, between the candidates (found to the minute).
+  let lo = Math.min(...cands.map((c) => c.t)), hi = Math.max(...cands.map((c) => c.t));
+  const before = offsetMinutes(new Date(lo), tz);
+  while (hi - lo > 60000) {
+    const mid = lo + Math.floor((hi - lo) / 120000) * 60000;
+    if (offsetMinutes(new Date(mid), tz) === before) lo = mid; else hi = mid;
+  }
+  return new Date(hi);
 }
 
 function timeline(fires, tz) {

@@ -209,6 +209,9 @@ func (h *History) onResult(ctx goka.Context, msg any) {
 	}
 	r, err := codecs.DecodeResult([]byte(ctx.Key()), raw)
 	if err == nil {
+		err = codecs.CheckResultTime(r, ctx.Timestamp())
+	}
+	if err == nil {
 		err = h.partitionErr(ctx)
 	}
 	if err != nil {

@@ -1,5 +1,3 @@
-//go:build adversary13
-
 package views_test
 
 import (
