@@ -1,9 +1,7 @@
 package console_test
 
 import (
-	"os"
 	"os/exec"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -34,15 +32,8 @@ import (
 func TestAdversary13JobPageInZoneFactory(t *testing.T) {
 	_, err := codecs.JobDef{Cron: "0 3 * * *", TZ: "Factory"}.Validate(codecs.DefaultLimits())
 	require.NoError(t, err, "Chronos accepts the zone")
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("no node on PATH")
-	}
-	src, err := os.ReadFile("assets/app.js")
-	require.NoError(t, err)
-	fn := regexp.MustCompile(`(?s)function zoneParts\(date, tz\) \{.*?\n\}\n`).Find(src)
-	require.NotNil(t, fn, "zoneParts in app.js")
-	script := string(fn) + `
+	node, fn := appFuncs(t, "zoneParts")
+	script := fn + `
 const bad = [];
 for (const tz of process.argv.slice(1)) {
   try { zoneParts(new Date(Date.UTC(2026, 5, 1)), tz); } catch (e) { bad.push(tz + ': ' + e.message); }
@@ -77,19 +68,8 @@ console.log(bad.join('\n'));
 // two-step offset correction starts from the offset at the wall clock read
 // as UTC, which east of UTC already lies after the transition.
 func TestAdversary13FromInAnOverlapSkipsTheFirst(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("no node on PATH")
-	}
-	src, err := os.ReadFile("assets/app.js")
-	require.NoError(t, err)
-	var fns []string
-	for _, name := range []string{"zoneParts", "offsetMinutes", "wallToUTC"} {
-		fn := regexp.MustCompile(`(?s)function ` + name + `\(.*?\n\}\n`).Find(src)
-		require.NotNil(t, fn, name)
-		fns = append(fns, string(fn))
-	}
-	script := strings.Join(fns, "") + `
+	node, fns := appFuncs(t, "zoneParts", "offsetMinutes", "wallToUTC")
+	script := fns + `
 for (const [wall, tz] of [['2026-10-25T02:30', 'Europe/Berlin'], ['2026-03-29T02:30', 'Europe/Berlin'], ['2026-11-01T01:30', 'America/New_York']]) {
   console.log(wallToUTC(wall, tz).toISOString());
 }

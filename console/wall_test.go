@@ -18,21 +18,9 @@ import (
 // clock change of 2026 in zones east and west of UTC, with 30-minute and
 // 45-minute offsets and a 30-minute DST. The rule: the first instant that
 // shows the wall clock (an overlap's first), or in a gap the instant the
-// gap ends. Node is on CI's machines (the foreign-client tests); without
-// it the test skips, so the README's `go test ./...` needs only Go.
+// gap ends. See appFuncs for Node.
 func TestWallToUTCMatchesGo(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("no node on PATH: app.js's time conversion is checked where Node is installed (CI)")
-	}
-	src, err := os.ReadFile("assets/app.js")
-	require.NoError(t, err)
-	var fns []string
-	for _, name := range []string{"zoneParts", "offsetMinutes", "wallToUTC"} {
-		fn := regexp.MustCompile(`(?s)function ` + name + `\(.*?\n\}\n`).Find(src)
-		require.NotNil(t, fn, name)
-		fns = append(fns, string(fn))
-	}
+	node, fns := appFuncs(t, "zoneParts", "offsetMinutes", "wallToUTC")
 	type wallCase struct {
 		Wall, TZ, Want string
 	}
@@ -63,7 +51,7 @@ func TestWallToUTCMatchesGo(t *testing.T) {
 	}
 	in, err := json.Marshal(cases)
 	require.NoError(t, err)
-	script := strings.Join(fns, "") + `
+	script := fns + `
 const cases = JSON.parse(require('fs').readFileSync(0, 'utf8'));
 console.log(JSON.stringify(cases.map((c) => wallToUTC(c.Wall, c.TZ).toISOString())));
 `
@@ -103,4 +91,25 @@ func goWallToUTC(t *testing.T, wall string, loc *time.Location) time.Time {
 	}
 	require.False(t, past.IsZero(), "%s in %s: no instant", wall, loc)
 	return past
+}
+
+// appFuncs returns Node's path and the source of the named top-level
+// functions of assets/app.js, to run in Node (V8 and ICU, Chromium's
+// engine). Without Node the test skips: CI's machines have it (the
+// foreign-client tests), and the README's `go test ./...` needs only Go.
+func appFuncs(t *testing.T, names ...string) (node, src string) {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("no node on PATH: app.js's functions are checked where Node is installed (CI)")
+	}
+	b, err := os.ReadFile("assets/app.js")
+	require.NoError(t, err)
+	var fns []string
+	for _, name := range names {
+		fn := regexp.MustCompile(`(?s)\nfunction ` + name + `\(.*?\n\}\n`).Find(b)
+		require.NotNil(t, fn, "function %s in app.js", name)
+		fns = append(fns, string(fn))
+	}
+	return node, strings.Join(fns, "")
 }
