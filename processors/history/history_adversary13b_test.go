@@ -1,0 +1,82 @@
+//go:build adversary13b
+
+package history_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/testenv"
+)
+
+// TestAdversary13bFarFutureBucketTriggersFreezeHistory: round 1's fix
+// (codecs.ResultMaxAhead) guards results only. A bucket trigger record
+// whose timestamp is far ahead becomes every event's scheduled_at
+// (router: "The record time becomes the shard trigger's T and every
+// event's scheduled_at"), and the history keeps fires by scheduled_at: 3
+// triggers stamped year 2200 hold every slot of every job of the bucket.
+//
+// Promise (issue 13): "keeping per job the last N fires"; docs/topics.md
+// (Results): "a report further ahead (a wrong clock) would hold a slot of
+// the job's last fires until real fires passed it" -- the fix of round 1
+// exists for exactly this, but a dispatch event can carry the same time.
+//
+// Reproduction: --history-fires 3; job "bucketed" every 1s in bucket "b";
+// 3 records on chronos-bucket-triggers for "b" with timestamp
+// 2200-12-31T23:59:5xZ (a producer with a wrong clock); then the job fires
+// 5 times on schedule and each fire is reported succeeded.
+//
+// Observed: the triggers are accepted and dispatched; GET fires holds only
+// the 3 fires of year 2200: none of the 5 later fires is ever shown again.
+func TestAdversary13bFarFutureBucketTriggersFreezeHistory(t *testing.T) {
+	const keep = 3
+	env := testenv.New(t, 2)
+	dispatch := env.Collect(string(env.Layout.Dispatch()))
+	cfg := env.Config()
+	cfg.History.Fires = keep
+	env.Start(cfg)
+	view := historyView(t, env)
+	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	env.Tick(t0)
+	env.Put("bucketed", codecs.JobDef{Every: "1s", Bucket: "b"}, t0)
+	env.WaitApplied()
+	for i := range keep {
+		trig, err := codecs.EncodeBucketTrigger(codecs.BucketTrigger{Bucket: "b", TriggerID: "wrong-clock-" + string(rune('a'+i))})
+		require.NoError(t, err)
+		env.Produce(string(env.Layout.BucketTriggers()), "b", trig, time.Date(2200, 12, 31, 23, 59, 50+i, 0, time.UTC))
+	}
+	dispatch.WaitLen(t, keep, time.Minute)
+	for s := 1; s <= 5; s++ {
+		env.Tick(t0.Add(time.Duration(s) * time.Second))
+	}
+	dispatch.WaitLen(t, keep+5, time.Minute)
+	var scheduled int
+	for _, d := range dispatch.Dispatches(t) {
+		if d.Trigger != codecs.TriggerSchedule {
+			t.Logf("bucket fire %s scheduled_at %s", d.FireID, d.ScheduledAt.Format(time.RFC3339))
+			continue
+		}
+		scheduled++
+		env.Produce(string(env.Layout.Results()), "bucketed", encodeResult(t, codecs.Result{JobID: "bucketed", Suffix: d.FireID[len(d.JobID)+1:],
+			ScheduledAt: d.ScheduledAt, Attempt: 1, Status: codecs.StatusSucceeded, FinishedAt: d.ScheduledAt.Add(time.Second)}), t0.Add(6*time.Second))
+	}
+	require.Equal(t, 5, scheduled)
+	env.WaitConsumed(string(env.Layout.HistoryGroup()), string(env.Layout.Results()), time.Minute)
+	env.WaitConsumed(string(env.Layout.HistoryGroup()), string(env.Layout.Dispatch()), time.Minute)
+	time.Sleep(time.Second) // the view
+	fires, _, err := view.Get("bucketed")
+	require.NoError(t, err)
+	var real, phantom []string
+	for _, f := range fires {
+		if f.ScheduledAt.Year() > 2100 {
+			phantom = append(phantom, f.FireID)
+		} else {
+			real = append(real, f.FireID+" "+f.Status)
+		}
+	}
+	require.NotEmpty(t, real, "after 5 scheduled fires, each reported succeeded, the job's history holds none of them, only %d bucket fires of year 2200: %v",
+		len(phantom), phantom)
+}
