@@ -80,3 +80,54 @@ func TestAdversary13bFarFutureBucketTriggersFreezeHistory(t *testing.T) {
 	require.NotEmpty(t, real, "after 5 scheduled fires, each reported succeeded, the job's history holds none of them, only %d bucket fires of year 2200: %v",
 		len(phantom), phantom)
 }
+
+// TestAdversary13bTriggeredFireResultWithOtherScheduledAtSplitsTheFire:
+// round 1 fixed the split of a scheduled fire by another spelling of its
+// time; a manual (or bucket) fire's result is checked for nothing against
+// its fire: any scheduled_at is accepted and lands as a second fire.
+//
+// Promise (docs/topics.md, Results): "`scheduled_at` | RFC 3339, required |
+// the dispatch event's `scheduled_at`"; "A record that breaks any of these
+// rules is rejected to `chronos-rejects`"; issue 13: per job the last N
+// fires with their outcome (one entry per fire).
+//
+// Reproduction: job "manual" fired by a fire command (trigger_id "m1") at
+// 2026-06-01T00:00:00.123Z; the executor reports it succeeded with fire_id
+// "manual@m1" and scheduled_at 2026-06-01T00:00:00Z (its clock library
+// keeps seconds; or it reports its own start time).
+//
+// Observed: no reject; GET fires shows 2 entries with fire_id manual@m1:
+// the dispatched one without an outcome, and a phantom "succeeded" one
+// without a dispatch time.
+func TestAdversary13bTriggeredFireResultWithOtherScheduledAtSplitsTheFire(t *testing.T) {
+	env := testenv.New(t, 2)
+	dispatch := env.Collect(string(env.Layout.Dispatch()))
+	rejects := env.Collect(string(env.Layout.Rejects()))
+	env.Start(env.Config())
+	view := historyView(t, env)
+	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	env.Tick(t0)
+	env.Put("manual", codecs.JobDef{At: "2027-01-01T00:00:00Z"}, t0)
+	env.WaitApplied()
+	env.Produce(string(env.Layout.Jobs()), "manual", []byte(`{"v":1,"op":"fire","trigger_id":"m1"}`), t0.Add(123*time.Millisecond))
+	dispatch.WaitLen(t, 1, time.Minute)
+	d := dispatch.Dispatches(t)[0]
+	require.Equal(t, "manual@m1", d.FireID)
+	t.Logf("dispatched %s scheduled_at %s", d.FireID, d.ScheduledAt.Format(time.RFC3339Nano))
+
+	res := `{"v":1,"fire_id":"manual@m1","scheduled_at":"2026-06-01T00:00:00Z","status":"succeeded","finished_at":"2026-06-01T00:00:02Z"}`
+	env.Produce(string(env.Layout.Results()), "manual", []byte(res), t0.Add(2*time.Second))
+	env.WaitConsumed(string(env.Layout.HistoryGroup()), string(env.Layout.Results()), time.Minute)
+	env.WaitConsumed(string(env.Layout.HistoryGroup()), string(env.Layout.Dispatch()), time.Minute)
+	time.Sleep(time.Second) // the view
+	if rejects.Len() > 0 {
+		return // rejected: the promise holds
+	}
+	fires, _, err := view.Get("manual")
+	require.NoError(t, err)
+	for _, f := range fires {
+		t.Logf("fire %s scheduled_at %s dispatched %v status %q", f.FireID, f.ScheduledAt.Format(time.RFC3339Nano), f.DispatchedAt != nil, f.Status)
+	}
+	require.Len(t, fires, 1, "one manual fire and one result for its fire_id, accepted, show as %d fires", len(fires))
+	require.Equal(t, codecs.StatusSucceeded, fires[0].Status)
+}
