@@ -3,12 +3,14 @@
 package history_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/processors/history"
 	"github.com/chronos-scheduler/chronos/testenv"
 )
 
@@ -130,4 +132,79 @@ func TestAdversary13bTriggeredFireResultWithOtherScheduledAtSplitsTheFire(t *tes
 	}
 	require.Len(t, fires, 1, "one manual fire and one result for its fire_id, accepted, show as %d fires", len(fires))
 	require.Equal(t, codecs.StatusSucceeded, fires[0].Status)
+}
+
+// TestAdversary13bLongDerivedTriggerIDOverflowsTheRecord: a result's
+// fire_id of the derived form "m-<p>-<o>" is matched by a regexp without a
+// length bound, so a well-formed 16 KiB result keeps a fire entry of 16 KiB,
+// not the documented 900 bytes; at --history-fires 100 (allowed: 1 to
+// 1000) the job's record outgrows the changelog's max.message.bytes.
+//
+// Promise (docs/configuration.md, --history-fires): "Each kept fire costs
+// up to 900 bytes (a 256-byte trigger id and bucket, a 256-byte error ...)";
+// processors/history: "MaxFires*codecs.HistoryFireBytes +
+// MaxChanges*codecs.HistoryChangeBytes (about 1 MiB)"; issue 13: "Bad
+// results records get rejects like every other input."
+//
+// Reproduction: --history-fires 100; 80 results for job "big", each with
+// fire_id "big@m-0-<16,100 digits>" (status skipped), none over 16 KiB;
+// then job "other" on the same instance fires and is reported.
+//
+// Observed: no reject; the history group's write of big's record to
+// chronos-history-table fails ("Attempt to produce message larger than
+// configured Producer.MaxMessageBytes: 1048819 > 1048576") and the
+// processor stops and restarts in a loop ("processor stopped;
+// restarting"): "other"'s fire is never recorded (30 s), nor any fire of
+// any job of the partition. The largest record of big written before was
+// 1,032,645 bytes against the documented 100,000. At the default 50 fires
+// the record is still ~815 KB, 8x the bound.
+// Cause: codecs derivedTriggerID `^[mb]-[0-9]+-[0-9]+$` has no length
+// bound (Result.checkFire accepts it before ValidateTriggerID's MaxIDLen).
+func TestAdversary13bLongDerivedTriggerIDOverflowsTheRecord(t *testing.T) {
+	const keep, n = 100, 80
+	env := testenv.New(t, 1)
+	rejects := env.Collect(string(env.Layout.Rejects()))
+	table := env.Collect(string(env.Layout.HistoryTable()))
+	dispatch := env.Collect(string(env.Layout.Dispatch()))
+	cfg := env.Config()
+	cfg.History.Fires = keep
+	env.Start(cfg)
+	view := historyView(t, env)
+	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	env.Tick(t0)
+	env.Put("other", codecs.JobDef{Every: "1s"}, t0)
+	env.WaitApplied()
+	for i := range n {
+		digits := []byte(fmt.Sprintf("%d", i+1))
+		for len(digits) < 16100 {
+			digits = append(digits, '0')
+		}
+		at := t0.Add(time.Duration(i) * time.Second)
+		res := fmt.Sprintf(`{"v":1,"fire_id":"big@m-0-%s","scheduled_at":%q,"status":"skipped","finished_at":%q}`,
+			digits, at.Format(time.RFC3339), at.Format(time.RFC3339))
+		require.LessOrEqual(t, len(res), codecs.MaxResultBytes)
+		env.Produce(string(env.Layout.Results()), "big", []byte(res), t0)
+	}
+	env.Tick(t0.Add(time.Second))
+	dispatch.WaitLen(t, 1, time.Minute)
+	d := dispatch.Dispatches(t)[0]
+	env.Produce(string(env.Layout.Results()), "other", encodeResult(t, codecs.Result{JobID: "other", Suffix: d.FireID[len(d.JobID)+1:],
+		ScheduledAt: d.ScheduledAt, Attempt: 1, Status: codecs.StatusSucceeded, FinishedAt: d.ScheduledAt.Add(time.Second)}), t0.Add(2*time.Second))
+	var otherOK bool
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && !otherOK {
+		fires, _, err := view.Get("other")
+		otherOK = err == nil && len(fires) == 1 && fires[0].Status == codecs.StatusSucceeded
+		time.Sleep(200 * time.Millisecond)
+	}
+	largest := 0
+	for _, r := range table.Records() {
+		if string(r.Key) == "big" {
+			largest = max(largest, len(r.Value))
+		}
+	}
+	bound := keep*codecs.HistoryFireBytes + history.DefaultChanges*codecs.HistoryChangeBytes
+	t.Logf("rejects %d; largest changelog record of big %d bytes (bound %d); other's fire recorded: %v", rejects.Len(), largest, bound, otherOK)
+	require.True(t, otherOK, "after %d well-formed results with 16 KiB derived trigger ids for job big, the history group no longer records job other's fire (largest record of big written: %d bytes, documented bound %d)", n, largest, bound)
+	require.LessOrEqual(t, largest, bound, "job big's history record is %d bytes, over the documented %d (%d fires of at most %d bytes)", largest, bound, keep, codecs.HistoryFireBytes)
 }
