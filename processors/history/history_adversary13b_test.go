@@ -208,3 +208,68 @@ func TestAdversary13bLongDerivedTriggerIDOverflowsTheRecord(t *testing.T) {
 	require.True(t, otherOK, "after %d well-formed results with 16 KiB derived trigger ids for job big, the history group no longer records job other's fire (largest record of big written: %d bytes, documented bound %d)", n, largest, bound)
 	require.LessOrEqual(t, largest, bound, "job big's history record is %d bytes, over the documented %d (%d fires of at most %d bytes)", largest, bound, keep, codecs.HistoryFireBytes)
 }
+
+// TestAdversary13bTwoLargeDispatchEventsStopTheHistoryGroup: the history
+// group folds a dispatch event's fire_id suffix into the job's record
+// without any bound, so two well-formed dispatch events of 600 KB (a
+// foreign or buggy writer of chronos-dispatch) make a 1.2 MB record the
+// changelog refuses, at the default --history-fires.
+//
+// Promise (docs/topics.md, Input policy): every topic a processor consumes,
+// "`chronos-dispatch` (for the history group)", follows one policy
+// "whatever the record: any size up to the broker's `message.max.bytes`":
+// "1. A record that decodes and validates is applied. 2. Any other record
+// becomes one reject"; docs/configuration.md: "Each kept fire costs up to
+// 900 bytes".
+//
+// Reproduction: default settings; two dispatch events keyed "x" with
+// fire_id "x@<600,000-byte trigger id>" (two different ones), trigger
+// manual; then job "other" fires.
+//
+// Observed: no reject; the history group's write of x's record to
+// chronos-history-table fails ("Attempt to produce message larger than
+// configured Producer.MaxMessageBytes"): the whole group stops and restarts
+// (1 s backoff, doubling to 30 s per further failure within a minute); on
+// restart its store already holds the record, so it moves on, but the
+// changelog never got it: the view (what the API serves) shows x with 1
+// fire of the 2 folded, and a store rebuilt from the changelog loses it.
+// Cause: decodeDispatch checks the fire_id names the key, not its length.
+func TestAdversary13bTwoLargeDispatchEventsStopTheHistoryGroup(t *testing.T) {
+	env := testenv.New(t, 1)
+	rejects := env.Collect(string(env.Layout.Rejects()))
+	dispatch := env.Collect(string(env.Layout.Dispatch()))
+	env.Start(env.Config())
+	view := historyView(t, env)
+	t0 := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	env.Tick(t0)
+	env.Put("other", codecs.JobDef{Every: "1s"}, t0)
+	env.WaitApplied()
+	for _, c := range []byte{'a', 'b'} {
+		trig := make([]byte, 600_000)
+		for i := range trig {
+			trig[i] = c
+		}
+		d := codecs.Dispatch{FireID: "x@" + string(trig), JobID: "x", Trigger: codecs.TriggerManual, ScheduledAt: t0, FiredAt: t0}
+		env.Produce(string(env.Layout.Dispatch()), "x", codecs.AppendDispatch(nil, &d), t0)
+	}
+	env.Tick(t0.Add(time.Second))
+	testenv.Eventually(t, time.Minute, func() error {
+		for _, d := range dispatch.Dispatches(t) {
+			if d.JobID == "other" {
+				return nil
+			}
+		}
+		return fmt.Errorf("other has not fired")
+	})
+	var otherOK bool
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) && !otherOK {
+		fires, _, err := view.Get("other")
+		otherOK = err == nil && len(fires) == 1
+		time.Sleep(200 * time.Millisecond)
+	}
+	xFires, _, err := view.Get("x")
+	require.NoError(t, err)
+	t.Logf("rejects %d; other's fire recorded: %v; x's fires in the view: %d", rejects.Len(), otherOK, len(xFires))
+	require.True(t, rejects.Len() > 0 || len(xFires) == 2, "two 600 KB dispatch events of job x are neither rejected nor kept whole: x's fires shown %d, other recorded %v", len(xFires), otherOK)
+}
