@@ -85,6 +85,25 @@ func scanHistory(b []byte) (historySpans, error) {
 	return s, nil
 }
 
+// FireBySuffix finds the kept fire whose fire_id suffix is suffix in the
+// encoded record b: its scheduled time and whether a dispatch event was
+// seen for it. ok is false when none is kept; an unreadable b gives
+// ErrHistoryRecord.
+func FireBySuffix(b []byte, suffix string) (at time.Time, dispatched, ok bool, err error) {
+	s, err := scanHistory(b)
+	if err != nil {
+		return at, false, false, err
+	}
+	for _, f := range s.fires {
+		if string(f.suffix) == suffix {
+			r := &reader{b: b[f.start:f.end]}
+			e := r.fire()
+			return e.ScheduledAt, e.Dispatched, r.err == nil, r.err
+		}
+	}
+	return at, false, false, nil
+}
+
 // less orders a kept fire against (at, suffix), as the history keeps them.
 func (f *fireSpan) less(at time.Time, suffix string) bool {
 	if !f.at.Equal(at) {

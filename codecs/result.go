@@ -60,22 +60,35 @@ type Result struct {
 	Error       string
 }
 
-// ResultMaxAhead is how far after its record's timestamp a result's
-// scheduled_at may be. An executor reports a fire after its dispatch, so a
-// later one is no fire's outcome (a wrong clock, another system's ids), and
-// kept it would hold a slot of the job's last fires until real fires
-// passed it: reports for year 9999 would hide the job's history for good.
-const ResultMaxAhead = time.Hour
+// HistoryMaxAhead is how far ahead a fire the history keeps may be
+// scheduled: of the history group's clock, for a result (an executor
+// reports a fire after its dispatch), and of its fired_at, for a dispatch
+// event (a bucket trigger's scheduled_at is its record's timestamp, which
+// its producer sets). A fire further ahead is no fire of now (a wrong
+// clock, another system's ids) and, kept, would hold a slot of the job's
+// last fires until real fires passed it: three for year 9999 hid a job's
+// history for good.
+const HistoryMaxAhead = time.Hour
 
 // CheckResultTime rejects a result whose scheduled_at is more than
-// ResultMaxAhead after ts, its record's timestamp. A record without a
-// timestamp (zero, or not after 1970) is not checked.
-func CheckResultTime(r Result, ts time.Time) error {
-	if ts.Unix() <= 0 || !r.ScheduledAt.After(ts.Add(ResultMaxAhead)) {
+// HistoryMaxAhead after now, the reading group's clock (not the record's
+// timestamp: the same producer sets both).
+func CheckResultTime(r Result, now time.Time) error {
+	if !r.ScheduledAt.After(now.Add(HistoryMaxAhead)) {
 		return nil
 	}
-	return errorf(CodeInvalidField, "scheduled_at", "scheduled_at %s is more than %s after the record's timestamp %s: a fire not due yet has no outcome (check the producer's clock)",
-		r.ScheduledAt.Format(time.RFC3339Nano), ResultMaxAhead, ts.UTC().Format(time.RFC3339Nano))
+	return errorf(CodeInvalidField, "scheduled_at", "scheduled_at %s is more than %s after the history group's clock (%s): a fire not due yet has no outcome (check the producer's clock)",
+		r.ScheduledAt.Format(time.RFC3339Nano), HistoryMaxAhead, now.UTC().Format(time.RFC3339Nano))
+}
+
+// CheckDispatchTime rejects, for the history, a dispatch event scheduled
+// more than HistoryMaxAhead after it was fired.
+func CheckDispatchTime(d Dispatch) error {
+	if !d.ScheduledAt.After(d.FiredAt.Add(HistoryMaxAhead)) {
+		return nil
+	}
+	return errorf(CodeInvalidField, "scheduled_at", "scheduled_at %s is more than %s after fired_at %s (a bucket trigger or fire command stamped in the future?): the fire is not kept in the history",
+		d.ScheduledAt.Format(time.RFC3339Nano), HistoryMaxAhead, d.FiredAt.UTC().Format(time.RFC3339Nano))
 }
 
 // FireID returns the result's fire_id.
@@ -137,6 +150,9 @@ func (r *Result) checkFire(fireID string) error {
 		return err
 	}
 	r.Suffix = fireID[len(job)+1:]
+	if err := CheckHistoryFire(r.Suffix, "", ""); err != nil {
+		return err
+	}
 	if trigger == "" {
 		if !at.Equal(r.ScheduledAt) {
 			return errorf(CodeInvalidField, "scheduled_at", "scheduled_at %s differs from the time in fire_id %q (copy both from the dispatch event)",

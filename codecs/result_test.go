@@ -126,29 +126,31 @@ func TestResultFireIDSpellings(t *testing.T) {
 }
 
 // TestCheckResultTime checks the bound of a result's scheduled_at against
-// its record's timestamp, at and around the edge.
+// the reading group's clock, and of a dispatch event's against its
+// fired_at, at and around the edge.
 func TestCheckResultTime(t *testing.T) {
-	ts := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
 		at time.Time
-		ts time.Time
 		ok bool
 	}{
-		{ts.Add(-48 * time.Hour), ts, true},
-		{ts, ts, true},
-		{ts.Add(codecs.ResultMaxAhead), ts, true},
-		{ts.Add(codecs.ResultMaxAhead + time.Nanosecond), ts, false},
-		{time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), ts, false},
-		{time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), time.Time{}, true},     // no timestamp: not checked
-		{time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), time.Unix(0, 0), true}, // Kafka's -1 read as 1970
+		{now.Add(-48 * time.Hour), true},
+		{now, true},
+		{now.Add(codecs.HistoryMaxAhead), true},
+		{now.Add(codecs.HistoryMaxAhead + time.Nanosecond), false},
+		{time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC), false},
 	} {
-		err := codecs.CheckResultTime(codecs.Result{ScheduledAt: c.at}, c.ts)
-		if (err == nil) != c.ok {
-			t.Errorf("scheduled_at %s, timestamp %s: error %v, want ok=%v", c.at, c.ts, err, c.ok)
-		}
-		var ce *codecs.Error
-		if err != nil && (!errors.As(err, &ce) || ce.Field != "scheduled_at") {
-			t.Errorf("error %v is not a codecs.Error on scheduled_at", err)
+		for name, err := range map[string]error{
+			"result":   codecs.CheckResultTime(codecs.Result{ScheduledAt: c.at}, now),
+			"dispatch": codecs.CheckDispatchTime(codecs.Dispatch{ScheduledAt: c.at, FiredAt: now}),
+		} {
+			if (err == nil) != c.ok {
+				t.Errorf("%s: scheduled_at %s, now %s: error %v, want ok=%v", name, c.at, now, err, c.ok)
+			}
+			var ce *codecs.Error
+			if err != nil && (!errors.As(err, &ce) || ce.Field != "scheduled_at") {
+				t.Errorf("%s: error %v is not a codecs.Error on scheduled_at", name, err)
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -146,6 +147,11 @@ func shownOrDash(s string) string {
 // seconds formats a duration in seconds for a table: milliseconds below a
 // minute, else rounded to the second.
 func seconds(s float64) string {
+	if math.Abs(s) >= 100*365*24*3600 {
+		// Past what a time.Duration holds (292 years): a result's times
+		// may be anywhere from 1970 to 9999.
+		return strconv.FormatFloat(s, 'f', 0, 64) + "s"
+	}
 	d := time.Duration(s * float64(time.Second))
 	if d < time.Minute && d > -time.Minute {
 		return d.Round(time.Millisecond).String()

@@ -360,6 +360,14 @@ function wallToUTC(wall, tz) {
   return new Date(hi);
 }
 
+// jobZone is the zone a job's times are shown in: its tz, or the zone
+// all its schedules share; UTC for schedules in several zones (or none).
+function jobZone(def) {
+  if (def.tz) return def.tz;
+  const zones = [...new Set((def.schedules || []).map((s) => s.tz || 'UTC'))];
+  return zones.length === 1 ? zones[0] : 'UTC';
+}
+
 function timeline(fires, tz) {
   if (!fires.length) return el('p', { class: 'muted', id: 'timeline' }, 'No upcoming fires.');
   const times = fires.map((f) => new Date(f));
@@ -434,14 +442,14 @@ async function jobPage(id, query) {
     if (from) {
       // The time typed is a wall clock in the job's zone.
       const plain = await call('GET', `/v1/jobs/${enc(id)}`);
-      q.set('from', wallToUTC(from, plain.job.tz || 'UTC').toISOString());
+      q.set('from', wallToUTC(from, jobZone(plain.job)).toISOString());
     }
     job = await call('GET', `/v1/jobs/${enc(id)}?${q}`);
   } catch (err) {
     show(el('h1', {}, 'Job ', el('code', {}, id)), errorBox(err));
     return;
   }
-  const tz = job.job.tz || 'UTC';
+  const tz = jobZone(job.job);
   const act = (label, method, path, cls) => el('button', { type: 'button', class: cls || '', id: 'btn-' + label.toLowerCase().replace(/\s+/g, '-'),
     onclick: async (ev) => {
       const b = ev.currentTarget;

@@ -30,8 +30,14 @@ func dispatchHead(b []byte) (d codecs.Dispatch, ok bool) {
 	d.V = int(v)
 	if !p.lit(`,"fire_id":`) || !p.str(&d.FireID) || !p.lit(`,"job_id":`) || !p.str(&d.JobID) ||
 		!p.lit(`,"trigger":`) || !p.str(&d.Trigger) ||
-		!p.lit(`,"scheduled_at":`) || !p.time(&d.ScheduledAt) || !p.lit(`,"fired_at":`) || !p.time(&d.FiredAt) ||
-		!p.lit(`,"missed":`) {
+		!p.lit(`,"scheduled_at":`) || !p.time(&d.ScheduledAt) {
+		return d, false
+	}
+	// A jittered fire's due time comes between (codecs.AppendDispatch).
+	if p.lit(`,"due_at":`) && !p.time(&d.DueAt) {
+		return d, false
+	}
+	if !p.lit(`,"fired_at":`) || !p.time(&d.FiredAt) || !p.lit(`,"missed":`) {
 		return d, false
 	}
 	if d.Missed, ok = p.int(); !ok {

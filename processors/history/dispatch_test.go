@@ -31,6 +31,9 @@ func randomDispatch(rng *rand.Rand) codecs.Dispatch {
 	at := time.Unix(rng.Int64N(4e9), rng.Int64N(1e9)*int64(rng.IntN(2))).UTC()
 	d := codecs.Dispatch{V: codecs.DispatchVersion, JobID: str(), Trigger: []string{codecs.TriggerSchedule, codecs.TriggerBucket, codecs.TriggerManual}[rng.IntN(3)],
 		ScheduledAt: at, FiredAt: at.Add(time.Duration(rng.Int64N(1e10))), Missed: rng.Int64N(1e6) * int64(rng.IntN(2))}
+	if rng.IntN(3) == 0 {
+		d.DueAt = at.Add(time.Duration(rng.Int64N(3.6e12))) // a jittered fire
+	}
 	if rng.IntN(2) == 0 {
 		d.Bucket = str()
 	}

@@ -80,6 +80,9 @@ type Config struct {
 	// Inputs is the policy for records that cannot be applied (default:
 	// rejects emitted through goka, see inputs.Policy).
 	Inputs *inputs.Policy
+	// Now is the group's clock, which bounds a result's scheduled_at
+	// (codecs.CheckResultTime; default time.Now).
+	Now func() time.Time
 }
 
 func (c *Config) setDefaults() {
@@ -94,6 +97,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
 	}
 	if c.Inputs == nil {
 		c.Inputs = &inputs.Policy{Rejects: c.Layout.Rejects(), Logger: c.Logger}
@@ -209,7 +215,7 @@ func (h *History) onResult(ctx goka.Context, msg any) {
 	}
 	r, err := codecs.DecodeResult([]byte(ctx.Key()), raw)
 	if err == nil {
-		err = codecs.CheckResultTime(r, ctx.Timestamp())
+		err = codecs.CheckResultTime(r, h.cfg.Now())
 	}
 	if err == nil {
 		err = h.partitionErr(ctx)
@@ -219,7 +225,7 @@ func (h *History) onResult(ctx goka.Context, msg any) {
 		return
 	}
 	h.fold(ctx, func(rec []byte) ([]byte, bool, error) {
-		return codecs.FoldFire(rec, r.ScheduledAt, r.Suffix, h.cfg.Fires, func(f *codecs.FireEntry) { applyResult(f, r) })
+		return foldResult(rec, r, h.cfg.Fires)
 	})
 }
 
@@ -234,7 +240,7 @@ func (h *History) onDispatch(ctx goka.Context, msg any) {
 		return
 	}
 	h.fold(ctx, func(rec []byte) ([]byte, bool, error) {
-		return codecs.FoldFire(rec, d.ScheduledAt.UTC(), suffix, h.cfg.Fires, func(f *codecs.FireEntry) { applyDispatch(f, d) })
+		return foldDispatch(rec, suffix, d, h.cfg.Fires)
 	})
 }
 
@@ -259,7 +265,14 @@ func decodeDispatch(key string, raw []byte) (codecs.Dispatch, string, error) {
 	if codecs.CheckRecordTime(d.ScheduledAt) != nil || codecs.CheckRecordTime(d.FiredAt) != nil {
 		return d, "", &codecs.Error{Code: codecs.CodeInvalidField, Field: "scheduled_at", Reason: "a dispatch event needs scheduled_at and fired_at from 1970 to 9999"}
 	}
-	return d, d.FireID[len(key)+1:], nil
+	suffix := d.FireID[len(key)+1:]
+	if err := codecs.CheckHistoryFire(suffix, d.Trigger, d.Bucket); err != nil {
+		return d, "", err
+	}
+	if err := codecs.CheckDispatchTime(d); err != nil {
+		return d, "", err
+	}
+	return d, suffix, nil
 }
 
 func (h *History) onCommand(ctx goka.Context, msg any) {

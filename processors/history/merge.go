@@ -1,6 +1,7 @@
 package history
 
 import (
+	"bytes"
 	"sort"
 	"time"
 
@@ -53,9 +54,49 @@ func slot(h *codecs.History, k fireKey, keep int) *codecs.FireEntry {
 	return &h.Fires[i]
 }
 
+// One fire, one entry: a fire is named by its fire_id, and a result may
+// write its scheduled_at otherwise than the dispatch event (a triggered
+// fire's time is not in its fire_id, so it cannot be checked when the
+// result is read; seconds where the dispatch has milliseconds). A fire
+// kept already is found by its suffix, wherever it is: a result joins it
+// at its time; a dispatch event moves it to its own scheduled_at if no
+// dispatch event was seen for it yet, or to an earlier one (so that the
+// fire's time ends the same in any order of its dispatch events: the
+// earliest). A result for a fire not kept yet places it at the result's
+// scheduled_at until a dispatch event comes.
+
+// at returns where the fire with suffix is kept in h (-1: not kept).
+func at(h *codecs.History, suffix string) int {
+	for i := range h.Fires {
+		if h.Fires[i].Suffix == suffix {
+			return i
+		}
+	}
+	return -1
+}
+
+// dispatchMoves reports whether a dispatch event scheduled at t moves a
+// kept fire (at, dispatched) (see above).
+func dispatchMoves(at time.Time, dispatched bool, t time.Time) bool {
+	return !at.Equal(t) && (!dispatched || t.Before(at))
+}
+
 // mergeDispatch folds a dispatch event of the job into h.
 func mergeDispatch(h *codecs.History, suffix string, d codecs.Dispatch, keep int) {
-	if f := slot(h, fireKey{d.ScheduledAt.UTC(), suffix}, keep); f != nil {
+	t := d.ScheduledAt.UTC()
+	if i := at(h, suffix); i >= 0 && dispatchMoves(h.Fires[i].ScheduledAt, h.Fires[i].Dispatched, t) {
+		e := h.Fires[i]
+		h.Fires = append(h.Fires[:i], h.Fires[i+1:]...)
+		if f := slot(h, fireKey{t, suffix}, keep); f != nil {
+			*f = e
+			f.ScheduledAt = t
+			applyDispatch(f, d)
+		}
+		return
+	} else if i >= 0 {
+		t = h.Fires[i].ScheduledAt
+	}
+	if f := slot(h, fireKey{t, suffix}, keep); f != nil {
 		applyDispatch(f, d)
 	}
 }
@@ -78,7 +119,11 @@ func applyDispatch(f *codecs.FireEntry, d codecs.Dispatch) {
 // before started, finished_at, status, error), so that the order of
 // arrival does not matter.
 func mergeResult(h *codecs.History, r codecs.Result, keep int) {
-	if f := slot(h, fireKey{r.ScheduledAt, r.Suffix}, keep); f != nil {
+	t := r.ScheduledAt
+	if i := at(h, r.Suffix); i >= 0 {
+		t = h.Fires[i].ScheduledAt
+	}
+	if f := slot(h, fireKey{t, r.Suffix}, keep); f != nil {
 		applyResult(f, r)
 	}
 }
@@ -134,4 +179,41 @@ func boundChange(c codecs.Change) codecs.Change {
 	c.Actor = codecs.Truncate(c.Actor, codecs.HistoryActorBytes)
 	c.Detail = codecs.Truncate(c.Detail, codecs.HistoryDetailBytes)
 	return c
+}
+
+// foldDispatch folds a dispatch event into the encoded record rec, in
+// place (codecs.FoldFire) unless it moves its fire (see above): that rare
+// case decodes, merges and encodes.
+func foldDispatch(rec []byte, suffix string, d codecs.Dispatch, keep int) ([]byte, bool, error) {
+	t := d.ScheduledAt.UTC()
+	kept, dispatched, ok, err := codecs.FireBySuffix(rec, suffix)
+	if err != nil {
+		return nil, false, err
+	}
+	if ok && dispatchMoves(kept, dispatched, t) {
+		h, err := codecs.DecodeHistory(rec)
+		if err != nil {
+			return nil, false, err
+		}
+		mergeDispatch(&h, suffix, d, keep)
+		out := codecs.AppendHistory(nil, &h)
+		return out, !bytes.Equal(out, rec), nil
+	}
+	if ok {
+		t = kept
+	}
+	return codecs.FoldFire(rec, t, suffix, keep, func(f *codecs.FireEntry) { applyDispatch(f, d) })
+}
+
+// foldResult folds a result into the encoded record rec, in place.
+func foldResult(rec []byte, r codecs.Result, keep int) ([]byte, bool, error) {
+	t := r.ScheduledAt
+	kept, _, ok, err := codecs.FireBySuffix(rec, r.Suffix)
+	if err != nil {
+		return nil, false, err
+	}
+	if ok {
+		t = kept
+	}
+	return codecs.FoldFire(rec, t, r.Suffix, keep, func(f *codecs.FireEntry) { applyResult(f, r) })
 }

@@ -240,11 +240,11 @@ func TestFoldMatchesDecodeMergeEncode(t *testing.T) {
 			case in.d != nil:
 				d := *in.d
 				mergeDispatch(&h, in.suffix, d, keepFires)
-				out, changed, err = codecs.FoldFire(folded, d.ScheduledAt.UTC(), in.suffix, keepFires, func(f *codecs.FireEntry) { applyDispatch(f, d) })
+				out, changed, err = foldDispatch(folded, in.suffix, d, keepFires)
 			default:
 				r := *in.r
 				mergeResult(&h, r, keepFires)
-				out, changed, err = codecs.FoldFire(folded, r.ScheduledAt, r.Suffix, keepFires, func(f *codecs.FireEntry) { applyResult(f, r) })
+				out, changed, err = foldResult(folded, r, keepFires)
 			}
 			require.NoError(t, err)
 			want := codecs.AppendHistory(nil, &h)
@@ -303,5 +303,51 @@ func TestFoldRefusesUnreadableRecords(t *testing.T) {
 			require.Equal(t, decodeErr != nil, fireErr != nil, "seed %d: %x", seed, bad)
 			require.Equal(t, decodeErr != nil, changeErr != nil, "seed %d: %x", seed, bad)
 		}
+	}
+}
+
+// TestTriggeredFireOneEntryInAnyOrder: a manual fire dispatched twice (a
+// retry, at two scheduled times) and reported with a third scheduled_at
+// (seconds where the dispatch had milliseconds) is one entry, in every
+// order of the three: at the earliest dispatch time, dispatched, with the
+// outcome. Before, the result made an entry of its own (round 13b).
+func TestTriggeredFireOneEntryInAnyOrder(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 6, 1, 0, 0, 0, 123_000_000, time.UTC)
+	d1 := codecs.Dispatch{V: 1, FireID: "j@m1", JobID: "j", Trigger: codecs.TriggerManual, ScheduledAt: at, FiredAt: at.Add(time.Millisecond)}
+	d2 := d1
+	d2.ScheduledAt, d2.FiredAt = at.Add(-time.Millisecond), at.Add(2*time.Millisecond)
+	r := codecs.Result{JobID: "j", Suffix: "m1", ScheduledAt: at.Truncate(time.Second), Attempt: 1, Status: codecs.StatusSucceeded,
+		StartedAt: at.Add(time.Second), FinishedAt: at.Add(2 * time.Second)}
+	other := codecs.Dispatch{V: 1, FireID: "j@m0", JobID: "j", Trigger: codecs.TriggerManual, ScheduledAt: at.Add(-time.Hour), FiredAt: at.Add(-time.Hour)}
+	steps := []func([]byte) ([]byte, bool, error){
+		func(b []byte) ([]byte, bool, error) { return foldDispatch(b, "m1", d1, 50) },
+		func(b []byte) ([]byte, bool, error) { return foldDispatch(b, "m1", d2, 50) },
+		func(b []byte) ([]byte, bool, error) { return foldResult(b, r, 50) },
+	}
+	var first []byte
+	for _, order := range [][]int{{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}} {
+		rec, _, err := foldDispatch(nil, "m0", other, 50)
+		require.NoError(t, err)
+		for _, i := range order {
+			out, changed, err := steps[i](rec)
+			require.NoError(t, err)
+			if changed {
+				rec = out
+			}
+		}
+		h, err := codecs.DecodeHistory(rec)
+		require.NoError(t, err)
+		require.Len(t, h.Fires, 2, "order %v: %+v", order, h.Fires)
+		f := h.Fires[1]
+		require.Equal(t, "m1", f.Suffix, "order %v", order)
+		require.True(t, f.ScheduledAt.Equal(d2.ScheduledAt), "order %v: at %s, want the earliest dispatch's", order, f.ScheduledAt)
+		require.True(t, f.Dispatched, "order %v", order)
+		require.True(t, f.FiredAt.Equal(d1.FiredAt), "order %v: fired_at %s, want the earliest", order, f.FiredAt)
+		require.Equal(t, codecs.StatusSucceeded, f.Status, "order %v", order)
+		if first == nil {
+			first = rec
+		}
+		require.Equal(t, first, rec, "order %v: the record differs from the first order's", order)
 	}
 }

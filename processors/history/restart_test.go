@@ -69,9 +69,7 @@ func TestHistoryRestartsMatchTheOracle(t *testing.T) {
 			}
 		}
 		env.ProduceMany(string(env.Layout.Dispatch()), dkeys, dvals, t0)
-		// Reported after the fires they report (a result more than
-		// codecs.ResultMaxAhead before its record's time is rejected).
-		env.ProduceMany(string(env.Layout.Results()), rkeys, rvals, t0.Add(2*time.Hour))
+		env.ProduceMany(string(env.Layout.Results()), rkeys, rvals, t0)
 		// Stop while the group is (likely) still folding the round.
 		inst.Stop()
 		if round%2 == 1 {

@@ -1,5 +1,3 @@
-//go:build adversary13b
-
 package console_test
 
 import (

@@ -1,5 +1,3 @@
-//go:build adversary13b
-
 package history
 
 import (

@@ -1,5 +1,3 @@
-//go:build adversary13b
-
 package history_test
 
 import (
@@ -15,7 +13,7 @@ import (
 )
 
 // TestAdversary13bFarFutureBucketTriggersFreezeHistory: round 1's fix
-// (codecs.ResultMaxAhead) guards results only. A bucket trigger record
+// (then codecs.ResultMaxAhead) guarded results only. A bucket trigger record
 // whose timestamp is far ahead becomes every event's scheduled_at
 // (router: "The record time becomes the shard trigger's T and every
 // event's scheduled_at"), and the history keeps fires by scheduled_at: 3
