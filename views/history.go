@@ -116,7 +116,10 @@ func FiresOf(id string, rec codecs.History) []Fire {
 		if o.Status == "" {
 			o.Status = "dispatched"
 		}
-		if !f.StartedAt.IsZero() && !f.FinishedAt.IsZero() {
+		// Results of one attempt may disagree (a finish reported alone,
+		// then a later start): a duration needs the finish at or after
+		// the start.
+		if !f.StartedAt.IsZero() && !f.FinishedAt.IsZero() && !f.FinishedAt.Before(f.StartedAt) {
 			o.DurationSeconds = secondsBetween(f.StartedAt, f.FinishedAt)
 		}
 		out = append(out, o)
