@@ -1,10 +1,8 @@
-//go:build adversary15
-
-// Adversary 15: the deferred due index of a fresh store's recovery
+// Round 15 adversary's property test (it held): the deferred due index of a fresh store's recovery
 // (Options.DeferIndexOnRecovery), driven through crashes and interruptions.
 // Run:
 //
-//	go test -tags adversary15 -count=1 -run Adversary15 ./store/
+//	go test -count=1 -run Adversary15 ./store/
 package store
 
 import (
