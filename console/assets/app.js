@@ -360,6 +360,15 @@ function wallToUTC(wall, tz) {
   return new Date(hi);
 }
 
+// scheduleText says a job's schedule: its cron, every or at, or each of
+// its schedules (with its zone when it has one).
+function scheduleText(def) {
+  const one = (s) => (s.cron ? `cron ${s.cron}` : s.every ? `every ${s.every}` : s.at ? `at ${s.at}` : '?') + (s.tz && s !== def ? ` (${s.tz})` : '');
+  if (def.cron || def.every || def.at) return one(def);
+  if (def.schedules && def.schedules.length) return def.schedules.map(one).join('; ');
+  return 'none';
+}
+
 // jobZone is the zone a job's times are shown in: its tz, or the zone
 // all its schedules share; UTC for schedules in several zones (or none).
 function jobZone(def) {
@@ -482,7 +491,7 @@ async function jobPage(id, query) {
   });
   const dl = el('dl', { class: 'props' },
     el('dt', {}, 'State'), el('dd', {}, statusBadge(job.status)),
-    el('dt', {}, 'Schedule'), el('dd', {}, job.job.cron ? `cron ${job.job.cron}` : job.job.every ? `every ${job.job.every}` : job.job.at ? `at ${job.job.at}` : 'none (bucket or manual only)'),
+    el('dt', {}, 'Schedule'), el('dd', {}, scheduleText(job.job)),
     el('dt', {}, 'Time zone'), el('dd', {}, tz),
     el('dt', {}, 'Bucket'), el('dd', {}, job.job.bucket ? el('a', { href: '#/buckets/' + enc(job.job.bucket) }, job.job.bucket) : '–'),
     el('dt', {}, 'Version'), el('dd', { id: 'version' }, String(job.version)),

@@ -69,13 +69,6 @@ func TestDispatchHeadMatchesDecode(t *testing.T) {
 		want, err := codecs.DecodeDispatch(raw)
 		require.NoError(t, err)
 		want.Payload = nil
-		got, suffix, err := decodeDispatch(d.JobID, raw)
-		if err != nil { // a job id that ParseFireID splits elsewhere (it has an '@')
-			require.Contains(t, d.JobID+d.FireID[len(d.JobID)+1:], "@", "case %d: %s", i, raw)
-			continue
-		}
-		require.Equal(t, want, got, "case %d: %s", i, raw)
-		require.Equal(t, want.FireID[len(want.JobID)+1:], suffix)
 		head, ok := dispatchHead(raw)
 		plain := !strings.ContainsAny(d.FireID+d.JobID+d.Bucket+d.TriggerID, "\"\\<\n\u2028")
 		require.Equal(t, plain, ok, "case %d: %s", i, raw)
@@ -83,6 +76,16 @@ func TestDispatchHeadMatchesDecode(t *testing.T) {
 			fast++
 			require.Equal(t, want, head, "case %d", i)
 		}
+		got, suffix, err := decodeDispatch(d.JobID, raw)
+		if err != nil {
+			// A job id that ParseFireID splits elsewhere (it has an '@'),
+			// or a bucket that is no valid name (Chronos writes none).
+			badBucket := d.Bucket != "" && codecs.ValidateBucket(d.Bucket) != nil
+			require.True(t, badBucket || strings.Contains(d.JobID+d.FireID[len(d.JobID)+1:], "@"), "case %d: %v: %s", i, err, raw)
+			continue
+		}
+		require.Equal(t, want, got, "case %d: %s", i, raw)
+		require.Equal(t, want.FireID[len(want.JobID)+1:], suffix)
 	}
 	require.Greater(t, fast, 1000)
 }

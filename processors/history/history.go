@@ -269,6 +269,15 @@ func decodeDispatch(key string, raw []byte) (codecs.Dispatch, string, error) {
 	if err := codecs.CheckHistoryFire(suffix, d.Trigger, d.Bucket); err != nil {
 		return d, "", err
 	}
+	// What Chronos writes: a trigger always, a bucket only if a valid name.
+	if d.Trigger == "" {
+		return d, "", &codecs.Error{Code: codecs.CodeInvalidField, Field: "trigger", Reason: "a dispatch event needs a trigger: schedule, bucket or manual"}
+	}
+	if d.Bucket != "" {
+		if err := codecs.ValidateBucket(d.Bucket); err != nil {
+			return d, "", err
+		}
+	}
 	if err := codecs.CheckDispatchTime(d); err != nil {
 		return d, "", err
 	}

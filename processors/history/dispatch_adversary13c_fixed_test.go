@@ -1,5 +1,3 @@
-//go:build adversary13c
-
 package history
 
 import (
