@@ -40,6 +40,16 @@ func (s *Server) readHistory(w http.ResponseWriter, r *http.Request) (string, []
 			return "", nil, nil, false
 		}
 	}
+	// A bad request is one whatever the instance can serve: checked first.
+	limit := -1
+	if _, given := r.URL.Query()["limit"]; given {
+		n, ok := intParam(r.URL.Query(), "limit", 0, 1, 1000)
+		if !ok {
+			writeProblem(w, http.StatusBadRequest, codecs.CodeInvalidField, "limit", "limit must be 1..1000")
+			return "", nil, nil, false
+		}
+		limit = n
+	}
 	if s.History == nil {
 		writeProblem(w, http.StatusServiceUnavailable, "history_unavailable", "", "this instance keeps no history (it runs with --no-history)")
 		return "", nil, nil, false
@@ -49,13 +59,8 @@ func (s *Server) readHistory(w http.ResponseWriter, r *http.Request) (string, []
 		writeProblem(w, http.StatusServiceUnavailable, "view_unavailable", "", err.Error())
 		return "", nil, nil, false
 	}
-	if _, given := r.URL.Query()["limit"]; given {
-		n, ok := intParam(r.URL.Query(), "limit", 0, 1, 1000)
-		if !ok {
-			writeProblem(w, http.StatusBadRequest, codecs.CodeInvalidField, "limit", "limit must be 1..1000")
-			return "", nil, nil, false
-		}
-		fires, changes = fires[:min(n, len(fires))], changes[:min(n, len(changes))]
+	if limit >= 0 {
+		fires, changes = fires[:min(limit, len(fires))], changes[:min(limit, len(changes))]
 	}
 	return id, fires, changes, true
 }

@@ -59,6 +59,10 @@ func TestHistoryRoutes(t *testing.T) {
 	resp, b = none.do(t, request{method: "GET", path: "/v1/jobs/j/history"})
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	require.Equal(t, "history_unavailable", decodeProblem(t, resp, b).Code)
+	// A bad request is refused as one on an instance without history too
+	// (round 13c saw 503 for ?limit=0 there).
+	resp, b = none.do(t, request{method: "GET", path: "/v1/jobs/j/fires?limit=0"})
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s", b)
 }
 
 // TestGetJobNextFrom checks ?next=N&from=T on generated schedules: the
