@@ -92,9 +92,18 @@ func TestAdversary13ResultWithAnotherSpellingOfTheFireID(t *testing.T) {
 // trigger record with a far-future timestamp, if that becomes its fires'
 // scheduled_at, would do the same to every job of the bucket at once.)
 func TestAdversary13FarFutureReportsFreezeAJobsHistory(t *testing.T) {
+	phantomHistory(t, time.Date(9999, 12, 31, 23, 59, 50, 0, time.UTC), false)
+}
+
+// phantomHistory keeps 3 fires a job, reports 3 of its fires at phantom,
+// phantom+1s, phantom+2s as skipped (with those record timestamps if
+// stamped, else 2026-06-01), then lets it fire 5 times, each reported
+// succeeded: the history must show real fires, not only the phantoms.
+func phantomHistory(t *testing.T, phantom time.Time, stamped bool) {
 	const keep = 3
 	env := testenv.New(t, 2)
 	dispatch := env.Collect(string(env.Layout.Dispatch()))
+	rejects := env.Collect(string(env.Layout.Rejects()))
 	cfg := env.Config()
 	cfg.History.Fires = keep
 	env.Start(cfg)
@@ -103,9 +112,13 @@ func TestAdversary13FarFutureReportsFreezeAJobsHistory(t *testing.T) {
 	env.Put("frozen", codecs.JobDef{Every: "1s"}, t0)
 	env.WaitApplied()
 	for i := range keep {
-		at := time.Date(9999, 12, 31, 23, 59, 50+i, 0, time.UTC)
+		at := phantom.Add(time.Duration(i) * time.Second)
+		ts := t0
+		if stamped {
+			ts = at
+		}
 		env.Produce(string(env.Layout.Results()), "frozen", encodeResult(t, codecs.Result{JobID: "frozen", Suffix: at.Format(time.RFC3339Nano),
-			ScheduledAt: at, Attempt: 1, Status: codecs.StatusSkipped, FinishedAt: at}), t0)
+			ScheduledAt: at, Attempt: 1, Status: codecs.StatusSkipped, FinishedAt: at}), ts)
 	}
 	for s := 1; s <= 5; s++ {
 		env.Tick(t0.Add(time.Duration(s) * time.Second))
@@ -126,5 +139,6 @@ func TestAdversary13FarFutureReportsFreezeAJobsHistory(t *testing.T) {
 			real = append(real, f.FireID+" "+f.Status)
 		}
 	}
-	require.NotEmpty(t, real, "after 5 dispatched and reported fires the job's history holds none of them, only %d fires of year 9999: %v", len(fires), fires)
+	require.NotEmpty(t, real, "after 5 dispatched and reported fires the job's history holds none of them, only %d fires of %d (rejects: %d): %v",
+		len(fires), phantom.Year(), rejects.Len(), fires)
 }
