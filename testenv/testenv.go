@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chronos-scheduler/chronos/clients"
@@ -145,6 +147,20 @@ func (e *Env) Produce(topic, key string, value []byte, ts time.Time) {
 	e.T.Helper()
 	r := &kgo.Record{Topic: topic, Key: []byte(key), Value: value, Timestamp: ts}
 	require.NoError(e.T, e.Client.ProduceSync(context.Background(), r).FirstErr())
+}
+
+// ProduceFuture writes one record stamped ts, far ahead of the broker's
+// clock, and skips the test when the broker refuses it: Apache Kafka
+// refuses a record stamped more than its message.timestamp.after.max.ms
+// ahead (INVALID_TIMESTAMP), so there the input a test makes cannot exist;
+// the embedded broker takes it.
+func (e *Env) ProduceFuture(topic, key string, value []byte, ts time.Time) {
+	e.T.Helper()
+	err := e.Client.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Key: []byte(key), Value: value, Timestamp: ts}).FirstErr()
+	if errors.Is(err, kerr.InvalidTimestamp) {
+		e.T.Skipf("the broker refuses a record stamped %s (%v): this input cannot be made on it", ts.Format(time.RFC3339), err)
+	}
+	require.NoError(e.T, err)
 }
 
 // ProduceMany writes records with one timestamp and waits for all acks.

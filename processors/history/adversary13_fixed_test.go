@@ -113,12 +113,13 @@ func phantomHistory(t *testing.T, phantom time.Time, stamped bool) {
 	env.WaitApplied()
 	for i := range keep {
 		at := phantom.Add(time.Duration(i) * time.Second)
-		ts := t0
+		rec := encodeResult(t, codecs.Result{JobID: "frozen", Suffix: at.Format(time.RFC3339Nano),
+			ScheduledAt: at, Attempt: 1, Status: codecs.StatusSkipped, FinishedAt: at})
 		if stamped {
-			ts = at
+			env.ProduceFuture(string(env.Layout.Results()), "frozen", rec, at)
+		} else {
+			env.Produce(string(env.Layout.Results()), "frozen", rec, t0)
 		}
-		env.Produce(string(env.Layout.Results()), "frozen", encodeResult(t, codecs.Result{JobID: "frozen", Suffix: at.Format(time.RFC3339Nano),
-			ScheduledAt: at, Attempt: 1, Status: codecs.StatusSkipped, FinishedAt: at}), ts)
 	}
 	for s := 1; s <= 5; s++ {
 		env.Tick(t0.Add(time.Duration(s) * time.Second))

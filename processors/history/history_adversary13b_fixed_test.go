@@ -46,7 +46,7 @@ func TestAdversary13bFarFutureBucketTriggersFreezeHistory(t *testing.T) {
 	for i := range keep {
 		trig, err := codecs.EncodeBucketTrigger(codecs.BucketTrigger{Bucket: "b", TriggerID: "wrong-clock-" + string(rune('a'+i))})
 		require.NoError(t, err)
-		env.Produce(string(env.Layout.BucketTriggers()), "b", trig, time.Date(2200, 12, 31, 23, 59, 50+i, 0, time.UTC))
+		env.ProduceFuture(string(env.Layout.BucketTriggers()), "b", trig, time.Date(2200, 12, 31, 23, 59, 50+i, 0, time.UTC))
 	}
 	dispatch.WaitLen(t, keep, time.Minute)
 	for s := 1; s <= 5; s++ {
