@@ -20,30 +20,37 @@ type History struct {
 	CommandOffset int64
 }
 
-// FireEntry is one fire in a job's history: what the dispatch event said
-// and what the executors reported.
-// CheckHistoryFire bounds what a fire entry keeps from an input record:
-// the fire_id after the job id (a trigger id or a time) and the bucket at
-// MaxIDLen and MaxBucketLen bytes, the trigger one of the three Chronos
-// writes, so each kept fire stays within the bytes docs/configuration.md
-// gives (--history-fires) and a job's record within a Kafka record
-// whatever the inputs say (a reserved trigger id of 16,000 digits, a
-// forged dispatch event with a 600 kB fire_id). trigger and bucket may be
-// empty (a result has neither).
-func CheckHistoryFire(suffix, trigger, bucket string) error {
+// CheckFireSuffix bounds the fire_id after the job id (a trigger id or a
+// time) that a history entry keeps, at MaxIDLen bytes, so each kept fire
+// stays within the bytes docs/configuration.md gives (--history-fires) and
+// a job's record within a Kafka record whatever the inputs say (a reserved
+// trigger id of 16,000 digits, a forged dispatch event with a 600 kB
+// fire_id).
+func CheckFireSuffix(suffix string) error {
 	if len(suffix) > MaxIDLen {
 		return errorf(CodeInvalidField, "fire_id", "the fire_id after the job id is %d bytes, the limit is %d", len(suffix), MaxIDLen)
 	}
-	if len(bucket) > MaxBucketLen {
-		return errorf(CodeInvalidField, "bucket", "bucket is %d bytes, the limit is %d", len(bucket), MaxBucketLen)
-	}
-	switch trigger {
-	case "", TriggerSchedule, TriggerBucket, TriggerManual:
-		return nil
-	}
-	return errorf(CodeInvalidField, "trigger", "trigger %q is not schedule, bucket or manual", Truncate(trigger, 64))
+	return nil
 }
 
+// CheckHistoryDispatch checks what the history keeps of a dispatch event
+// beyond its times: the fire_id suffix (CheckFireSuffix), and a trigger and
+// bucket such as Chronos writes (one of the three triggers; no bucket, or a
+// valid bucket name).
+func CheckHistoryDispatch(suffix, trigger, bucket string) error {
+	if err := CheckFireSuffix(suffix); err != nil {
+		return err
+	}
+	switch trigger {
+	case TriggerSchedule, TriggerBucket, TriggerManual:
+	default:
+		return errorf(CodeInvalidField, "trigger", "trigger %q is not schedule, bucket or manual", Truncate(trigger, 64))
+	}
+	return ValidateBucket(bucket)
+}
+
+// FireEntry is one fire in a job's history: what the dispatch event said
+// and what the executors reported.
 type FireEntry struct {
 	// Suffix is the fire_id after "<job id>@".
 	Suffix      string

@@ -150,7 +150,7 @@ func (r *Result) checkFire(fireID string) error {
 		return err
 	}
 	r.Suffix = fireID[len(job)+1:]
-	if err := CheckHistoryFire(r.Suffix, "", ""); err != nil {
+	if err := CheckFireSuffix(r.Suffix); err != nil {
 		return err
 	}
 	if trigger == "" {

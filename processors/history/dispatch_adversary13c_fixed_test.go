@@ -25,7 +25,7 @@ import (
 // Observed: every one decodes without error and is folded: kept in the
 // job's history (trigger "", shown without a trigger; the odd bucket shown
 // as the fire's bucket), no reject.
-// Cause: codecs.CheckHistoryFire accepts trigger "" (meant for results,
+// Cause: codecs.CheckHistoryFire (then) accepted trigger "" (meant for results,
 // which have none) and checks only the bucket's length, not its name.
 func TestAdversary13cDispatchTriggerAndBucketNotChronosKept(t *testing.T) {
 	at := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)

@@ -266,17 +266,8 @@ func decodeDispatch(key string, raw []byte) (codecs.Dispatch, string, error) {
 		return d, "", &codecs.Error{Code: codecs.CodeInvalidField, Field: "scheduled_at", Reason: "a dispatch event needs scheduled_at and fired_at from 1970 to 9999"}
 	}
 	suffix := d.FireID[len(key)+1:]
-	if err := codecs.CheckHistoryFire(suffix, d.Trigger, d.Bucket); err != nil {
+	if err := codecs.CheckHistoryDispatch(suffix, d.Trigger, d.Bucket); err != nil {
 		return d, "", err
-	}
-	// What Chronos writes: a trigger always, a bucket only if a valid name.
-	if d.Trigger == "" {
-		return d, "", &codecs.Error{Code: codecs.CodeInvalidField, Field: "trigger", Reason: "a dispatch event needs a trigger: schedule, bucket or manual"}
-	}
-	if d.Bucket != "" {
-		if err := codecs.ValidateBucket(d.Bucket); err != nil {
-			return d, "", err
-		}
 	}
 	if err := codecs.CheckDispatchTime(d); err != nil {
 		return d, "", err

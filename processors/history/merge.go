@@ -65,8 +65,8 @@ func slot(h *codecs.History, k fireKey, keep int) *codecs.FireEntry {
 // earliest). A result for a fire not kept yet places it at the result's
 // scheduled_at until a dispatch event comes.
 
-// at returns where the fire with suffix is kept in h (-1: not kept).
-func at(h *codecs.History, suffix string) int {
+// keptIndex returns where the fire with suffix is kept in h (-1: not kept).
+func keptIndex(h *codecs.History, suffix string) int {
 	for i := range h.Fires {
 		if h.Fires[i].Suffix == suffix {
 			return i
@@ -84,7 +84,7 @@ func dispatchMoves(at time.Time, dispatched bool, t time.Time) bool {
 // mergeDispatch folds a dispatch event of the job into h.
 func mergeDispatch(h *codecs.History, suffix string, d codecs.Dispatch, keep int) {
 	t := d.ScheduledAt.UTC()
-	if i := at(h, suffix); i >= 0 && dispatchMoves(h.Fires[i].ScheduledAt, h.Fires[i].Dispatched, t) {
+	if i := keptIndex(h, suffix); i >= 0 && dispatchMoves(h.Fires[i].ScheduledAt, h.Fires[i].Dispatched, t) {
 		e := h.Fires[i]
 		h.Fires = append(h.Fires[:i], h.Fires[i+1:]...)
 		if f := slot(h, fireKey{t, suffix}, keep); f != nil {
@@ -120,7 +120,7 @@ func applyDispatch(f *codecs.FireEntry, d codecs.Dispatch) {
 // arrival does not matter.
 func mergeResult(h *codecs.History, r codecs.Result, keep int) {
 	t := r.ScheduledAt
-	if i := at(h, r.Suffix); i >= 0 {
+	if i := keptIndex(h, r.Suffix); i >= 0 {
 		t = h.Fires[i].ScheduledAt
 	}
 	if f := slot(h, fireKey{t, r.Suffix}, keep); f != nil {
