@@ -109,6 +109,7 @@ func FuzzDecodeShardHead(f *testing.F) {
 		require.NoError(t, herr)
 		require.Equal(t, [2]time.Time{full.Watermark, full.Advancing}, [2]time.Time{head.Watermark, head.Advancing})
 		require.Equal(t, full.Backfills, head.Backfills)
+		require.Equal(t, full.Fanouts, head.Fanouts)
 		require.True(t, head.Bulk.IsZero())
 		again, err := codecs.DecodeShardRecord(codecs.EncodeShardRecord(head))
 		require.NoError(t, err)
@@ -130,11 +131,17 @@ func sampleShardRecords() []codecs.ShardRecord {
 			AfterKey: "tenant-42.job-0041", Matched: 40, Changed: 12, Step: 3, Nonce: "0123456789abcdef0123456789abcdef"})
 	}
 	refs := []codecs.BackfillRef{{Job: "j", ID: "b-0-1"}}
+	fanouts := []codecs.FanoutRef{
+		{TriggerID: "deploy-7", Bucket: "fleet", T: w.Add(-time.Second), Started: w, After: "tenant-42.job-0041"},
+		{TriggerID: "t\x00", Bucket: "b", T: w, Started: w, After: "z", Done: true, Finished: w.Add(time.Minute)},
+	}
 	return []codecs.ShardRecord{
 		{Watermark: w},
 		{Watermark: w, Advancing: w.Add(time.Second), Backfills: refs},
 		{Watermark: w, Bulk: codecs.BulkState{Done: done[:1]}},
 		{Watermark: w, Backfills: refs, Bulk: codecs.BulkState{Queue: queue, Done: done}},
+		{Watermark: w, Fanouts: fanouts},
+		{Watermark: w, Advancing: w.Add(time.Second), Backfills: refs, Bulk: codecs.BulkState{Done: done[:1]}, Fanouts: fanouts[:1]},
 	}
 }
 

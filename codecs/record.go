@@ -68,6 +68,9 @@ const (
 	// written when the job has several schedules or exclusions (an
 	// extension that, unlike a backfill, may sit beside another).
 	recordFormat6 = 6
+	// shardFormat5 is a shard record's format 4 followed by its bucket
+	// fan-outs (ShardRecord.Fanouts): written only when it has one.
+	shardFormat5 = 5
 )
 
 // knownFormat reports whether f is a job record format this release reads.
@@ -184,9 +187,35 @@ type ShardRecord struct {
 	// Bulk holds the shard's bulk operations, queued and finished (zero
 	// when decoded by DecodeShardHead).
 	Bulk BulkState
+	// Fanouts are the bucket fan-outs this shard has begun (see
+	// FanoutRef): each chunk runs after the member its entry names, so a
+	// continuation handled twice (a crash that kept its output, a
+	// redelivery) runs the next chunk rather than the same one again.
+	Fanouts []FanoutRef
 	// bulkRaw is the encoded bulk state DecodeShardHead left undecoded;
 	// EncodeShardRecord writes it back as it was unless Bulk is set.
 	bulkRaw []byte
+}
+
+// FanoutRef is one bucket fan-out of a shard: the trigger (its id, bucket
+// and record time T, which together name it), the announced time it
+// started (for the lateness gauge), the member its next chunk continues
+// after, and whether every member has fired (Done, then Finished is when:
+// it is kept a while so that a redelivered trigger is not fanned out
+// again).
+type FanoutRef struct {
+	TriggerID string
+	Bucket    string
+	T         time.Time
+	Started   time.Time
+	After     string
+	Done      bool
+	Finished  time.Time
+}
+
+// Names reports whether f is the fan-out of bucket trigger tr.
+func (f FanoutRef) Names(tr ShardTrigger) bool {
+	return f.TriggerID == tr.TriggerID && f.Bucket == tr.Bucket && f.T.Equal(tr.T)
 }
 
 // ErrNotJob is returned by DecodeJobRecord for a value of another kind.
@@ -314,6 +343,28 @@ func EncodeShardRecord(r ShardRecord) []byte {
 	if !r.Bulk.IsZero() {
 		bulk = EncodeInternal(r.Bulk)
 	}
+	if len(r.Fanouts) > 0 {
+		// Format 5: format 4's fields, then the fan-outs.
+		w := make([]byte, 0, 64+len(bulk)+64*len(r.Fanouts))
+		w = appendTime(appendTime(append(w, tagShard, shardFormat5), r.Watermark), r.Advancing)
+		w = binary.AppendUvarint(w, uint64(len(r.Backfills)))
+		for _, b := range r.Backfills {
+			w = appendBytes(appendBytes(w, []byte(b.Job)), []byte(b.ID))
+		}
+		w = appendBytes(w, bulk)
+		w = binary.AppendUvarint(w, uint64(len(r.Fanouts)))
+		for _, f := range r.Fanouts {
+			w = appendBytes(appendBytes(w, []byte(f.TriggerID)), []byte(f.Bucket))
+			w = appendTime(appendTime(w, f.T), f.Started)
+			w = appendBytes(w, []byte(f.After))
+			done := byte(0)
+			if f.Done {
+				done = 1
+			}
+			w = appendTime(append(w, done), f.Finished)
+		}
+		return w
+	}
 	if len(bulk) > 0 {
 		w := make([]byte, 0, 32+len(bulk))
 		w = appendTime(appendTime(append(w, tagShard, recordFormat4), r.Watermark), r.Advancing)
@@ -346,7 +397,7 @@ func decodeShardRecord(b []byte, bulk bool) (ShardRecord, error) {
 	if len(b) == 0 {
 		return ShardRecord{}, nil
 	}
-	if len(b) < 2 || b[0] != tagShard || (b[1] != recordFormat && b[1] != recordFormat1 && b[1] != recordFormat3 && b[1] != recordFormat4) {
+	if len(b) < 2 || b[0] != tagShard || (b[1] != recordFormat && b[1] != recordFormat1 && b[1] != recordFormat3 && b[1] != recordFormat4 && b[1] != shardFormat5) {
 		return ShardRecord{}, errors.New("codecs: not a shard record")
 	}
 	rd := reader{b: b[2:]}
@@ -357,8 +408,11 @@ func decodeShardRecord(b []byte, bulk bool) (ShardRecord, error) {
 	if b[1] == recordFormat3 {
 		r.Backfills = readBackfillRefs(&rd)
 	}
-	if b[1] == recordFormat4 {
+	if b[1] == recordFormat4 || b[1] == shardFormat5 {
 		readShardFormat4(&rd, &r, bulk)
+	}
+	if b[1] == shardFormat5 {
+		readFanouts(&rd, &r)
 	}
 	if rd.err != nil || len(rd.b) != 0 {
 		return ShardRecord{}, errors.New("codecs: corrupt shard record")
@@ -498,9 +552,34 @@ func readShardFormat4(rd *reader, r *ShardRecord, bulk bool) {
 		}
 		return
 	}
-	if rd.err == nil {
+	if rd.err == nil && len(js) > 0 { // format 5 may have none
 		if err := json.Unmarshal(js, &r.Bulk); err != nil {
 			rd.err = err
 		}
+	}
+}
+
+// readFanouts reads a shard record's bucket fan-outs (format 5).
+func readFanouts(rd *reader, r *ShardRecord) {
+	n := rd.uvarint()
+	if n > uint64(len(rd.b)) {
+		rd.err = errShort
+		return
+	}
+	for i := uint64(0); i < n && rd.err == nil; i++ {
+		f := FanoutRef{TriggerID: string(rd.bytes()), Bucket: string(rd.bytes())}
+		f.T, f.Started = rd.time(), rd.time()
+		f.After = string(rd.bytes())
+		switch rd.byte() {
+		case 0:
+		case 1:
+			f.Done = true
+		default:
+			if rd.err == nil {
+				rd.err = errors.New("bad fan-out flag")
+			}
+		}
+		f.Finished = rd.time()
+		r.Fanouts = append(r.Fanouts, f)
 	}
 }

@@ -213,6 +213,22 @@ func TestShardRecord(t *testing.T) {
 	require.Error(t, err)
 	require.Equal(t, byte(2), codecs.EncodeShardRecord(codecs.ShardRecord{Watermark: sr.Watermark})[1], "format 2 without backfills")
 
+	// Bucket fan-outs (format 5), beside backfills.
+	sr.Fanouts = []codecs.FanoutRef{{TriggerID: "t", Bucket: "b", T: time.Unix(4, 0).UTC(), Started: time.Unix(5, 0).UTC(), After: "k"},
+		{TriggerID: "u", Bucket: "b", T: time.Unix(4, 0).UTC(), Done: true, Finished: time.Unix(7, 0).UTC()}}
+	b = codecs.EncodeShardRecord(sr)
+	require.Equal(t, byte(5), b[1])
+	got, err = codecs.DecodeShardRecord(b)
+	require.NoError(t, err)
+	require.Equal(t, sr, got)
+	for n := 1; n < len(b); n++ {
+		_, err := codecs.DecodeShardRecord(b[:n])
+		require.Error(t, err, "truncated to %d", n)
+	}
+	require.True(t, sr.Fanouts[0].Names(codecs.ShardTrigger{Kind: codecs.KindBucket, TriggerID: "t", Bucket: "b", T: time.Unix(4, 0)}))
+	require.False(t, sr.Fanouts[0].Names(codecs.ShardTrigger{Kind: codecs.KindBucket, TriggerID: "t", Bucket: "b", T: time.Unix(4, 1)}), "another record time is another fan-out")
+	sr.Fanouts = nil
+
 	got, err = codecs.DecodeShardRecord(nil)
 	require.NoError(t, err)
 	require.Zero(t, got)

@@ -13,37 +13,146 @@ import (
 
 // fireBucket fires every active job of a bucket in this partition once, one
 // chunk per callback, continuing through the loopback. Each fire's id is
-// "<job id>@<trigger id>", so a repeated trigger or chunk repeats the same
-// ids. Paused and completed jobs do not fire.
+// "<job id>@<trigger id>", so a trigger sent again repeats the same ids.
+// Paused and completed jobs do not fire.
+//
+// The shard record names each fan-out under way and the member its next
+// chunk continues after (codecs.FanoutRef), written with every chunk: a
+// continuation handled twice (a crash that kept its output, then the
+// redelivery) runs the next chunk, not the same one again, so no member
+// fires twice with a payload an update changed in between (simulation
+// seed 9077), and a redelivered trigger whose fan-out is done fires
+// nothing.
 func (s *Scheduler) fireBucket(ctx goka.Context, tr codecs.ShardTrigger) error {
 	st := s.Store(ctx.Partition())
 	if st == nil {
 		return fmt.Errorf("scheduler: no open store for partition %d", ctx.Partition())
 	}
-	// The fan-out's start travels in its continuations, so a rebalance
-	// (which resets the in-memory notes) or another owner does not start
-	// it over, and two fan-outs of one trigger id (a resent trigger) are
-	// told apart (adversary 19g). A first chunk takes none from its
-	// record.
-	started := tr.Started
-	if tr.AfterKey == "" || started.IsZero() {
+	shard := s.decodeShard(ctx.Key(), valueBytes(ctx))
+	run, ok := fanoutStep(shard.Fanouts, tr)
+	if !ok {
+		return nil
+	}
+	// The fan-out's start travels in its continuations and its table
+	// entry, so a rebalance (which resets the in-memory notes) or another
+	// owner does not start it over, and two fan-outs of one trigger id (a
+	// resent trigger) are told apart (adversary 19g). A first chunk takes
+	// none from its record.
+	started := run.Started
+	if started.IsZero() {
 		started = s.announcedNow()
 	}
-	key := fmt.Sprintf("%s\x00%s\x00%d", tr.Bucket, tr.TriggerID, started.UnixNano())
+	key := fmt.Sprintf("%s\x00%s\x00%d", run.Bucket, run.TriggerID, started.UnixNano())
 	s.pending.start(ctx.Partition(), key, started)
-	last, more, err := s.bucketChunk(ctx, st, tr)
+	last, more, err := s.bucketChunk(ctx, st, run)
 	if err != nil {
 		return err
 	}
+	ref := codecs.FanoutRef{TriggerID: run.TriggerID, Bucket: run.Bucket, T: run.T, Started: started, After: last}
 	if !more {
 		s.pending.done(ctx.Partition(), key)
+		ref.Done, ref.Finished = true, later(s.announcedNow(), run.T)
+	}
+	fanouts, tracked := withFanout(shard.Fanouts, ref)
+	if tracked || len(fanouts) != len(shard.Fanouts) {
+		shard.Fanouts = fanouts
+		s.setValue(ctx, codecs.EncodeShardRecord(shard))
 	}
 	if more {
-		next := tr
-		next.AfterKey, next.Started = last, started
+		next := run
+		next.AfterKey, next.Started, next.Step = last, started, 0
+		if tracked {
+			next.Step = 1 // the table names it: without an entry it is done
+		}
 		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(next))
 	}
 	return nil
+}
+
+// maxFanouts bounds the fan-outs a shard record names; fanoutKeep is how
+// long one that is done stays named, so that its trigger redelivered (a
+// crash, a rebalance) fires nothing.
+const (
+	maxFanouts = 256
+	fanoutKeep = 10 * time.Minute
+)
+
+// fanoutStep decides how bucket trigger tr (a first chunk or a
+// continuation) runs given the shard's fan-outs: the trigger to run the
+// chunk of (continuing after the member the table names, whatever tr
+// says), or ok false when there is nothing to run (the fan-out is done,
+// or tr continues one the table no longer names).
+func fanoutStep(fanouts []codecs.FanoutRef, tr codecs.ShardTrigger) (run codecs.ShardTrigger, ok bool) {
+	run = tr
+	for _, f := range fanouts {
+		if !f.Names(tr) {
+			continue
+		}
+		if f.Done {
+			return run, false
+		}
+		run.AfterKey, run.Started = f.After, f.Started
+		return run, true
+	}
+	if tr.AfterKey != "" && tr.Step > 0 {
+		return run, false // named once, done and forgotten since
+	}
+	if tr.AfterKey == "" {
+		run.Started = time.Time{} // a first chunk: its start is now
+	}
+	// A first chunk, or a continuation the table never named (sent by an
+	// earlier release, or while the table named maxFanouts): it runs after
+	// its own cursor.
+	return run, true
+}
+
+// withFanout returns fanouts with ref recorded (replacing the entry that
+// names the same fan-out) and whether it is: a new fan-out is not when
+// maxFanouts are under way (it runs untracked, as before the table named
+// them), and done ones past the limit make room, oldest first. fanouts is
+// not changed.
+func withFanout(fanouts []codecs.FanoutRef, ref codecs.FanoutRef) ([]codecs.FanoutRef, bool) {
+	out := make([]codecs.FanoutRef, 0, len(fanouts)+1)
+	found := false
+	for _, f := range fanouts {
+		if f.TriggerID == ref.TriggerID && f.Bucket == ref.Bucket && f.T.Equal(ref.T) {
+			f, found = ref, true
+		}
+		out = append(out, f)
+	}
+	if found {
+		return out, true
+	}
+	if ref.Done && len(out) < maxFanouts {
+		// A fan-out done in one chunk is named too: a redelivered
+		// trigger then fires nothing.
+		return append(out, ref), true
+	}
+	for len(out) >= maxFanouts {
+		oldest := -1
+		for i, f := range out {
+			if f.Done && (oldest < 0 || f.Finished.Before(out[oldest].Finished)) {
+				oldest = i
+			}
+		}
+		if oldest < 0 {
+			return out, false
+		}
+		out = append(out[:oldest], out[oldest+1:]...)
+	}
+	return append(out, ref), true
+}
+
+// prunedFanouts is fanouts without the done ones finished before t minus
+// fanoutKeep (nil when none is left). fanouts is not changed.
+func prunedFanouts(fanouts []codecs.FanoutRef, t time.Time) []codecs.FanoutRef {
+	var out []codecs.FanoutRef
+	for _, f := range fanouts {
+		if !f.Done || !f.Finished.Before(t.Add(-fanoutKeep)) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // bucketChunk fires the bucket's jobs after tr.AfterKey, reading keys and

@@ -70,7 +70,11 @@ func decideDue(d store.Due, value []byte, t time.Time, bytesLeft, maxCatchUp int
 		if plan.Next.After(rec.NotBefore) {
 			plan.Next = time.Time{}
 		}
-		dec.Loop = &codecs.ShardTrigger{Kind: codecs.KindSettle, Version: rec.Version, T: upTo}
+		got := upTo // how far its fires went (sentRecord reads it)
+		if !plan.Next.IsZero() {
+			got = earlier(plan.Next.Add(-time.Nanosecond), upTo)
+		}
+		dec.Loop = &codecs.ShardTrigger{Kind: codecs.KindSettle, Version: rec.Version, T: got}
 	} else {
 		switch {
 		case plan.Next.IsZero():
@@ -114,11 +118,12 @@ func passYield(shard codecs.ShardRecord, t time.Time, last store.Due, fromStart 
 }
 
 // passDone is the shard record once a pass to t has fired everything due
-// up to t: the watermark moves to t (never back), and a later pass under
-// way stays recorded.
+// up to t: the watermark moves to t (never back), a later pass under way
+// stays recorded, and bucket fan-outs done long enough are forgotten.
 func passDone(shard codecs.ShardRecord, t time.Time) codecs.ShardRecord {
 	done := shard // the rest (backfills, bulk operations) as it was
 	done.Watermark, done.Advancing = later(t, shard.Watermark), time.Time{}
+	done.Fanouts = prunedFanouts(shard.Fanouts, t)
 	if shard.Advancing.After(t) {
 		done.Advancing = shard.Advancing // a later pass is still under way
 	}

@@ -85,7 +85,8 @@ func TestDecideDue(t *testing.T) {
 		{name: "paused and cut", due: cmdSec(1), t: cmdSec(60), bytesLeft: 1,
 			value: enc(codecs.JobRecord{Version: 5, Status: codecs.StatusPaused, Job: fast, NotBefore: cmdSec(4), Through: cmdSec(0)}),
 			fires: []time.Time{cmdSec(1)}, moveTo: cmdSec(2), cut: true,
-			loop: &codecs.ShardTrigger{Kind: codecs.KindSettle, T: cmdSec(4), Version: 5}},
+			// T is how far its fires went (just before 2 s), not the pause.
+			loop: &codecs.ShardTrigger{Kind: codecs.KindSettle, T: cmdSec(2).Add(-time.Nanosecond), Version: 5}},
 	}
 	cache := schedule.NewCache(16)
 	for _, tc := range tests {

@@ -56,3 +56,39 @@ func TestCompletedRecord(t *testing.T) {
 	require.Equal(t, &codecs.JobRecord{Version: 4, Status: codecs.StatusCompleted, Job: oneShot(cmdSec(3)), NotBefore: cmdSec(1)}, got)
 	require.Equal(t, codecs.StatusActive, active.Status, "the input record changed")
 }
+
+// TestSentRecord: a settle of another version still tells the record how
+// far that version's fires went, so that no later definition owes them
+// again (simulation seed 7794 x 800 operations sent two fire_ids twice
+// with two payloads when it did not).
+func TestSentRecord(t *testing.T) {
+	t.Parallel()
+	shard := codecs.ShardRecord{Watermark: cmdSec(30)}
+	paused := codecs.JobRecord{Version: 9, Status: codecs.StatusPaused, Job: every10(), NotBefore: cmdSec(12), Through: cmdSec(12)}
+	late := codecs.JobRecord{Version: 9, Status: codecs.StatusActive, Job: every10(), NotBefore: cmdSec(2), Through: cmdSec(5)}
+	tomb := codecs.JobRecord{Version: 9, Status: codecs.StatusDeleted, NotBefore: cmdSec(30), Through: cmdSec(12)}
+	with := func(r codecs.JobRecord, f func(*codecs.JobRecord)) *codecs.JobRecord { f(&r); return &r }
+	tests := []struct {
+		name string
+		rec  codecs.JobRecord
+		sent time.Time
+		want *codecs.JobRecord
+	}{
+		{"paused late: handled through what went out, past its pause", paused, cmdSec(25), with(paused, func(r *codecs.JobRecord) { r.Through = cmdSec(25) })},
+		{"paused: never backwards", paused, cmdSec(8), nil},
+		{"active, behind the shard: owes after what went out", late, cmdSec(20), with(late, func(r *codecs.JobRecord) { r.Through = cmdSec(20) })},
+		{"active, caught up: an ordinary job", late, cmdSec(30), with(late, func(r *codecs.JobRecord) { r.Through, r.NotBefore = time.Time{}, cmdSec(30) })},
+		{"tombstone: a new job under its id starts after", tomb, cmdSec(20), with(tomb, func(r *codecs.JobRecord) { r.Through = cmdSec(20) })},
+		{"tombstone: never backwards", tomb, cmdSec(10), nil},
+		{"completed: nothing", *with(late, func(r *codecs.JobRecord) { r.Status = codecs.StatusCompleted }), cmdSec(20), nil},
+		{"no time: nothing", late, time.Time{}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rec := tc.rec
+			require.Equal(t, tc.want, sentRecord(&rec, shard, tc.sent))
+			require.Equal(t, tc.rec, rec, "changes nothing it is given")
+		})
+	}
+}

@@ -392,18 +392,28 @@ func (s *Scheduler) complete(ctx goka.Context, version uint64) error {
 // dispatched), when that matters to whoever rebuilds the index: a job that
 // owed fires behind its shard's time, or stopped at its per-advance bound.
 // Still behind the shard's time, it owes fires from there; caught up, it is
-// an ordinary job again. A settle applies only to the version that fired
+// an ordinary job again. A settle applies to the version that fired
 // (every command that changes a job changes its version) and only forward:
 // one consumed after later advances fired the job again records their
-// progress, not its own. One for another version is stale (errStale).
+// progress, not its own. One for another version raises what the record
+// says was handled to its T, how far its fires went (sentRecord), and is
+// otherwise stale (errStale).
 func (s *Scheduler) settle(ctx goka.Context, tr codecs.ShardTrigger) error {
 	rec, err := s.current(ctx)
-	if err != nil || rec == nil || rec.Version != tr.Version {
+	if err != nil || rec == nil {
 		return staleLoop("settle", tr.Version, rec, err)
 	}
 	shard, err := s.shard(ctx.Partition())
 	if err != nil {
 		return err
+	}
+	if rec.Version != tr.Version {
+		// Stale, but its fires went out: the record learns how far (T).
+		if next := sentRecord(rec, shard, tr.T); next != nil {
+			s.setValue(ctx, codecs.EncodeJobRecord(next))
+			return nil
+		}
+		return staleLoop("settle", tr.Version, rec, nil)
 	}
 	st := s.Store(ctx.Partition())
 	if err := s.ensureIndex(st, shard.Watermark); err != nil {

@@ -157,6 +157,9 @@ var simRegressions = []struct {
 	{2820, 300, "oracle: a late pause applied after a late put's catch-up had sent every owed time up to the shard's time handed the job over before those times, so the update that followed was required to send them again with its payload (TestSimOracleLatePauseAfterCatchUp)", true},
 	{4726, 300, "oracle: a pause applied while an advance under way had not reached the job sends the late time the job owes up to the pause's ts (fire_once on its own), which the advance's plan had counted as missed (TestSimOracleMidAdvancePauseSendsItsLateTime)", true},
 	{5181, 300, "oracle: a restart in the first delivery of an advance that overtook one in progress re-counts as missed the times the first advance sent (its index moves were local); the count had been fixed before the restart (TestSimOracleRestartInOvertakingAdvance)", true},
+	{7794, 800, "a settle of an old version arrived after a late pause on an empty store had handled the job only as far as its unsettled record said; a put then re-sent two fire_ids with its payload (sentRecord; the seed's history changed with the fix of 9077)", true},
+	{9077, 800, "a bucket continuation handled twice (a crash kept it) fired a member again after an update changed its payload (the shard record names each fan-out; TestBucketContinuationTwiceFiresEachMemberOnce)", true},
+	{8959, 800, "a late pause of a one-shot job whose last time an advance under way had sent (no due entry, its complete in flight) handled it only through the pause's ts; a put then re-sent that time with its payload", true},
 	{4232, 300, "oracle: the known open finding \"re-put reuses a fire_id\" (a crash lost the deleted incarnation's handled time) was reported for its second violation as \"6 late update\" (TestSimOracleReuseLabelsItsIncarnation)", true},
 }
 

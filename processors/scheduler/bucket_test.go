@@ -1,0 +1,183 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/lovoo/goka"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/topology"
+)
+
+// TestFanoutStep: a bucket fan-out runs each chunk once, after the member
+// the table names, however often its messages arrive (simulation seed 9077:
+// a crash that kept a continuation, then its redelivery, made two; the
+// second fired a member again after an update changed its payload).
+func TestFanoutStep(t *testing.T) {
+	t.Parallel()
+	at := cmdSec(10)
+	tr := codecs.ShardTrigger{Kind: codecs.KindBucket, T: at, Bucket: "b", TriggerID: "t1"}
+	cont := func(after string, step int64) codecs.ShardTrigger {
+		c := tr
+		c.AfterKey, c.Started, c.Step = after, cmdSec(11), step
+		return c
+	}
+	under := codecs.FanoutRef{TriggerID: "t1", Bucket: "b", T: at, Started: cmdSec(11), After: "j5"}
+	done := under
+	done.Done, done.Finished = true, cmdSec(12)
+	other := under
+	other.T = cmdSec(9) // the same trigger id sent earlier: another fan-out
+	tests := []struct {
+		name    string
+		fanouts []codecs.FanoutRef
+		tr      codecs.ShardTrigger
+		after   string
+		run     bool
+	}{
+		{"a first chunk", nil, tr, "", true},
+		{"a first chunk beside another fan-out of its trigger id", []codecs.FanoutRef{other}, tr, "", true},
+		{"the continuation the table names", []codecs.FanoutRef{under}, cont("j5", 1), "j5", true},
+		{"a spare continuation runs the next chunk, not its own again", []codecs.FanoutRef{under}, cont("j2", 1), "j5", true},
+		{"the trigger redelivered while under way continues it", []codecs.FanoutRef{under}, tr, "j5", true},
+		{"the trigger redelivered once done: nothing", []codecs.FanoutRef{done}, tr, "", false},
+		{"a continuation once done: nothing", []codecs.FanoutRef{done}, cont("j5", 1), "", false},
+		{"a continuation named once, forgotten since: nothing", nil, cont("j5", 1), "", false},
+		{"a continuation never named (an earlier release, or a full table): its own cursor", nil, cont("j3", 0), "j3", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			run, ok := fanoutStep(tc.fanouts, tc.tr)
+			require.Equal(t, tc.run, ok)
+			if ok {
+				require.Equal(t, tc.after, run.AfterKey)
+				if tc.tr.AfterKey == "" && tc.after == "" {
+					require.True(t, run.Started.IsZero(), "a first chunk starts now")
+				} else {
+					require.Equal(t, cmdSec(11), run.Started)
+				}
+			}
+		})
+	}
+}
+
+func TestWithFanout(t *testing.T) {
+	t.Parallel()
+	ref := func(i int, done bool) codecs.FanoutRef {
+		return codecs.FanoutRef{TriggerID: fmt.Sprint("t", i), Bucket: "b", T: cmdSec(i), After: "k", Done: done, Finished: cmdSec(1000 + i)}
+	}
+	// A fan-out's entry is replaced, not added again.
+	one := []codecs.FanoutRef{ref(1, false)}
+	next := ref(1, false)
+	next.After = "z"
+	got, tracked := withFanout(one, next)
+	require.True(t, tracked)
+	require.Equal(t, []codecs.FanoutRef{next}, got)
+	require.Equal(t, "k", one[0].After, "changes nothing it is given")
+
+	// Full: done entries make room, oldest first; with none done a new
+	// fan-out runs untracked and the table is unchanged.
+	var full []codecs.FanoutRef
+	for i := range maxFanouts {
+		full = append(full, ref(i, i == 7 || i == 3))
+	}
+	got, tracked = withFanout(full, ref(999, false))
+	require.True(t, tracked)
+	require.Len(t, got, maxFanouts)
+	require.NotContains(t, got, ref(3, true), "the oldest done entry made room")
+	require.Contains(t, got, ref(7, true))
+	require.Equal(t, ref(999, false), got[len(got)-1])
+	var busy []codecs.FanoutRef
+	for i := range maxFanouts {
+		busy = append(busy, ref(i, false))
+	}
+	got, tracked = withFanout(busy, ref(999, false))
+	require.False(t, tracked)
+	require.Equal(t, busy, got)
+
+	// Done entries are forgotten fanoutKeep after they finished; fan-outs
+	// under way never are.
+	kept := []codecs.FanoutRef{ref(1, true), ref(2, false), ref(900, true)}
+	require.Equal(t, kept, prunedFanouts(kept, cmdSec(1001).Add(fanoutKeep)))
+	require.Equal(t, kept[1:], prunedFanouts(kept, cmdSec(1001).Add(fanoutKeep+time.Nanosecond)))
+	require.Nil(t, prunedFanouts([]codecs.FanoutRef{ref(1, true)}, cmdSec(1001).Add(time.Hour)))
+}
+
+// recordingProducer acknowledges every dispatch event at once and keeps
+// them.
+type recordingProducer struct{ msgs []Msg }
+
+func (p *recordingProducer) ProduceSync(_ context.Context, _ string, msgs []Msg) error {
+	p.msgs = append(p.msgs, msgs...)
+	return nil
+}
+
+// TestBucketContinuationTwiceFiresEachMemberOnce runs a bucket fan-out
+// through the scheduler's callbacks with one member a chunk, delivers its
+// first continuation twice (a crash kept it, then the redelivered trigger
+// sent it again) with an update of the next member in between, and the
+// trigger itself once more after the fan-out finished: every member fires
+// once, with the payload it had when its chunk ran (simulation seed 9077 x
+// 800 operations fired j1@t46 with two payloads).
+func TestBucketContinuationTwiceFiresEachMemberOnce(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	prod := &recordingProducer{}
+	s, err := New(Config{Layout: topology.Layout{Names: topology.Names{Prefix: "bk."}, Partitions: 1, Replication: 1},
+		DataDir: t.TempDir(), ChunkSize: 1, ChunkBudget: time.Hour, Producer: prod, Now: func() time.Time { return at },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	gst, err := s.StorageBuilder()(string(s.cfg.Layout.SchedulerTable()), 0)
+	require.NoError(t, err)
+	require.NoError(t, gst.Open())
+	t.Cleanup(func() { _ = gst.Close() })
+	require.NoError(t, gst.MarkRecovered())
+	st := s.Store(0)
+	put := func(id, payload string) {
+		job, err := codecs.JobDef{Every: "1h", Bucket: "b", Payload: []byte(payload)}.Validate(codecs.DefaultLimits())
+		require.NoError(t, err)
+		rec := codecs.JobRecord{Version: 1, Status: codecs.StatusActive, Job: job, NotBefore: at}
+		require.NoError(t, st.Set(id, codecs.EncodeJobRecord(&rec)))
+	}
+	for _, id := range []string{"j0", "j1", "j2"} {
+		put(id, `{"v":1}`)
+	}
+	deliver := func(cb func(goka.Context, any), topic goka.Stream, msg []byte) []simOut {
+		ctx := &simCtx{topic: topic, key: s.shardKeys[0], table: st, ts: at, ctx: context.Background()}
+		require.NoError(t, ctx.run(cb, msg))
+		var loops []simOut
+		for _, o := range ctx.outs {
+			if o.Kind == simOutLoop {
+				loops = append(loops, o)
+			}
+		}
+		return loops
+	}
+	trigger := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindBucket, T: at, Bucket: "b", TriggerID: "t46"})
+	first := deliver(s.onTrigger, s.cfg.Layout.ShardTriggers(), trigger)
+	require.Len(t, first, 1, "one member a chunk: a continuation")
+	second := deliver(s.onLoop, s.cfg.Layout.SchedulerLoop(), first[0].Value)
+	put("j2", `{"v":2}`) // an update between the continuation and its copy
+	spare := deliver(s.onLoop, s.cfg.Layout.SchedulerLoop(), first[0].Value)
+	for len(second) > 0 || len(spare) > 0 {
+		var next []simOut
+		for _, l := range append(second, spare...) {
+			next = append(next, deliver(s.onLoop, s.cfg.Layout.SchedulerLoop(), l.Value)...)
+		}
+		second, spare = next, nil
+	}
+	require.Empty(t, deliver(s.onTrigger, s.cfg.Layout.ShardTriggers(), trigger), "the trigger redelivered after its fan-out finished")
+	fired := map[string][]string{}
+	for _, m := range prod.msgs {
+		d, err := codecs.DecodeDispatch(m.Value)
+		require.NoError(t, err)
+		fired[d.FireID] = append(fired[d.FireID], string(d.Payload))
+	}
+	require.Equal(t, map[string][]string{"j0@t46": {`{"v":1}`}, "j1@t46": {`{"v":1}`}, "j2@t46": {`{"v":2}`}}, fired)
+}
