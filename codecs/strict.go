@@ -50,7 +50,7 @@ func strictUnmarshal(data []byte, v any, sh shape) error {
 			// it in full. Elsewhere the field's name alone stays, as
 			// documented.
 			var se *Error
-			if serr := checkShape(data, sh); errors.As(serr, &se) && strings.Contains(se.Field, "]") {
+			if serr := shapeOf(data, sh); errors.As(serr, &se) && strings.Contains(se.Field, "]") {
 				return serr
 			}
 		}
@@ -58,6 +58,15 @@ func strictUnmarshal(data []byte, v any, sh shape) error {
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errorf(CodeMalformed, "", "trailing data after the JSON value")
+	}
+	return shapeOf(data, sh)
+}
+
+// shapeOf is checkShape's answer, from scanShape's one pass unless the
+// document has a key only checkShape reads.
+func shapeOf(data []byte, sh shape) error {
+	if err, ok := scanShape(data, sh); ok {
+		return err
 	}
 	return checkShape(data, sh)
 }
