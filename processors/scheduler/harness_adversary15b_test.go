@@ -23,11 +23,11 @@ import (
 // kept in a queue the test delivers when it wants (their order is the
 // test's: the loopback is another topic than the input that produced them).
 type adv15bHarness struct {
-	t     *testing.T
-	s     *Scheduler
-	st    *store.Store
-	prod  *recordingProducer
-	now   time.Time
+	t      *testing.T
+	s      *Scheduler
+	st     *store.Store
+	prod   *recordingProducer
+	now    time.Time
 	off    int64
 	loops  []simOut
 	chunk  int

@@ -60,7 +60,7 @@ func TestAdv15bOwnSettleIgnoresItsTOnARebuiltIndex(t *testing.T) {
 	}
 	// The partition moves to an instance with an empty data dir.
 	h.moveToEmptyStore("j4", "j5") // (without the move the test passes)
-	h.deliverLoops("j4") // the settle, first
+	h.deliverLoops("j4")           // the settle, first
 	// Then a put on the paused job, consumed before the advance's
 	// continuation.
 	h.command("j4", base.Add(10*time.Second+562*time.Millisecond), `{"v":1,"op":"put","job":{"every":"5s","misfire_policy":"skip","misfire_grace":"20s","payload":{"put":2}}}`)
