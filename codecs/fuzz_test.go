@@ -133,7 +133,7 @@ func sampleShardRecords() []codecs.ShardRecord {
 	refs := []codecs.BackfillRef{{Job: "j", ID: "b-0-1"}}
 	fanouts := []codecs.FanoutRef{
 		{TriggerID: "deploy-7", Bucket: "fleet", T: w.Add(-time.Second), Started: w, After: "tenant-42.job-0041"},
-		{TriggerID: "t\x00", Bucket: "b", T: w, Started: w, After: "z", Done: true, Finished: w.Add(time.Minute)},
+		{TriggerID: "t\x00", Bucket: "b", T: w, Started: w, After: "z", Done: true, Finished: w.Add(time.Minute), Passes: 599},
 	}
 	return []codecs.ShardRecord{
 		{Watermark: w},

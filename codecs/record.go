@@ -200,9 +200,9 @@ type ShardRecord struct {
 // FanoutRef is one bucket fan-out of a shard: the trigger (its id, bucket
 // and record time T, which together name it), the announced time it
 // started (for the lateness gauge), the member its next chunk continues
-// after, and whether every member has fired (Done, then Finished is when:
-// it is kept a while so that a redelivered trigger is not fanned out
-// again).
+// after, and whether every member has fired (Done, then Finished is when
+// and Passes how many advances the shard has completed since: it is kept
+// a while so that a redelivered trigger is not fanned out again).
 type FanoutRef struct {
 	TriggerID string
 	Bucket    string
@@ -211,6 +211,7 @@ type FanoutRef struct {
 	After     string
 	Done      bool
 	Finished  time.Time
+	Passes    uint64
 }
 
 // Names reports whether f is the fan-out of bucket trigger tr.
@@ -361,7 +362,7 @@ func EncodeShardRecord(r ShardRecord) []byte {
 			if f.Done {
 				done = 1
 			}
-			w = appendTime(append(w, done), f.Finished)
+			w = binary.AppendUvarint(appendTime(append(w, done), f.Finished), f.Passes)
 		}
 		return w
 	}
@@ -579,7 +580,7 @@ func readFanouts(rd *reader, r *ShardRecord) {
 				rd.err = errors.New("bad fan-out flag")
 			}
 		}
-		f.Finished = rd.time()
+		f.Finished, f.Passes = rd.time(), rd.uvarint()
 		r.Fanouts = append(r.Fanouts, f)
 	}
 }

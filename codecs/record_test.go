@@ -215,7 +215,7 @@ func TestShardRecord(t *testing.T) {
 
 	// Bucket fan-outs (format 5), beside backfills.
 	sr.Fanouts = []codecs.FanoutRef{{TriggerID: "t", Bucket: "b", T: time.Unix(4, 0).UTC(), Started: time.Unix(5, 0).UTC(), After: "k"},
-		{TriggerID: "u", Bucket: "b", T: time.Unix(4, 0).UTC(), Done: true, Finished: time.Unix(7, 0).UTC()}}
+		{TriggerID: "u", Bucket: "b", T: time.Unix(4, 0).UTC(), Done: true, Finished: time.Unix(7, 0).UTC(), Passes: 300}}
 	b = codecs.EncodeShardRecord(sr)
 	require.Equal(t, byte(5), b[1])
 	got, err = codecs.DecodeShardRecord(b)

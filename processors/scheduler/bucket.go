@@ -69,12 +69,17 @@ func (s *Scheduler) fireBucket(ctx goka.Context, tr codecs.ShardTrigger) error {
 	return nil
 }
 
-// maxFanouts bounds the fan-outs a shard record names; fanoutKeep is how
-// long one that is done stays named, so that its trigger redelivered (a
-// crash, a rebalance) fires nothing.
+// maxFanouts bounds the fan-outs a shard record names. One that is done
+// stays named for fanoutKeep of the shard's time and fanoutKeepPasses
+// completed advances (about as long while the clock ticks each second), so
+// that its trigger redelivered (a crash, a rebalance, the router
+// forwarding it again) fires nothing. Both: the shard's time leaps over an
+// outage at its first advance, while a router that crashed before its
+// commit forwards the trigger again only once it is back (adversary 15b).
 const (
-	maxFanouts = 256
-	fanoutKeep = 10 * time.Minute
+	maxFanouts       = 256
+	fanoutKeep       = 10 * time.Minute
+	fanoutKeepPasses = 600
 )
 
 // fanoutStep decides how bucket trigger tr (a first chunk or a
@@ -143,14 +148,20 @@ func withFanout(fanouts []codecs.FanoutRef, ref codecs.FanoutRef) ([]codecs.Fano
 	return append(out, ref), true
 }
 
-// prunedFanouts is fanouts without the done ones finished before t minus
-// fanoutKeep (nil when none is left). fanouts is not changed.
+// prunedFanouts is fanouts once a pass to t has completed: each done one
+// has seen one more, and is forgotten once it has seen fanoutKeepPasses and
+// finished before t minus fanoutKeep (nil when none is left). fanouts is not
+// changed.
 func prunedFanouts(fanouts []codecs.FanoutRef, t time.Time) []codecs.FanoutRef {
 	var out []codecs.FanoutRef
 	for _, f := range fanouts {
-		if !f.Done || !f.Finished.Before(t.Add(-fanoutKeep)) {
-			out = append(out, f)
+		if f.Done {
+			f.Passes++
+			if f.Passes >= fanoutKeepPasses && f.Finished.Before(t.Add(-fanoutKeep)) {
+				continue
+			}
 		}
+		out = append(out, f)
 	}
 	return out
 }

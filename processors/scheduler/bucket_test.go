@@ -101,12 +101,19 @@ func TestWithFanout(t *testing.T) {
 	require.False(t, tracked)
 	require.Equal(t, busy, got)
 
-	// Done entries are forgotten fanoutKeep after they finished; fan-outs
-	// under way never are.
-	kept := []codecs.FanoutRef{ref(1, true), ref(2, false), ref(900, true)}
-	require.Equal(t, kept, prunedFanouts(kept, cmdSec(1001).Add(fanoutKeep)))
-	require.Equal(t, kept[1:], prunedFanouts(kept, cmdSec(1001).Add(fanoutKeep+time.Nanosecond)))
-	require.Nil(t, prunedFanouts([]codecs.FanoutRef{ref(1, true)}, cmdSec(1001).Add(time.Hour)))
+	// Done entries are forgotten once fanoutKeep has passed since they
+	// finished and the shard has completed fanoutKeepPasses advances;
+	// fan-outs under way never are.
+	aged := func(i int, passes uint64) codecs.FanoutRef { f := ref(i, true); f.Passes = passes; return f }
+	kept := []codecs.FanoutRef{aged(1, fanoutKeepPasses-1), ref(2, false), aged(900, fanoutKeepPasses-1)}
+	late := cmdSec(1001).Add(fanoutKeep + time.Nanosecond)
+	require.Equal(t, []codecs.FanoutRef{aged(1, fanoutKeepPasses), ref(2, false), aged(900, fanoutKeepPasses)},
+		prunedFanouts(kept, cmdSec(1001).Add(fanoutKeep)), "not yet fanoutKeep: kept, one more pass seen")
+	require.Equal(t, []codecs.FanoutRef{ref(2, false), aged(900, fanoutKeepPasses)}, prunedFanouts(kept, late))
+	fresh := []codecs.FanoutRef{aged(1, 0)}
+	require.Equal(t, []codecs.FanoutRef{aged(1, 1)}, prunedFanouts(fresh, cmdSec(1001).Add(time.Hour)),
+		"an outage: the shard's time leaps, the passes since do not")
+	require.Nil(t, prunedFanouts([]codecs.FanoutRef{aged(1, fanoutKeepPasses-1)}, late))
 }
 
 // recordingProducer acknowledges every dispatch event at once and keeps

@@ -104,7 +104,11 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 	if skip {
 		return nil // already fired up to T; an owed entry waits for the next advance
 	}
-	inherited := s.passes.note(p, st, tr.T, cursor != (store.Due{}), rebuilt)
+	// A continuation is any advance from the loopback: one of a pass begun
+	// while another was under way has no cursor (fromStart), and read as
+	// a fresh pass its store was never marked as following it from the
+	// middle (adversary 15b, seed 20476 x 1500 operations).
+	inherited := s.passes.note(p, st, tr.T, ctx.Topic() == s.cfg.Layout.SchedulerLoop(), rebuilt)
 	// Each pass (a trigger, then its continuations) fires up to its own T
 	// from the start of the due index; only a completed pass moves the
 	// watermark, to its T. A pass is never retargeted to a later advance
@@ -395,9 +399,9 @@ func (s *Scheduler) complete(ctx goka.Context, version uint64) error {
 // an ordinary job again. A settle applies to the version that fired
 // (every command that changes a job changes its version) and only forward:
 // one consumed after later advances fired the job again records their
-// progress, not its own. One for another version raises what the record
-// says was handled to its T, how far its fires went (sentRecord), and is
-// otherwise stale (errStale).
+// progress, not its own. Either way, and for another version too, what the
+// record says was handled rises to its T, how far its fires went
+// (sentRecord); one for another version is otherwise stale (errStale).
 func (s *Scheduler) settle(ctx goka.Context, tr codecs.ShardTrigger) error {
 	rec, err := s.current(ctx)
 	if err != nil || rec == nil {
@@ -423,7 +427,19 @@ func (s *Scheduler) settle(ctx goka.Context, tr codecs.ShardTrigger) error {
 	if err != nil {
 		return err
 	}
-	if next := settledRecord(rec, shard, due); next != nil {
+	next := settledRecord(rec, shard, due)
+	// Its T says how far its fires went: an index rebuilt from the record
+	// it had yet to reach (an empty store after a move) holds the job's
+	// entry behind them, and a put on the paused job then sent one again
+	// with its payload (adversary 15b, seed 20237 x 1500 operations).
+	base := rec
+	if next != nil {
+		base = next
+	}
+	if raised := sentRecord(base, shard, tr.T); raised != nil {
+		next = raised
+	}
+	if next != nil {
 		s.setValue(ctx, codecs.EncodeJobRecord(next))
 	}
 	return nil

@@ -21,9 +21,9 @@ import (
 // the cursor (a command applied during the pass: its record says so in
 // Through) derive to where they are and stay.
 
-// passes remembers, per partition, the pass its open store began (saw with
-// no cursor), so that a continuation can tell whether its store followed the
-// whole pass. Safe for concurrent use.
+// passes remembers, per partition, the pass its open store began (saw as a
+// trigger, not a continuation from the loopback), so that a continuation can
+// tell whether its store followed the whole pass. Safe for concurrent use.
 type passes struct {
 	mu sync.Mutex
 	by map[int32]passState
@@ -35,8 +35,8 @@ type passState struct {
 	inherited bool
 }
 
-// note records a callback of the pass to t on partition p's store st (with
-// a cursor: a continuation) and reports whether st has followed the pass
+// note records a callback of the pass to t on partition p's store st
+// (continuation: from the loopback) and reports whether st has followed the pass
 // only from the middle (opened, or rebuilt, since it began).
 func (ps *passes) note(p int32, st *store.Store, t time.Time, continuation, rebuilt bool) (inherited bool) {
 	ps.mu.Lock()

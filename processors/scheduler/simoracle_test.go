@@ -836,6 +836,16 @@ func (o *simOracle) advance(p int32, T time.Time) {
 			// Its last time is handled: the scheduler completes it once the
 			// completion loops back (a put may find it completed or not).
 			j.finished = true
+			// A bucket fan-out under way that has not reached it may then
+			// find it completed, and completed jobs do not fire
+			// (docs/topics.md: its state when its chunk runs decides).
+			for e := range o.pending[id] {
+				if strings.HasPrefix(e.chain, "b") && o.isBusy(p, e.chain) {
+					e.must = false
+					e.why += "; its last time went out while the fan-out was under way"
+					delete(o.pending[id], e)
+				}
+			}
 		}
 	}
 }

@@ -1,5 +1,3 @@
-//go:build adversary15b
-
 package scheduler
 
 import (
