@@ -153,6 +153,7 @@ func WithoutBackfill(refs []BackfillRef, job, id string) []BackfillRef {
 const (
 	extBackfill    = 'B'
 	extScheduleSet = 'M'
+	extOwedAt      = 'O' // JobRecord.OwedAt: one time
 )
 
 func appendBackfill(w []byte, b *Backfill) []byte {
@@ -190,6 +191,14 @@ func readExtensions(rd *reader, r *JobRecord) {
 			rd.err, r.Backfill = body.err, b
 		case extScheduleSet:
 			rd.err = readScheduleSet(&body, &r.Job.Spec)
+		case extOwedAt:
+			r.OwedAt = body.time()
+			switch {
+			case body.err != nil:
+				rd.err = body.err
+			case len(body.b) != 0 || r.OwedAt.IsZero():
+				rd.err = errors.New("bad owed-at extension") // never written zero
+			}
 		default:
 			rd.err = errors.New("unknown record extension")
 		}

@@ -105,6 +105,17 @@ type JobRecord struct {
 	// job is owed therefore lives in its record, and any instance derives
 	// the same due time from the table alone (HandledThrough).
 	Through time.Time
+	// OwedAt is the shard's time (its watermark, or an advance under way)
+	// when a command last set Through (a late put or resume, a pause):
+	// zero in records written before it existed, and when Through is
+	// zero. An advance that completes to a time after OwedAt has handled
+	// the job through that time (a pass never completes while a due entry
+	// at or before its time remains, a job's catch-up cut included), so
+	// once the shard's watermark is past OwedAt the record owes nothing
+	// behind it, whether or not the settle that says so has arrived
+	// (HandledThrough, Due): a new owner's index derived from the table
+	// agrees with the old owner's.
+	OwedAt time.Time
 	// Used is how many of the job's scheduled times its fire limit
 	// (Job.MaxFires) counted before NotBefore, under earlier definitions
 	// or before a pause; 0 without a limit.
@@ -134,12 +145,30 @@ type PauseNote struct {
 // after it.
 func (r *JobRecord) HandledThrough(w time.Time) time.Time {
 	if !r.Through.IsZero() {
-		return r.Through
+		return r.owedThrough(w)
 	}
 	if r.NotBefore.After(w) {
 		return r.NotBefore
 	}
 	return w
+}
+
+// owedThrough is how far a job whose Through is set has been handled, given
+// its shard's watermark w: Through, or, once an advance has completed past
+// OwedAt, through w too (a paused job's owed fires only up to its pause,
+// NotBefore).
+func (r *JobRecord) owedThrough(w time.Time) time.Time {
+	if r.OwedAt.IsZero() || !r.OwedAt.Before(w) {
+		return r.Through
+	}
+	done := w
+	if r.Status == StatusPaused && r.NotBefore.Before(done) {
+		done = r.NotBefore
+	}
+	if done.After(r.Through) {
+		return done
+	}
+	return r.Through
 }
 
 // Due returns when the job is next due in its shard's due index, given the
@@ -151,8 +180,9 @@ func (r *JobRecord) HandledThrough(w time.Time) time.Time {
 // kept up to date record by record.
 //
 //   - active: the schedule's first time after HandledThrough(w);
-//   - paused: the first time after Through, if it is at or before the pause
-//     (NotBefore): a fire it owed before the pause (none without Through);
+//   - paused: the first time after Through (or where an advance past OwedAt
+//     got, see owedThrough), if it is at or before the pause (NotBefore): a
+//     fire it owed before the pause (none without Through);
 //   - deleted: the tombstone's purge, DeletedRetention after NotBefore;
 //   - completed, or active or paused without a schedule: never.
 func (r *JobRecord) Due(w time.Time, sched schedule.Schedule) time.Time {
@@ -165,7 +195,7 @@ func (r *JobRecord) Due(w time.Time, sched schedule.Schedule) time.Time {
 		}
 	case StatusPaused:
 		if sched != nil && !r.Through.IsZero() {
-			if first := sched.Next(r.Through); !first.IsZero() && !first.After(r.NotBefore) {
+			if first := sched.Next(r.owedThrough(w)); !first.IsZero() && !first.After(r.NotBefore) {
 				return first
 			}
 		}
@@ -232,7 +262,7 @@ func EncodeJobRecord(r *JobRecord) []byte {
 	switch {
 	case hasScheduleSet(r.Job.Spec):
 		format = recordFormat6
-	case r.Backfill != nil:
+	case r.Backfill != nil || !r.OwedAt.IsZero():
 		format = recordFormat5
 	case r.hasFormat4():
 		format = recordFormat4
@@ -271,10 +301,13 @@ func EncodeJobRecord(r *JobRecord) []byte {
 		w = appendBytes(w, []byte(r.Pause.By))
 	}
 	if format == recordFormat6 {
-		w = binary.AppendUvarint(w, uint64(1+boolCount(r.Backfill != nil)))
+		w = binary.AppendUvarint(w, uint64(1+boolCount(r.Backfill != nil)+boolCount(!r.OwedAt.IsZero())))
 	}
 	if r.Backfill != nil {
 		w = appendBackfill(w, r.Backfill)
+	}
+	if !r.OwedAt.IsZero() {
+		w = appendBytes(append(w, extOwedAt), appendTime(nil, r.OwedAt))
 	}
 	if hasScheduleSet(s) {
 		w = appendScheduleSet(w, s)
@@ -319,7 +352,7 @@ func DecodeJobRecord(b []byte) (*JobRecord, error) {
 	case recordFormat6:
 		n := rd.uvarint()
 		readExtensions(&rd, r)
-		if rd.err == nil && n != uint64(boolCount(hasScheduleSet(r.Job.Spec))+boolCount(r.Backfill != nil)) {
+		if rd.err == nil && n != uint64(boolCount(hasScheduleSet(r.Job.Spec))+boolCount(r.Backfill != nil)+boolCount(!r.OwedAt.IsZero())) {
 			rd.err = errors.New("extension count does not match")
 		}
 	}

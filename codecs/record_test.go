@@ -66,6 +66,10 @@ func sampleRecords() []codecs.JobRecord {
 		{Version: 15, Status: codecs.StatusPaused, Job: codecs.Job{Spec: schedule.Spec{Every: time.Minute,
 			Exclude: schedule.Exclusions{Dates: []schedule.Date{{Year: 2027, Month: 1, Day: 1}}, Calendars: []string{"de-holidays", "acme.closures"}}}},
 			Backfill: &codecs.Backfill{ID: "b-1-1", From: t0, To: t0.Add(time.Hour), Total: 60}},
+		// Owing fires since a shard time (format 5, and 6 beside a schedule set and a backfill).
+		{Version: 16, Status: codecs.StatusActive, Job: codecs.Job{Spec: schedule.Spec{Every: time.Minute}}, NotBefore: t0, Through: t0, OwedAt: t0.Add(time.Hour)},
+		{Version: 17, Status: codecs.StatusPaused, Job: codecs.Job{Spec: schedule.Spec{Cron: "0 9 * * 1-5", Also: []schedule.Spec{{Every: time.Hour}}}},
+			Through: t0, OwedAt: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), Backfill: &codecs.Backfill{ID: "b-1-2", From: t0, To: t0.Add(time.Hour), Total: 60}},
 	}
 }
 
@@ -83,7 +87,7 @@ func TestJobRecordDSTFormat(t *testing.T) {
 		case !r.Job.Spec.DST.IsZero():
 			want = 3
 		}
-		if r.Backfill != nil {
+		if r.Backfill != nil || !r.OwedAt.IsZero() {
 			want = 5
 		}
 		if len(r.Job.Spec.Also) > 0 || !r.Job.Spec.Exclude.IsZero() {
@@ -131,7 +135,7 @@ func TestJobRecordTruncated(t *testing.T) {
 		}
 		// Trailing bytes are an error too (in format 4, a truncated extension).
 		_, err := codecs.DecodeJobRecord(append(b[:len(b):len(b)], 0))
-		if r.Backfill == nil && len(r.Job.Spec.Also) == 0 && r.Job.Spec.Exclude.IsZero() {
+		if r.Backfill == nil && r.OwedAt.IsZero() && len(r.Job.Spec.Also) == 0 && r.Job.Spec.Exclude.IsZero() {
 			require.ErrorContains(t, err, "trailing")
 		} else {
 			require.ErrorContains(t, err, "truncated")
@@ -299,4 +303,29 @@ func TestHandledThrough(t *testing.T) {
 		r := codecs.JobRecord{NotBefore: tc.notBefore, Through: tc.through}
 		require.Equal(t, tc.want, r.HandledThrough(tc.w))
 	}
+}
+
+// TestOwedAtPassed: a record that owes fires since the shard's time OwedAt
+// is handled through the watermark once an advance has completed past
+// OwedAt (it handled every due entry up to its time), whether or not the
+// settle that says so has reached the record; a paused one only up to its
+// pause. Until then, Through says what is owed.
+func TestOwedAtPassed(t *testing.T) {
+	t.Parallel()
+	at := func(s int64) time.Time { return time.Unix(s, 0).UTC() }
+	sched, err := schedule.Parse(schedule.Spec{Every: time.Second})
+	require.NoError(t, err)
+	active := codecs.JobRecord{Status: codecs.StatusActive, NotBefore: at(10), Through: at(10), OwedAt: at(100)}
+	require.Equal(t, at(10), active.HandledThrough(at(100)), "no advance has completed past OwedAt")
+	require.Equal(t, at(11), active.Due(at(100), sched))
+	require.Equal(t, at(150), active.HandledThrough(at(150)))
+	require.Equal(t, at(151), active.Due(at(150), sched))
+	legacy := active
+	legacy.OwedAt = time.Time{}
+	require.Equal(t, at(10), legacy.HandledThrough(at(150)), "written before OwedAt: Through alone")
+
+	paused := codecs.JobRecord{Status: codecs.StatusPaused, NotBefore: at(120), Through: at(10), OwedAt: at(100)}
+	require.Equal(t, at(11), paused.Due(at(100), sched), "owes fires from before its pause")
+	require.Equal(t, at(111), paused.Due(at(110), sched), "an advance to 110 sent them up to 110")
+	require.Zero(t, paused.Due(at(150), sched), "and one past its pause all of them")
 }

@@ -13,9 +13,11 @@ import (
 
 // TestBucketTriggerFiresEveryActiveJobOnce puts a bucket of jobs across all
 // partitions (small chunks, so fan-outs continue through the loopback),
-// pauses some and deletes others, and sends a trigger twice with the same
-// id: every active job fires exactly once per distinct fire_id, with the
-// override payload; paused and deleted jobs and other buckets do not fire.
+// pauses some and deletes others, and sends a trigger record twice (as a
+// redelivery would: one fan-out) and its trigger id once more in another
+// record (a second fan-out, the same fire_ids): every active job fires once
+// per fan-out, with the override payload; paused and deleted jobs and other
+// buckets do not fire.
 func TestBucketTriggerFiresEveryActiveJobOnce(t *testing.T) {
 	t.Parallel()
 	const n = 600
@@ -42,8 +44,9 @@ func TestBucketTriggerFiresEveryActiveJobOnce(t *testing.T) {
 	trig, err := codecs.EncodeBucketTrigger(codecs.BucketTrigger{Bucket: "reports", TriggerID: "nightly-1", Payload: []byte(`{"run": 1}`)})
 	require.NoError(t, err)
 	env.Produce(string(env.Layout.BucketTriggers()), "reports", trig, t0)
-	env.Produce(string(env.Layout.BucketTriggers()), "reports", trig, t0)              // redelivered
-	env.Produce(string(env.Layout.BucketTriggers()), "reports", []byte(`{"v":1}`), t0) // no bucket: rejected
+	env.Produce(string(env.Layout.BucketTriggers()), "reports", trig, t0)                 // the same record again (as redelivered): one fan-out
+	env.Produce(string(env.Layout.BucketTriggers()), "reports", trig, t0.Add(time.Second)) // another record with the same trigger_id: fans out again
+	env.Produce(string(env.Layout.BucketTriggers()), "reports", []byte(`{"v":1}`), t0)    // no bucket: rejected
 
 	dispatch.WaitLen(t, 2*(n-2), time.Minute)
 	env.WaitConsumed(string(env.Layout.SchedulerGroup()), string(env.Layout.ShardTriggers()), time.Minute)

@@ -126,6 +126,7 @@ func applyCommand(in commandInput, schedules *schedule.Cache) (commandEffect, er
 		// still go out; NotBefore keeps ts for that.
 		rec := *old
 		rec.Status, rec.Version, rec.UpdatedAt, rec.Through, rec.NotBefore = codecs.StatusPaused, old.Version+1, ts, in.Handled, ts
+		rec.OwedAt = later(in.Shard.Watermark, in.Shard.Advancing)
 		rec.Pause = codecs.PauseNote{Note: cmd.Note, By: in.Actor}
 		return commandEffect{Record: &rec}, nil
 	case codecs.OpResume:
@@ -209,7 +210,7 @@ func putRecord(in commandInput, schedules *schedule.Cache) *codecs.JobRecord {
 // no fire after from completes the job; an invalid one leaves it active
 // (the indexer logs it; the job never fires).
 func activate(key string, rec *codecs.JobRecord, from time.Time, shard codecs.ShardRecord, schedules *schedule.Cache) {
-	rec.Status, rec.NotBefore, rec.Through, rec.Pause = codecs.StatusActive, from, time.Time{}, codecs.PauseNote{}
+	rec.Status, rec.NotBefore, rec.Through, rec.OwedAt, rec.Pause = codecs.StatusActive, from, time.Time{}, time.Time{}, codecs.PauseNote{}
 	if allot(schedules, key, rec, from) {
 		rec.Status = codecs.StatusCompleted
 		return
@@ -229,6 +230,10 @@ func activate(key string, rec *codecs.JobRecord, from time.Time, shard codecs.Sh
 		// Nothing owed behind the shard's time: an ordinary job, due at
 		// the same first time from max(NotBefore, watermark).
 		rec.Through = time.Time{}
+	default:
+		// Owed since the shard's time now: an advance that completes past
+		// it sends them (codecs.JobRecord.OwedAt).
+		rec.OwedAt = later(shard.Watermark, shard.Advancing)
 	}
 }
 

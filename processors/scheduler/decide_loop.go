@@ -48,7 +48,7 @@ func settledRecord(rec *codecs.JobRecord, shard codecs.ShardRecord, due time.Tim
 		// Caught up. NotBefore stays at or below the shard's time, so a
 		// later update starts after what was handled, not after the old
 		// schedule's next time.
-		next.Through, next.NotBefore = time.Time{}, later(rec.NotBefore, earlier(h, now))
+		next.Through, next.OwedAt, next.NotBefore = time.Time{}, time.Time{}, later(rec.NotBefore, earlier(h, now))
 	}
 	return &next
 }
@@ -87,6 +87,6 @@ func completedRecord(rec *codecs.JobRecord, version uint64) *codecs.JobRecord {
 		return nil
 	}
 	next := *rec
-	next.Status, next.Through = codecs.StatusCompleted, time.Time{}
+	next.Status, next.Through, next.OwedAt = codecs.StatusCompleted, time.Time{}, time.Time{}
 	return &next
 }
