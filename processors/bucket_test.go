@@ -44,9 +44,9 @@ func TestBucketTriggerFiresEveryActiveJobOnce(t *testing.T) {
 	trig, err := codecs.EncodeBucketTrigger(codecs.BucketTrigger{Bucket: "reports", TriggerID: "nightly-1", Payload: []byte(`{"run": 1}`)})
 	require.NoError(t, err)
 	env.Produce(string(env.Layout.BucketTriggers()), "reports", trig, t0)
-	env.Produce(string(env.Layout.BucketTriggers()), "reports", trig, t0)                 // the same record again (as redelivered): one fan-out
+	env.Produce(string(env.Layout.BucketTriggers()), "reports", trig, t0)                  // the same record again (as redelivered): one fan-out
 	env.Produce(string(env.Layout.BucketTriggers()), "reports", trig, t0.Add(time.Second)) // another record with the same trigger_id: fans out again
-	env.Produce(string(env.Layout.BucketTriggers()), "reports", []byte(`{"v":1}`), t0)    // no bucket: rejected
+	env.Produce(string(env.Layout.BucketTriggers()), "reports", []byte(`{"v":1}`), t0)     // no bucket: rejected
 
 	dispatch.WaitLen(t, 2*(n-2), time.Minute)
 	env.WaitConsumed(string(env.Layout.SchedulerGroup()), string(env.Layout.ShardTriggers()), time.Minute)
