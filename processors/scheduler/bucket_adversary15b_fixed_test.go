@@ -29,7 +29,7 @@ import (
 func TestAdv15bBucketTriggerRedeliveredAfterOutageFiresAgain(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	h := newAdv15bHarness(t, 10, at)
+	h := newPartitionHarness(t, 10, at)
 	h.advance(at)
 	h.drain()
 	h.command("j0", at, `{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"v":1}}}`)

@@ -1,18 +1,14 @@
 package scheduler
 
 import (
-	"context"
 	"fmt"
-	"io"
-	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/lovoo/goka"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/codecs"
-	"github.com/chronos-scheduler/chronos/topology"
 )
 
 // TestFanoutStep: a bucket fan-out runs each chunk once, after the member
@@ -116,15 +112,6 @@ func TestWithFanout(t *testing.T) {
 	require.Nil(t, prunedFanouts([]codecs.FanoutRef{aged(1, fanoutKeepPasses-1)}, late))
 }
 
-// recordingProducer acknowledges every dispatch event at once and keeps
-// them.
-type recordingProducer struct{ msgs []Msg }
-
-func (p *recordingProducer) ProduceSync(_ context.Context, _ string, msgs []Msg) error {
-	p.msgs = append(p.msgs, msgs...)
-	return nil
-}
-
 // TestBucketContinuationTwiceFiresEachMemberOnce runs a bucket fan-out
 // through the scheduler's callbacks with one member a chunk, delivers its
 // first continuation twice (a crash kept it, then the redelivered trigger
@@ -135,56 +122,30 @@ func (p *recordingProducer) ProduceSync(_ context.Context, _ string, msgs []Msg)
 func TestBucketContinuationTwiceFiresEachMemberOnce(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	prod := &recordingProducer{}
-	s, err := New(Config{Layout: topology.Layout{Names: topology.Names{Prefix: "bk."}, Partitions: 1, Replication: 1},
-		DataDir: t.TempDir(), ChunkSize: 1, ChunkBudget: time.Hour, Producer: prod, Now: func() time.Time { return at },
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	gst, err := s.StorageBuilder()(string(s.cfg.Layout.SchedulerTable()), 0)
-	require.NoError(t, err)
-	require.NoError(t, gst.Open())
-	t.Cleanup(func() { _ = gst.Close() })
-	require.NoError(t, gst.MarkRecovered())
-	st := s.Store(0)
+	h := newPartitionHarness(t, 1, at)
 	put := func(id, payload string) {
-		job, err := codecs.JobDef{Every: "1h", Bucket: "b", Payload: []byte(payload)}.Validate(codecs.DefaultLimits())
-		require.NoError(t, err)
-		rec := codecs.JobRecord{Version: 1, Status: codecs.StatusActive, Job: job, NotBefore: at}
-		require.NoError(t, st.Set(id, codecs.EncodeJobRecord(&rec)))
+		h.command(id, at, `{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":`+payload+`}}`)
 	}
 	for _, id := range []string{"j0", "j1", "j2"} {
 		put(id, `{"v":1}`)
 	}
-	deliver := func(cb func(goka.Context, any), topic goka.Stream, msg []byte) []simOut {
-		ctx := &simCtx{topic: topic, key: s.shardKeys[0], table: st, ts: at, ctx: context.Background()}
-		require.NoError(t, ctx.run(cb, msg))
-		var loops []simOut
-		for _, o := range ctx.outs {
-			if o.Kind == simOutLoop {
-				loops = append(loops, o)
-			}
-		}
-		return loops
-	}
-	trigger := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindBucket, T: at, Bucket: "b", TriggerID: "t46"})
-	first := deliver(s.onTrigger, s.cfg.Layout.ShardTriggers(), trigger)
-	require.Len(t, first, 1, "one member a chunk: a continuation")
-	second := deliver(s.onLoop, s.cfg.Layout.SchedulerLoop(), first[0].Value)
+	tr := codecs.ShardTrigger{Kind: codecs.KindBucket, T: at, Bucket: "b", TriggerID: "t46"}
+	h.bucketTrigger(tr)
+	require.Len(t, h.loops, 1, "one member a chunk: a continuation")
+	first := h.loops[0]
+	h.loops = h.loops[1:]
+	loop := func(o simOut) { h.deliver(h.s.onLoop, h.s.cfg.Layout.SchedulerLoop(), o.Key, at, o.Value) }
+	loop(first)          // the continuation: j1
 	put("j2", `{"v":2}`) // an update between the continuation and its copy
-	spare := deliver(s.onLoop, s.cfg.Layout.SchedulerLoop(), first[0].Value)
-	for len(second) > 0 || len(spare) > 0 {
-		var next []simOut
-		for _, l := range append(second, spare...) {
-			next = append(next, deliver(s.onLoop, s.cfg.Layout.SchedulerLoop(), l.Value)...)
-		}
-		second, spare = next, nil
-	}
-	require.Empty(t, deliver(s.onTrigger, s.cfg.Layout.ShardTriggers(), trigger), "the trigger redelivered after its fan-out finished")
+	loop(first)          // the copy runs the next chunk (j2), not j1 again
+	h.drain()
+	h.bucketTrigger(tr) // the trigger redelivered after its fan-out finished
+	require.Empty(t, h.loops, "nothing left to run")
 	fired := map[string][]string{}
-	for _, m := range prod.msgs {
-		d, err := codecs.DecodeDispatch(m.Value)
-		require.NoError(t, err)
-		fired[d.FireID] = append(fired[d.FireID], string(d.Payload))
+	for id, payloads := range h.fired() {
+		if strings.HasSuffix(id, "@t46") {
+			fired[id] = payloads
+		}
 	}
 	require.Equal(t, map[string][]string{"j0@t46": {`{"v":1}`}, "j1@t46": {`{"v":1}`}, "j2@t46": {`{"v":2}`}}, fired)
 }

@@ -21,7 +21,7 @@ import (
 func TestMoveBeforeSettlePutBeforeSettle(t *testing.T) {
 	t.Parallel()
 	base := time.Date(2026, 3, 1, 16, 0, 0, 0, time.UTC)
-	h := newAdv15bHarness(t, 100, base)
+	h := newPartitionHarness(t, 100, base)
 	h.advance(base)
 	h.drain()
 	// A late put: record time 15:50, consumed at 16:00. It owes every

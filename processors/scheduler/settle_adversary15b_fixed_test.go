@@ -33,7 +33,7 @@ import (
 func TestAdv15bOwnSettleIgnoresItsTOnARebuiltIndex(t *testing.T) {
 	t.Parallel()
 	base := time.Date(2026, 3, 1, 10, 10, 50, 0, time.UTC)
-	h := newAdv15bHarnessBudget(t, 1, time.Nanosecond, base)
+	h := newPartitionHarnessBudget(t, 1, time.Nanosecond, base)
 	h.advance(base)
 	h.drain()
 	h.command("j4", base, `{"v":1,"op":"put","job":{"every":"1s","misfire_policy":"fire_once","misfire_grace":"20s","payload":{"put":1}}}`)

@@ -15,12 +15,21 @@ import (
 	"github.com/chronos-scheduler/chronos/topology"
 )
 
-// adv15bHarness drives one partition of the scheduler through its real
+// recordingProducer acknowledges every dispatch event at once and keeps
+// them.
+type recordingProducer struct{ msgs []Msg }
+
+func (p *recordingProducer) ProduceSync(_ context.Context, _ string, msgs []Msg) error {
+	p.msgs = append(p.msgs, msgs...)
+	return nil
+}
+
+// partitionHarness drives one partition of the scheduler through its real
 // callbacks (onTrigger, onLoop, onCommand) on a real Pebble store, with a
 // producer that acknowledges and keeps every dispatch event. Loopbacks are
 // kept in a queue the test delivers when it wants (their order is the
 // test's: the loopback is another topic than the input that produced them).
-type adv15bHarness struct {
+type partitionHarness struct {
 	t      *testing.T
 	s      *Scheduler
 	st     *store.Store
@@ -32,21 +41,21 @@ type adv15bHarness struct {
 	budget time.Duration
 }
 
-func newAdv15bHarness(t *testing.T, chunk int, now time.Time) *adv15bHarness {
-	return newAdv15bHarnessBudget(t, chunk, time.Hour, now)
+func newPartitionHarness(t *testing.T, chunk int, now time.Time) *partitionHarness {
+	return newPartitionHarnessBudget(t, chunk, time.Hour, now)
 }
 
-// newAdv15bHarnessBudget is newAdv15bHarness with an advance's budget per
+// newPartitionHarnessBudget is newPartitionHarness with an advance's budget per
 // callback (1ns: every chunk of an advance is a callback of its own).
-func newAdv15bHarnessBudget(t *testing.T, chunk int, budget time.Duration, now time.Time) *adv15bHarness {
+func newPartitionHarnessBudget(t *testing.T, chunk int, budget time.Duration, now time.Time) *partitionHarness {
 	t.Helper()
-	h := &adv15bHarness{t: t, prod: &recordingProducer{}, now: now, chunk: chunk, budget: budget}
+	h := &partitionHarness{t: t, prod: &recordingProducer{}, now: now, chunk: chunk, budget: budget}
 	h.open()
 	return h
 }
 
 // open gives the harness a scheduler on a new, empty data dir.
-func (h *adv15bHarness) open() {
+func (h *partitionHarness) open() {
 	t := h.t
 	s, err := New(Config{Layout: topology.Layout{Names: topology.Names{Prefix: "a15b."}, Partitions: 1, Replication: 1},
 		DataDir: t.TempDir(), ChunkSize: h.chunk, ChunkBudget: h.budget, Producer: h.prod,
@@ -65,7 +74,7 @@ func (h *adv15bHarness) open() {
 // data dir: its table is restored from the changelog (the values of keys,
 // as this store holds them), its due index derived from it. Queued
 // loopbacks stay queued (they are in Kafka).
-func (h *adv15bHarness) moveToEmptyStore(keys ...string) {
+func (h *partitionHarness) moveToEmptyStore(keys ...string) {
 	h.t.Helper()
 	vals := map[string][]byte{}
 	for _, k := range append([]string{h.shardKey()}, keys...) {
@@ -85,7 +94,7 @@ func (h *adv15bHarness) moveToEmptyStore(keys ...string) {
 	}
 }
 
-func (h *adv15bHarness) deliver(cb func(goka.Context, any), topic goka.Stream, key string, ts time.Time, msg []byte) {
+func (h *partitionHarness) deliver(cb func(goka.Context, any), topic goka.Stream, key string, ts time.Time, msg []byte) {
 	h.t.Helper()
 	h.off++
 	ctx := &simCtx{topic: topic, key: key, table: h.st, ts: ts, offset: h.off, ctx: context.Background()}
@@ -97,28 +106,28 @@ func (h *adv15bHarness) deliver(cb func(goka.Context, any), topic goka.Stream, k
 	}
 }
 
-func (h *adv15bHarness) shardKey() string { return h.s.shardKeys[0] }
+func (h *partitionHarness) shardKey() string { return h.s.shardKeys[0] }
 
 // advance delivers "advance to t" on chronos-shard-triggers and then every
 // loopback it (and earlier inputs) left, until none is left.
-func (h *adv15bHarness) advance(t time.Time) {
+func (h *partitionHarness) advance(t time.Time) {
 	h.now = t
 	h.deliver(h.s.onTrigger, h.s.cfg.Layout.ShardTriggers(), h.shardKey(), t,
 		codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t}))
 }
 
 // bucketTrigger delivers a bucket trigger as the router forwards it.
-func (h *adv15bHarness) bucketTrigger(tr codecs.ShardTrigger) {
+func (h *partitionHarness) bucketTrigger(tr codecs.ShardTrigger) {
 	h.deliver(h.s.onTrigger, h.s.cfg.Layout.ShardTriggers(), h.shardKey(), tr.T, codecs.EncodeInternal(tr))
 }
 
 // command delivers a chronos-jobs record for job id with record time ts.
-func (h *adv15bHarness) command(id string, ts time.Time, js string) {
+func (h *partitionHarness) command(id string, ts time.Time, js string) {
 	h.deliver(h.s.onCommand, h.s.cfg.Layout.Jobs(), id, ts, []byte(js))
 }
 
 // drain delivers the queued loopbacks, oldest first, until none is left.
-func (h *adv15bHarness) drain() {
+func (h *partitionHarness) drain() {
 	for len(h.loops) > 0 {
 		l := h.loops[0]
 		h.loops = h.loops[1:]
@@ -128,7 +137,7 @@ func (h *adv15bHarness) drain() {
 
 // fired is every dispatched fire_id with the payloads it went out with, in
 // order.
-func (h *adv15bHarness) fired() map[string][]string {
+func (h *partitionHarness) fired() map[string][]string {
 	out := map[string][]string{}
 	for _, m := range h.prod.msgs {
 		d, err := codecs.DecodeDispatch(m.Value)
@@ -139,7 +148,7 @@ func (h *adv15bHarness) fired() map[string][]string {
 }
 
 // requireOnePayload fails for every fire_id dispatched with two payloads.
-func (h *adv15bHarness) requireOnePayload() {
+func (h *partitionHarness) requireOnePayload() {
 	h.t.Helper()
 	for id, ps := range h.fired() {
 		for _, p := range ps[1:] {
@@ -151,7 +160,7 @@ func (h *adv15bHarness) requireOnePayload() {
 	}
 }
 
-func (h *adv15bHarness) shard() codecs.ShardRecord {
+func (h *partitionHarness) shard() codecs.ShardRecord {
 	sh, err := h.s.shard(0)
 	require.NoError(h.t, err)
 	return sh
@@ -159,7 +168,7 @@ func (h *adv15bHarness) shard() codecs.ShardRecord {
 
 // deliverLoops delivers the queued loopbacks of key (in order) and leaves
 // the others queued; ones they produce are queued after them.
-func (h *adv15bHarness) deliverLoops(key string) {
+func (h *partitionHarness) deliverLoops(key string) {
 	h.t.Helper()
 	var mine, rest []simOut
 	for _, l := range h.loops {
