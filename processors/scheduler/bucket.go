@@ -51,7 +51,12 @@ func (s *Scheduler) fireBucket(ctx goka.Context, tr codecs.ShardTrigger) error {
 	ref := codecs.FanoutRef{TriggerID: run.TriggerID, Bucket: run.Bucket, T: run.T, Started: started, After: last}
 	if !more {
 		s.pending.done(ctx.Partition(), key)
-		ref.Done, ref.Finished = true, later(s.announcedNow(), run.T)
+		// When, by the clock's announced time (the trigger's own time only
+		// before any: a trigger stamped far ahead would never be forgotten).
+		ref.Done, ref.Finished = true, s.announcedNow()
+		if ref.Finished.IsZero() {
+			ref.Finished = run.T
+		}
 	}
 	fanouts, tracked := withFanout(shard.Fanouts, ref)
 	if tracked || len(fanouts) != len(shard.Fanouts) {
