@@ -59,6 +59,10 @@ type ShardTrigger struct {
 	// Complete, settle and purge: the job version concerned (settle: T is
 	// how far the job has now been handled).
 	Version uint64 `json:"version,omitempty"`
+	// Jitter (settle only): the jitter of the version that fired. T is
+	// one of its due times, which another version's jitter places
+	// elsewhere (a settle then applies only to a version with the same).
+	Jitter time.Duration `json:"jitter,omitempty"`
 	// Job is the job of a backfill_join or backfill_leave.
 	Job string `json:"job,omitempty"`
 	// Bulk operations: the op, the id prefix (instead of Bucket), a

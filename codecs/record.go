@@ -260,7 +260,9 @@ func EncodeJobRecord(r *JobRecord) []byte {
 	w := make([]byte, 0, 64+len(r.Job.Payload)+len(r.Job.Spec.Cron)+len(r.Job.Bucket))
 	format := byte(recordFormat)
 	switch {
-	case hasScheduleSet(r.Job.Spec):
+	case hasScheduleSet(r.Job.Spec) || (r.Backfill != nil && !r.OwedAt.IsZero()):
+		// Several extensions: format 6 counts them, so a record cut after
+		// one of them is not read as complete (adversary 15c).
 		format = recordFormat6
 	case r.Backfill != nil || !r.OwedAt.IsZero():
 		format = recordFormat5
@@ -301,7 +303,7 @@ func EncodeJobRecord(r *JobRecord) []byte {
 		w = appendBytes(w, []byte(r.Pause.By))
 	}
 	if format == recordFormat6 {
-		w = binary.AppendUvarint(w, uint64(1+boolCount(r.Backfill != nil)+boolCount(!r.OwedAt.IsZero())))
+		w = binary.AppendUvarint(w, uint64(boolCount(hasScheduleSet(s))+boolCount(r.Backfill != nil)+boolCount(!r.OwedAt.IsZero())))
 	}
 	if r.Backfill != nil {
 		w = appendBackfill(w, r.Backfill)

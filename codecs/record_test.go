@@ -90,7 +90,7 @@ func TestJobRecordDSTFormat(t *testing.T) {
 		if r.Backfill != nil || !r.OwedAt.IsZero() {
 			want = 5
 		}
-		if len(r.Job.Spec.Also) > 0 || !r.Job.Spec.Exclude.IsZero() {
+		if len(r.Job.Spec.Also) > 0 || !r.Job.Spec.Exclude.IsZero() || (r.Backfill != nil && !r.OwedAt.IsZero()) {
 			want = 6
 		}
 		require.Equal(t, want, b[1], "record %d", i)

@@ -74,13 +74,13 @@ func decideDue(d store.Due, value []byte, t time.Time, bytesLeft, maxCatchUp int
 		if !plan.Next.IsZero() {
 			got = earlier(plan.Next.Add(-time.Nanosecond), upTo)
 		}
-		dec.Loop = &codecs.ShardTrigger{Kind: codecs.KindSettle, Version: rec.Version, T: got}
+		dec.Loop = &codecs.ShardTrigger{Kind: codecs.KindSettle, Version: rec.Version, T: got, Jitter: rec.Job.Jitter}
 	} else {
 		switch {
 		case plan.Next.IsZero():
 			dec.Loop = &codecs.ShardTrigger{Kind: codecs.KindComplete, T: t, Version: rec.Version}
 		case !rec.Through.IsZero() || !plan.Next.After(t):
-			dec.Loop = &codecs.ShardTrigger{Kind: codecs.KindSettle, Version: rec.Version, T: earlier(plan.Next.Add(-time.Nanosecond), t)}
+			dec.Loop = &codecs.ShardTrigger{Kind: codecs.KindSettle, Version: rec.Version, T: earlier(plan.Next.Add(-time.Nanosecond), t), Jitter: rec.Job.Jitter}
 		}
 	}
 	dec.Plan, dec.Move.To = plan, plan.Next

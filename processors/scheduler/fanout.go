@@ -412,7 +412,14 @@ func (s *Scheduler) settle(ctx goka.Context, tr codecs.ShardTrigger) error {
 		return err
 	}
 	if rec.Version != tr.Version {
-		// Stale, but its fires went out: the record learns how far (T).
+		// Stale, but its fires went out: the record learns how far (T),
+		// if T is a due time of its own jitter too. Under another jitter
+		// the scheduled times a due time covers differ, and the record,
+		// rebased when its jitter changed, may owe one that T is past
+		// (adversary 15c lost one so).
+		if tr.Jitter != rec.Job.Jitter { // a tombstone keeps no jitter: only settles without one raise it
+			return staleLoop("settle", tr.Version, rec, nil)
+		}
 		if next := sentRecord(rec, shard, tr.T); next != nil {
 			s.setValue(ctx, codecs.EncodeJobRecord(next))
 			return nil

@@ -331,7 +331,9 @@ func (s *Scheduler) indexer(shardKey string) store.Indexer {
 				}
 			}
 		}
-		if rec.Status == codecs.StatusActive && !cached {
+		// Active and paused records both read the watermark (a paused one
+		// past its OwedAt is handled up to it; adversary 15c).
+		if (rec.Status == codecs.StatusActive || rec.Status == codecs.StatusPaused) && !cached {
 			if w, err = s.watermark(r, shardKey); err != nil {
 				return store.Entry{}, err
 			}

@@ -1,5 +1,3 @@
-//go:build adversary15c
-
 package scheduler
 
 import (
@@ -50,7 +48,7 @@ func TestAdv15cStaleSettleErasesJitterUpdateOwed(t *testing.T) {
 	t1 := n.Add(o / 2).Truncate(time.Second)
 	nID := codecs.ScheduledFireID("j", n)
 
-	h := newAdv15bHarness(t, 100, base)
+	h := newPartitionHarness(t, 100, base)
 	h.advance(base)
 	h.drain()
 	// v1: a late put (ts 15:55, consumed at 16:00): owes since 15:55.
@@ -88,7 +86,7 @@ func TestAdv15cStaleSettleErasesJitterUpdateOwed(t *testing.T) {
 	}
 }
 
-func mustGet(t *testing.T, h *adv15bHarness, key string) []byte {
+func mustGet(t *testing.T, h *partitionHarness, key string) []byte {
 	t.Helper()
 	v, err := h.st.Get(key)
 	if err != nil {
