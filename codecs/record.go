@@ -60,13 +60,13 @@ const (
 	recordFormat4 = 4
 	// Format 5 is format 4 (its fields always written) followed by tagged
 	// extensions to the end of the record (tag byte, length-prefixed body;
-	// see readExtensions): written only when the record has one (a
-	// backfill in progress).
+	// see readExtensions): written only when the record has exactly one (a
+	// backfill in progress, or an owed-since time).
 	recordFormat5 = 5
 	// Format 6 is format 5 with the count of its extensions before them,
 	// so that a record cut after one of them is not read as complete:
-	// written when the job has several schedules or exclusions (an
-	// extension that, unlike a backfill, may sit beside another).
+	// written whenever a record has more than one extension can (several
+	// schedules or exclusions; a backfill beside an owed-since time).
 	recordFormat6 = 6
 	// shardFormat5 is a shard record's format 4 followed by its bucket
 	// fan-outs (ShardRecord.Fanouts): written only when it has one.
