@@ -65,8 +65,8 @@ const (
 	recordFormat5 = 5
 	// Format 6 is format 5 with the count of its extensions before them,
 	// so that a record cut after one of them is not read as complete:
-	// written whenever a record has more than one extension can (several
-	// schedules or exclusions; a backfill beside an owed-since time).
+	// written for a job with several schedules or exclusions, and for a
+	// record with two extensions (a backfill beside an owed-since time).
 	recordFormat6 = 6
 	// shardFormat5 is a shard record's format 4 followed by its bucket
 	// fan-outs (ShardRecord.Fanouts): written only when it has one.
