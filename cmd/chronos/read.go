@@ -11,6 +11,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf16"
 
 	"github.com/spf13/cobra"
 
@@ -108,7 +109,7 @@ func printJob(out io.Writer, j *views.Job) {
 	row("end", j.Job.End)
 	row("bucket", shown(j.Job.Bucket))
 	row("misfire", j.Job.MisfirePolicy+" after "+j.Job.MisfireGrace)
-	row("payload", string(j.Job.Payload))
+	row("payload", shownJSON(j.Job.Payload))
 	if j.Job.Jitter != "" {
 		row("jitter", j.Job.Jitter)
 	}
@@ -148,6 +149,44 @@ func shown(s string) string {
 		}
 	}
 	return s
+}
+
+// shownJSON is the JSON document b as the CLI prints it: the same value,
+// with every character in its strings that is not printable (bidi
+// overrides, zero-width and control characters) written as a \u escape,
+// and whitespace between its tokens as one space, so that a payload
+// cannot rearrange or overwrite the terminal line. b is valid JSON (the
+// API checked it when the job was put).
+func shownJSON(b []byte) string {
+	var out strings.Builder
+	in, esc, space := false, false, false
+	for _, r := range string(b) {
+		switch {
+		case in && esc:
+			esc = false
+		case in && r == '\\':
+			esc = true
+		case in && r == '"':
+			in = false
+		case in && !strconv.IsPrint(r):
+			for _, u := range utf16.Encode([]rune{r}) {
+				fmt.Fprintf(&out, "\\u%04x", u)
+			}
+			continue
+		case in:
+		case r == '"':
+			in = true
+		case r == ' ' || r == '\t' || r == '\n' || r == '\r':
+			space = true
+			continue
+		}
+		if space {
+			out.WriteByte(' ')
+			space = false
+		}
+		out.WriteRune(r)
+	}
+	return out.String()
 }
 
 func pad(k string) string {
