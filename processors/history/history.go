@@ -26,6 +26,7 @@ package history
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -311,6 +312,9 @@ func detail(c codecs.Command) string {
 		}
 		if n := len(s.Exclude.Dates) + len(s.Exclude.Ranges); n > 0 {
 			out += fmt.Sprintf(" excluding %d", n)
+		}
+		if len(s.Exclude.Calendars) > 0 {
+			out += " excluding calendars " + strings.Join(s.Exclude.Calendars, ",")
 		}
 		if c.Job.Bucket != "" {
 			out += " bucket " + c.Job.Bucket
