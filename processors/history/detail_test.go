@@ -17,7 +17,7 @@ func TestDetailOfAPut(t *testing.T) {
 	for js, want := range map[string]string{
 		`{"v":1,"op":"put","job":{"every":"1m"}}`: "every 1m0s",
 		`{"v":1,"op":"put","job":{"cron":"0 9 * * 1-5","tz":"Europe/Berlin","bucket":"b","exclude":{"dates":["2026-12-25"],"calendars":["de-holidays","acme.closures"]}}}`: "cron 0 9 * * 1-5 tz Europe/Berlin excluding 1 excluding calendars de-holidays,acme.closures bucket b",
-		`{"v":1,"op":"put","job":{"every":"1h","exclude":{"calendars":["de-holidays"]}}}`: "every 1h0m0s excluding calendars de-holidays",
+		`{"v":1,"op":"put","job":{"every":"1h","exclude":{"calendars":["de-holidays"]}}}`:                                                                                  "every 1h0m0s excluding calendars de-holidays",
 	} {
 		cmd, err := codecs.DecodeCommand([]byte("j"), []byte(js), lim)
 		require.NoError(t, err, js)
