@@ -149,3 +149,24 @@ func TestBucketContinuationTwiceFiresEachMemberOnce(t *testing.T) {
 	}
 	require.Equal(t, map[string][]string{"j0@t46": {`{"v":1}`}, "j1@t46": {`{"v":1}`}, "j2@t46": {`{"v":2}`}}, fired)
 }
+
+// TestBucketTriggerIDBounded: the shard record names each fan-out by its
+// trigger id, so a bucket shard trigger's id is bounded as a job id is:
+// a longer one (the router never sends one; a record forged onto the
+// internal topic may) is rejected, and the partition goes on.
+func TestBucketTriggerIDBounded(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	h := newPartitionHarness(t, 1, at)
+	h.command("j0", at, `{"v":1,"op":"put","job":{"every":"1h","bucket":"b"}}`)
+	for n, ok := range map[int]bool{codecs.MaxIDLen: true, codecs.MaxIDLen + 1: false, 900_000: false} {
+		raw := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindBucket, T: at, Bucket: "b", TriggerID: strings.Repeat("t", n)})
+		_, err := h.s.decodeTrigger(raw)
+		require.Equal(t, ok, err == nil, "%d bytes: %v", n, err)
+		h.deliver(h.s.onTrigger, h.s.cfg.Layout.ShardTriggers(), h.shardKey(), at, raw) // rejected or run, never a failure
+	}
+	for _, f := range h.shard().Fanouts {
+		require.LessOrEqual(t, len(f.TriggerID), codecs.MaxIDLen)
+	}
+	require.Len(t, h.fired(), 1, "only the bounded trigger fired j0")
+}

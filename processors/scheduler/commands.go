@@ -120,7 +120,7 @@ func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *cod
 	if rec.Status == codecs.StatusPaused && !rec.Through.IsZero() {
 		return s.pausedHandled(ctx, shard, rec)
 	}
-	now := later(shard.Watermark, shard.Advancing)
+	now := shardNow(shard)
 	base := later(rec.HandledThrough(shard.Watermark), now)
 	if rec.Status != codecs.StatusActive {
 		return base, nil
@@ -221,6 +221,10 @@ func (s *Scheduler) shard(p int32) (codecs.ShardRecord, error) {
 	}
 	return s.decodeShard(s.shardKeys[p], b), nil
 }
+
+// shardNow is the shard's time: its watermark, or the time of an advance
+// under way if that is later.
+func shardNow(shard codecs.ShardRecord) time.Time { return later(shard.Watermark, shard.Advancing) }
 
 func later(a, b time.Time) time.Time {
 	if b.After(a) {

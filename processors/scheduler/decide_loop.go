@@ -35,7 +35,7 @@ func settledRecord(rec *codecs.JobRecord, shard codecs.ShardRecord, due time.Tim
 	if due.IsZero() {
 		return nil
 	}
-	now := later(shard.Watermark, shard.Advancing)
+	now := shardNow(shard)
 	h := due.Add(-time.Nanosecond)
 	switch {
 	case !h.After(rec.HandledThrough(shard.Watermark)):
@@ -53,18 +53,21 @@ func settledRecord(rec *codecs.JobRecord, shard codecs.ShardRecord, due time.Tim
 	return &next
 }
 
-// sentRecord is what a settle of another version than rec's does to rec:
-// that version's fires of the job's schedule up to sent have gone out, so
-// no version may owe them again (it would send their fire_ids with its own
-// payload). Such a settle arrives when a command changed the job while it
-// was in flight, on an owner whose due index was derived from the record
-// the settle had yet to reach (a partition moved to an empty store: a late
-// pause there handled the job only as far as that record said, and a put
-// on the paused job then sent two fire_ids again with its own payload;
-// simulation seed 7794 x 800 operations). An active or paused job learns it
-// as a settle of its own version would; a deleted one's tombstone so that a
-// new job under its id starts after it. nil: rec already says enough.
+// sentRecord is what a settle's T, sent, does to rec: the fires of the
+// job's schedule up to it have gone out under the version that fired, so no
+// version may owe them again (it would send their fire_ids with its own
+// payload). A settle of rec's own version brings it when rec's local due
+// entry is behind (an index rebuilt from the record the settle had yet to
+// reach); one of another version when a command changed the job while it
+// was in flight (a late pause on such an index, then a put on the paused
+// job: simulation seed 7794 x 800 operations). An active or paused job
+// learns it as its own due entry would say it; a deleted one's tombstone so
+// that a new job under its id starts after it. sent counts only up to the
+// shard's time: no advance fires past it, and a settle said otherwise (a
+// record forged onto the loopback) would mark the job handled for good.
+// nil: rec already says enough.
 func sentRecord(rec *codecs.JobRecord, shard codecs.ShardRecord, sent time.Time) *codecs.JobRecord {
+	sent = earlier(sent, shardNow(shard))
 	switch {
 	case sent.IsZero():
 		return nil

@@ -82,6 +82,10 @@ func TestSentRecord(t *testing.T) {
 		{"tombstone: never backwards", tomb, cmdSec(10), nil},
 		{"completed: nothing", *with(late, func(r *codecs.JobRecord) { r.Status = codecs.StatusCompleted }), cmdSec(20), nil},
 		{"no time: nothing", late, time.Time{}, nil},
+		// No advance fires past the shard's time: a settle that says so (a
+		// record forged onto the loopback) counts up to it.
+		{"paused, sent past the shard's time: up to it", paused, cmdSec(9999), with(paused, func(r *codecs.JobRecord) { r.Through = cmdSec(30) })},
+		{"tombstone, sent past the shard's time: up to it", tomb, cmdSec(9999), with(tomb, func(r *codecs.JobRecord) { r.Through = cmdSec(30) })},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

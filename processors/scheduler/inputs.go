@@ -68,6 +68,13 @@ func (s *Scheduler) decodeTrigger(raw []byte) (codecs.ShardTrigger, error) {
 		if tr.TriggerID == "" {
 			return codecs.ShardTrigger{}, &codecs.Error{Code: codecs.CodeInvalidField, Field: "trigger_id", Reason: "a bucket shard trigger needs a trigger id"}
 		}
+		if len(tr.TriggerID) > codecs.MaxIDLen {
+			// The shard record names each fan-out by it (codecs.FanoutRef):
+			// unbounded, a few such records would grow it past what Kafka
+			// takes, and the partition would stop.
+			return codecs.ShardTrigger{}, &codecs.Error{Code: codecs.CodeInvalidField, Field: "trigger_id",
+				Reason: fmt.Sprintf("trigger id is %d bytes, the limit is %d", len(tr.TriggerID), codecs.MaxIDLen)}
+		}
 	}
 	if tr.Kind == codecs.KindBulk {
 		if err := checkBulkTrigger(tr); err != nil {
