@@ -246,7 +246,13 @@ type FanoutRef struct {
 
 // Names reports whether f is the fan-out of bucket trigger tr.
 func (f FanoutRef) Names(tr ShardTrigger) bool {
-	return f.TriggerID == tr.TriggerID && f.Bucket == tr.Bucket && f.T.Equal(tr.T)
+	return f.Same(FanoutRef{TriggerID: tr.TriggerID, Bucket: tr.Bucket, T: tr.T})
+}
+
+// Same reports whether f and g name the same fan-out (trigger id, bucket
+// and record time), wherever each has got.
+func (f FanoutRef) Same(g FanoutRef) bool {
+	return f.TriggerID == g.TriggerID && f.Bucket == g.Bucket && f.T.Equal(g.T)
 }
 
 // ErrNotJob is returned by DecodeJobRecord for a value of another kind.

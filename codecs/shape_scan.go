@@ -7,17 +7,18 @@ import (
 )
 
 // scanShape is checkShape without encoding/json's tokenizer: one pass over
-// data's bytes that allocates nothing for the objects of a command (at most
-// shapeSmall keys each), reporting the same first error as checkShape. It
-// reads only what strictUnmarshal has already decoded (one valid JSON
-// value): an object key that holds an escape or a byte beyond ASCII, which
-// checkShape compares only once unescaped, sends the whole document to
-// checkShape (ok false). The two are held equal by FuzzScanShape.
-func scanShape(data []byte, sh shape) (err error, ok bool) {
+// data's bytes, reporting the same first error as checkShape, that
+// allocates once (the path it names errors by) for the objects of a command
+// (at most shapeSmall keys each). It reads only what strictUnmarshal has
+// already decoded (one valid JSON value): an object key that holds an
+// escape or a byte beyond ASCII, which checkShape compares only once
+// unescaped, sends the whole document to checkShape (ok false). The two
+// are held equal by FuzzScanShape.
+func scanShape(data []byte, sh shape) (ok bool, err error) {
 	var segs [8]pathSeg
 	s := shapeScanner{b: data, path: segs[:0]}
 	err = s.value(sh, true)
-	return err, !s.slow
+	return !s.slow, err
 }
 
 // shapeSmall is how many keys of one object scanShape compares pairwise for
@@ -66,12 +67,22 @@ func (s *shapeScanner) space() {
 	}
 }
 
-// value skips one JSON value, checking objects against sh (known: sh
-// applies).
-func (s *shapeScanner) value(sh shape, known bool) error {
+// atEnd skips whitespace and reports whether the bytes ran out where a
+// value or a key was due (not what strictUnmarshal hands it: checkShape
+// answers).
+func (s *shapeScanner) atEnd() bool {
 	s.space()
 	if s.i >= len(s.b) {
 		s.slow = true
+		return true
+	}
+	return false
+}
+
+// value skips one JSON value, checking objects against sh (known: sh
+// applies).
+func (s *shapeScanner) value(sh shape, known bool) error {
+	if s.atEnd() {
 		return nil
 	}
 	switch s.b[s.i] {
@@ -98,15 +109,6 @@ func (s *shapeScanner) value(sh shape, known bool) error {
 			}
 			if indexed {
 				s.path = s.path[:len(s.path)-1]
-			}
-			s.space()
-			if s.i >= len(s.b) {
-				s.slow = true
-				return nil
-			}
-			if s.b[s.i] == ']' {
-				s.i++
-				return nil
 			}
 		}
 	case '"':
@@ -155,9 +157,7 @@ func (s *shapeScanner) object(sh shape, known bool) error {
 	var seen map[string]bool
 	n := 0
 	for {
-		s.space()
-		if s.i >= len(s.b) {
-			s.slow = true
+		if s.atEnd() {
 			return nil
 		}
 		switch s.b[s.i] {

@@ -33,7 +33,7 @@ func FuzzScanShape(f *testing.F) {
 			var got error
 			var ok bool
 			done := make(chan struct{})
-			go func() { got, ok = scanShape(data, sh); close(done) }()
+			go func() { ok, got = scanShape(data, sh); close(done) }()
 			select {
 			case <-done:
 			case <-time.After(5 * time.Second):
@@ -58,7 +58,7 @@ func BenchmarkShape(b *testing.B) {
 	b.Run("scan", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, ok := scanShape(data, commandShape); !ok {
+			if ok, _ := scanShape(data, commandShape); !ok {
 				b.Fatal("slow path")
 			}
 		}

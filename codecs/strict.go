@@ -65,7 +65,7 @@ func strictUnmarshal(data []byte, v any, sh shape) error {
 // shapeOf is checkShape's answer, from scanShape's one pass unless the
 // document has a key only checkShape reads.
 func shapeOf(data []byte, sh shape) error {
-	if err, ok := scanShape(data, sh); ok {
+	if ok, err := scanShape(data, sh); ok {
 		return err
 	}
 	return checkShape(data, sh)

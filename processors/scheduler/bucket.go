@@ -125,7 +125,7 @@ func withFanout(fanouts []codecs.FanoutRef, ref codecs.FanoutRef) ([]codecs.Fano
 	out := make([]codecs.FanoutRef, 0, len(fanouts)+1)
 	found := false
 	for _, f := range fanouts {
-		if f.TriggerID == ref.TriggerID && f.Bucket == ref.Bucket && f.T.Equal(ref.T) {
+		if f.Same(ref) {
 			f, found = ref, true
 		}
 		out = append(out, f)

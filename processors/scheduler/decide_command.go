@@ -107,7 +107,7 @@ func applyCommand(in commandInput, schedules *schedule.Cache) (commandEffect, er
 		if old == nil {
 			return commandEffect{}, nil
 		}
-		now := later(in.Shard.Watermark, in.Shard.Advancing)
+		now := shardNow(in.Shard)
 		// Whatever an active deleted job had or had not dispatched up to the
 		// shard's time, a new job under its id starts after it. A paused one
 		// dispatched nothing after its pause: a late re-put owes those times.
@@ -126,7 +126,7 @@ func applyCommand(in commandInput, schedules *schedule.Cache) (commandEffect, er
 		// still go out; NotBefore keeps ts for that.
 		rec := *old
 		rec.Status, rec.Version, rec.UpdatedAt, rec.Through, rec.NotBefore = codecs.StatusPaused, old.Version+1, ts, in.Handled, ts
-		rec.OwedAt = later(in.Shard.Watermark, in.Shard.Advancing)
+		rec.OwedAt = shardNow(in.Shard)
 		rec.Pause = codecs.PauseNote{Note: cmd.Note, By: in.Actor}
 		return commandEffect{Record: &rec}, nil
 	case codecs.OpResume:
@@ -226,14 +226,14 @@ func activate(key string, rec *codecs.JobRecord, from time.Time, shard codecs.Sh
 	switch {
 	case first.IsZero():
 		rec.Status, rec.Through = codecs.StatusCompleted, time.Time{}
-	case first.After(later(shard.Watermark, shard.Advancing)):
+	case first.After(shardNow(shard)):
 		// Nothing owed behind the shard's time: an ordinary job, due at
 		// the same first time from max(NotBefore, watermark).
 		rec.Through = time.Time{}
 	default:
 		// Owed since the shard's time now: an advance that completes past
 		// it sends them (codecs.JobRecord.OwedAt).
-		rec.OwedAt = later(shard.Watermark, shard.Advancing)
+		rec.OwedAt = shardNow(shard)
 	}
 }
 

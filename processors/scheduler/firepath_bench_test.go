@@ -3,8 +3,6 @@ package scheduler
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"strconv"
 	"sync/atomic"
@@ -15,7 +13,6 @@ import (
 
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/store"
-	"github.com/chronos-scheduler/chronos/topology"
 )
 
 // countingProducer acknowledges every dispatch event at once and counts
@@ -85,16 +82,7 @@ var firePathT0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 // hour here, from firePathT0, misfire grace 5m), all due at firePathT0.
 func firePathSetup(b *testing.B, n int) (*Scheduler, *store.Store, *countingProducer) {
 	prod := &countingProducer{}
-	s, err := New(Config{Layout: topology.Layout{Names: topology.Names{Prefix: "fp."}, Partitions: 1, Replication: 1},
-		DataDir: b.TempDir(), ChunkBudget: time.Hour, Producer: prod, Now: func() time.Time { return firePathT0 },
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(b, err)
-	gst, err := s.StorageBuilder()(string(s.cfg.Layout.SchedulerTable()), 0)
-	require.NoError(b, err)
-	require.NoError(b, gst.Open())
-	b.Cleanup(func() { _ = gst.Close() })
-	require.NoError(b, gst.MarkRecovered())
-	st := s.Store(0)
+	s, st := openPartition(b, Config{ChunkBudget: time.Hour, Producer: prod, Now: func() time.Time { return firePathT0 }})
 	job, err := codecs.JobDef{Every: "1h", Start: firePathT0.Format(time.RFC3339), MisfireGrace: "5m"}.Validate(codecs.DefaultLimits())
 	require.NoError(b, err)
 	for i := range n {

@@ -56,18 +56,25 @@ func newPartitionHarnessBudget(t *testing.T, chunk int, budget time.Duration, no
 
 // open gives the harness a scheduler on a new, empty data dir.
 func (h *partitionHarness) open() {
-	t := h.t
-	s, err := New(Config{Layout: topology.Layout{Names: topology.Names{Prefix: "a15b."}, Partitions: 1, Replication: 1},
-		DataDir: t.TempDir(), ChunkSize: h.chunk, ChunkBudget: h.budget, Producer: h.prod,
-		Now:    func() time.Time { return h.now },
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
+	h.s, h.st = openPartition(h.t, Config{ChunkSize: h.chunk, ChunkBudget: h.budget, Producer: h.prod,
+		Now: func() time.Time { return h.now }})
+}
+
+// openPartition makes a one-partition scheduler of cfg (its layout, data
+// dir and logger set here) and opens partition 0's store on disk,
+// recovered: the store its callbacks run on.
+func openPartition(tb testing.TB, cfg Config) (*Scheduler, *store.Store) {
+	tb.Helper()
+	cfg.Layout = topology.Layout{Names: topology.Names{Prefix: "p1."}, Partitions: 1, Replication: 1}
+	cfg.DataDir, cfg.Logger = tb.TempDir(), slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := New(cfg)
+	require.NoError(tb, err)
 	gst, err := s.StorageBuilder()(string(s.cfg.Layout.SchedulerTable()), 0)
-	require.NoError(t, err)
-	require.NoError(t, gst.Open())
-	t.Cleanup(func() { _ = gst.Close() })
-	require.NoError(t, gst.MarkRecovered())
-	h.s, h.st = s, s.Store(0)
+	require.NoError(tb, err)
+	require.NoError(tb, gst.Open())
+	tb.Cleanup(func() { _ = gst.Close() })
+	require.NoError(tb, gst.MarkRecovered())
+	return s, s.Store(0)
 }
 
 // moveToEmptyStore hands the partition to another instance with an empty
