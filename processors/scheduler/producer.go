@@ -6,7 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// KgoProducer produces dispatch events with a franz-go client: all records
+// KgoProducer produces records (dispatch events, bulk commands) with a franz-go client: all records
 // of a chunk are buffered at once and ProduceSync waits for every ack.
 // Safe for concurrent use (one per instance, shared by all partitions).
 type KgoProducer struct {
@@ -23,6 +23,9 @@ func (p KgoProducer) ProduceSync(ctx context.Context, topic string, msgs []Msg) 
 	backing := make([]kgo.Record, len(msgs))
 	for i, m := range msgs {
 		backing[i] = kgo.Record{Topic: topic, Key: []byte(m.Key), Value: m.Value}
+		for k, v := range m.Headers {
+			backing[i].Headers = append(backing[i].Headers, kgo.RecordHeader{Key: k, Value: v})
+		}
 		recs[i] = &backing[i]
 	}
 	return p.Client.ProduceSync(ctx, recs...).FirstErr()

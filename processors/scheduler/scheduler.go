@@ -40,12 +40,14 @@ const (
 
 // Msg is one record to produce.
 type Msg struct {
-	Key   string
-	Value []byte
+	Key     string
+	Value   []byte
+	Headers map[string][]byte // nil for dispatch events
 }
 
-// Producer produces dispatch events and returns once every one is
-// acknowledged by the broker (or with the first error).
+// Producer produces records (dispatch events, and a bulk operation's
+// commands to chronos-jobs) and returns once every one is acknowledged by
+// the broker (or with the first error).
 type Producer interface {
 	ProduceSync(ctx context.Context, topic string, msgs []Msg) error
 }
@@ -83,7 +85,7 @@ type Config struct {
 	// BackfillRate is the most fires per second of shard time one backfill
 	// dispatches (default DefaultBackfillRate; 1..MaxBackfillRate).
 	BackfillRate int
-	// Producer produces dispatch events (required).
+	// Producer produces dispatch events and bulk commands (required).
 	Producer Producer
 	// Now is the wall clock for fired_at (default time.Now). Fire decisions
 	// use the time carried by the trigger, never Now.
