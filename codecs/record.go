@@ -71,6 +71,9 @@ const (
 	// shardFormat5 is a shard record's format 4 followed by its bucket
 	// fan-outs (ShardRecord.Fanouts): written only when it has one.
 	shardFormat5 = 5
+	// shardFormat6 is format 5 followed by the cursor of the advance under
+	// way (ShardRecord.PassAt, PassKey): written only when it is set.
+	shardFormat6 = 6
 )
 
 // knownFormat reports whether f is a job record format this release reads.
@@ -222,6 +225,16 @@ type ShardRecord struct {
 	// continuation handled twice (a crash that kept its output, a
 	// redelivery) runs the next chunk rather than the same one again.
 	Fanouts []FanoutRef
+	// PassAt and PassKey are the last due entry (time, job) the advance to
+	// Advancing had handled at its last yield (zero: none recorded). Every
+	// job whose due entry was at or before it then, in index order, had
+	// its fires at that entry and up to PassAt dispatched (its entry moved
+	// past them); a store that did not follow that advance (a new owner, a
+	// store rebuilt from the table) derives such a job's entry from its
+	// record, behind the cursor, and a command there must not owe those
+	// fires again.
+	PassAt  time.Time
+	PassKey string
 	// bulkRaw is the encoded bulk state DecodeShardHead left undecoded;
 	// EncodeShardRecord writes it back as it was unless Bulk is set.
 	bulkRaw []byte
@@ -385,10 +398,16 @@ func EncodeShardRecord(r ShardRecord) []byte {
 	if !r.Bulk.IsZero() {
 		bulk = EncodeInternal(r.Bulk)
 	}
-	if len(r.Fanouts) > 0 {
-		// Format 5: format 4's fields, then the fan-outs.
-		w := make([]byte, 0, 64+len(bulk)+64*len(r.Fanouts))
-		w = appendTime(appendTime(append(w, tagShard, shardFormat5), r.Watermark), r.Advancing)
+	pass := !r.PassAt.IsZero() || r.PassKey != ""
+	if len(r.Fanouts) > 0 || pass {
+		// Format 5: format 4's fields, then the fan-outs; format 6: then
+		// the pass cursor.
+		format := byte(shardFormat5)
+		if pass {
+			format = shardFormat6
+		}
+		w := make([]byte, 0, 64+len(bulk)+64*len(r.Fanouts)+len(r.PassKey))
+		w = appendTime(appendTime(append(w, tagShard, format), r.Watermark), r.Advancing)
 		w = binary.AppendUvarint(w, uint64(len(r.Backfills)))
 		for _, b := range r.Backfills {
 			w = appendBytes(appendBytes(w, []byte(b.Job)), []byte(b.ID))
@@ -404,6 +423,9 @@ func EncodeShardRecord(r ShardRecord) []byte {
 				done = 1
 			}
 			w = binary.AppendUvarint(appendTime(append(w, done), f.Finished), f.Passes)
+		}
+		if pass {
+			w = appendBytes(appendTime(w, r.PassAt), []byte(r.PassKey))
 		}
 		return w
 	}
@@ -439,7 +461,7 @@ func decodeShardRecord(b []byte, bulk bool) (ShardRecord, error) {
 	if len(b) == 0 {
 		return ShardRecord{}, nil
 	}
-	if len(b) < 2 || b[0] != tagShard || (b[1] != recordFormat && b[1] != recordFormat1 && b[1] != recordFormat3 && b[1] != recordFormat4 && b[1] != shardFormat5) {
+	if len(b) < 2 || b[0] != tagShard || (b[1] != recordFormat && b[1] != recordFormat1 && b[1] != recordFormat3 && b[1] != recordFormat4 && b[1] != shardFormat5 && b[1] != shardFormat6) {
 		return ShardRecord{}, errors.New("codecs: not a shard record")
 	}
 	rd := reader{b: b[2:]}
@@ -450,11 +472,14 @@ func decodeShardRecord(b []byte, bulk bool) (ShardRecord, error) {
 	if b[1] == recordFormat3 {
 		r.Backfills = readBackfillRefs(&rd)
 	}
-	if b[1] == recordFormat4 || b[1] == shardFormat5 {
+	if b[1] == recordFormat4 || b[1] >= shardFormat5 {
 		readShardFormat4(&rd, &r, bulk)
 	}
-	if b[1] == shardFormat5 {
+	if b[1] >= shardFormat5 {
 		readFanouts(&rd, &r)
+	}
+	if b[1] == shardFormat6 {
+		r.PassAt, r.PassKey = rd.time(), string(rd.bytes())
 	}
 	if rd.err != nil || len(rd.b) != 0 {
 		return ShardRecord{}, errors.New("codecs: corrupt shard record")

@@ -22,6 +22,16 @@ type Due struct {
 	Key string
 }
 
+// NotAfter reports whether d comes at or before o in the due index's order
+// (time, then key; times outside what int64 nanoseconds hold are clamped,
+// as the index clamps them).
+func (d Due) NotAfter(o Due) bool {
+	if a, b := nanos(d.At), nanos(o.At); a != b {
+		return a < b
+	}
+	return d.Key <= o.Key
+}
+
 // Move sets the due entry of Key to To; zero To removes it.
 //
 // From, when set, says what the caller already read: Key's due entry is at

@@ -129,6 +129,19 @@ func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *cod
 	if err != nil {
 		return time.Time{}, err
 	}
+	if passedEntry(shard, rec, ctx.Key(), due) {
+		// The advance under way fired this entry on a store this one did
+		// not follow (its last owner, or this one before a rebuild from
+		// the table): its fires at due and up to the pass's cursor went
+		// out, and the entry derived here is stale. It owes from the time
+		// after them (a clean rebalance mid-advance repeated the fire at
+		// due with this command, adversary 17b "update").
+		sched, err := jobSchedule(s.schedules, ctx.Key(), rec)
+		if err != nil {
+			return base, nil
+		}
+		due = sched.Next(later(due, shard.PassAt.Add(-time.Nanosecond)))
+	}
 	until := earlier(now, upTo)
 	if due.IsZero() {
 		// No entry: it owes nothing, and whatever it had up to the shard's

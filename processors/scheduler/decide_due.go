@@ -103,18 +103,47 @@ func passStart(tr codecs.ShardTrigger, shard codecs.ShardRecord) (cursor store.D
 
 // passYield decides what a pass to t that stops after its budget, with its
 // last handled entry last, leaves behind: the shard record saying an
-// advance to t is under way (nil: it already says so, or a later one), and
-// the loopback trigger that continues the pass.
+// advance to t is under way and how far it got (nil: a later one is under
+// way, whose cursor stays), and the loopback trigger that continues the
+// pass. Every entry up to last in the index this callback scanned was
+// handled (fired up to t, or cut and moved past last): a store that did not
+// follow the pass reads that from the cursor (passedEntry).
 func passYield(shard codecs.ShardRecord, t time.Time, last store.Due, fromStart bool) (*codecs.ShardRecord, codecs.ShardTrigger) {
 	next := codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t, AfterAt: last.At, AfterKey: last.Key}
 	if fromStart {
 		next.AfterAt, next.AfterKey = time.Time{}, ""
 	}
-	if !shard.Advancing.Before(t) {
+	if shard.Advancing.After(t) {
 		return nil, next
+	}
+	cursor := store.Due{At: shard.PassAt, Key: shard.PassKey}
+	if !shard.Advancing.Equal(t) || shard.PassAt.IsZero() || cursor.NotAfter(last) {
+		// The first yield of the pass to t, or one further on. Passes to
+		// the same t (one begun while the other was under way) each
+		// handled everything up to their own cursor: the later of the two
+		// holds for both.
+		shard.PassAt, shard.PassKey = last.At, last.Key
 	}
 	shard.Advancing = t
 	return &shard, next
+}
+
+// passedEntry reports whether the advance under way (shard.Advancing) has
+// handled job key's due entry due, as a store that did not follow it
+// derives it from rec: the entry is at or before the cursor its last
+// yield recorded, no later than its T, and rec was not written during
+// that advance (a command then writes a record owing fires behind the
+// shard's time with OwedAt = Advancing: its entry may sit behind the
+// cursor, never handled). Such a job's fires at due and up to the
+// cursor's time went out (passYield).
+func passedEntry(shard codecs.ShardRecord, rec *codecs.JobRecord, key string, due time.Time) bool {
+	if shard.Advancing.IsZero() || !shard.Advancing.After(shard.Watermark) || shard.PassAt.IsZero() || due.IsZero() || due.After(shard.Advancing) {
+		return false
+	}
+	if !rec.OwedAt.IsZero() && !rec.OwedAt.Before(shard.Advancing) {
+		return false
+	}
+	return store.Due{At: due, Key: key}.NotAfter(store.Due{At: shard.PassAt, Key: shard.PassKey})
 }
 
 // passDone is the shard record once a pass to t has fired everything due
@@ -123,9 +152,11 @@ func passYield(shard codecs.ShardRecord, t time.Time, last store.Due, fromStart 
 func passDone(shard codecs.ShardRecord, t time.Time) codecs.ShardRecord {
 	done := shard // the rest (backfills, bulk operations) as it was
 	done.Watermark, done.Advancing = later(t, shard.Watermark), time.Time{}
+	done.PassAt, done.PassKey = time.Time{}, ""
 	done.Fanouts = prunedFanouts(shard.Fanouts, t)
 	if shard.Advancing.After(t) {
-		done.Advancing = shard.Advancing // a later pass is still under way
+		// A later pass is still under way, with its cursor.
+		done.Advancing, done.PassAt, done.PassKey = shard.Advancing, shard.PassAt, shard.PassKey
 	}
 	return done
 }

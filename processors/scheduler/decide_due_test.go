@@ -247,17 +247,56 @@ func TestAdvancePass(t *testing.T) {
 
 	last := store.Due{At: cmdSec(12), Key: "j3"}
 	mark, next := passYield(codecs.ShardRecord{Watermark: cmdSec(10)}, cmdSec(20), last, false)
-	require.Equal(t, &codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20)}, mark, "the table learns an advance is under way")
+	require.Equal(t, &codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20), PassAt: cmdSec(12), PassKey: "j3"}, mark, "the table learns an advance is under way, and how far it got")
 	require.Equal(t, cont, next)
-	mark, next = passYield(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20)}, cmdSec(20), last, true)
-	require.Nil(t, mark, "already recorded")
+	mark, next = passYield(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20), PassAt: cmdSec(11), PassKey: "z"}, cmdSec(20), last, true)
+	require.Equal(t, &codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20), PassAt: cmdSec(12), PassKey: "j3"}, mark, "the cursor moves on")
 	require.Equal(t, adv(20), next, "from the start: no cursor")
+	mark, _ = passYield(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20), PassAt: cmdSec(12), PassKey: "j4"}, cmdSec(20), last, true)
+	require.Equal(t, &codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20), PassAt: cmdSec(12), PassKey: "j4"}, mark, "another pass to the same T got further: its cursor stays")
+	mark, _ = passYield(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(15), PassAt: cmdSec(14), PassKey: "a"}, cmdSec(20), last, true)
+	require.Equal(t, &codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20), PassAt: cmdSec(12), PassKey: "j3"}, mark, "a later pass: its own cursor, not the earlier pass's")
 	mark, _ = passYield(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(30)}, cmdSec(20), last, false)
 	require.Nil(t, mark, "a later pass is recorded: never moved back")
 
-	require.Equal(t, codecs.ShardRecord{Watermark: cmdSec(20)}, passDone(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20)}, cmdSec(20)))
-	require.Equal(t, codecs.ShardRecord{Watermark: cmdSec(20), Advancing: cmdSec(30)}, passDone(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(30)}, cmdSec(20)))
+	require.Equal(t, codecs.ShardRecord{Watermark: cmdSec(20)}, passDone(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20), PassAt: cmdSec(12), PassKey: "j3"}, cmdSec(20)))
+	require.Equal(t, codecs.ShardRecord{Watermark: cmdSec(20), Advancing: cmdSec(30), PassAt: cmdSec(25), PassKey: "k"},
+		passDone(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(30), PassAt: cmdSec(25), PassKey: "k"}, cmdSec(20)), "the later pass keeps its cursor")
 	require.Equal(t, codecs.ShardRecord{Watermark: cmdSec(25)}, passDone(codecs.ShardRecord{Watermark: cmdSec(25)}, cmdSec(20)), "never back")
+}
+
+// TestPassedEntry: an entry a store derived behind the cursor of the
+// advance under way was handled by it, unless its record was written
+// during that advance owing fires (OwedAt at the advance's T), or no
+// advance is under way, or none has yielded.
+func TestPassedEntry(t *testing.T) {
+	t.Parallel()
+	shard := codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20), PassAt: cmdSec(15), PassKey: "m"}
+	rec := &codecs.JobRecord{Status: codecs.StatusActive}
+	owed := &codecs.JobRecord{Status: codecs.StatusActive, OwedAt: cmdSec(20)}
+	owedBefore := &codecs.JobRecord{Status: codecs.StatusActive, OwedAt: cmdSec(10)}
+	cases := []struct {
+		name  string
+		shard codecs.ShardRecord
+		rec   *codecs.JobRecord
+		key   string
+		due   time.Time
+		want  bool
+	}{
+		{"before the cursor", shard, rec, "z", cmdSec(14), true},
+		{"at the cursor's time, key before it", shard, rec, "a", cmdSec(15), true},
+		{"the cursor itself", shard, rec, "m", cmdSec(15), true},
+		{"at the cursor's time, key after it", shard, rec, "n", cmdSec(15), false},
+		{"after the cursor", shard, rec, "a", cmdSec(16), false},
+		{"owed since before the advance", shard, owedBefore, "a", cmdSec(12), true},
+		{"written during the advance, owing", shard, owed, "a", cmdSec(12), false},
+		{"no entry", shard, rec, "a", time.Time{}, false},
+		{"no cursor", codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20)}, rec, "a", cmdSec(12), false},
+		{"no advance under way", codecs.ShardRecord{Watermark: cmdSec(20), PassAt: cmdSec(15), PassKey: "m"}, rec, "a", cmdSec(12), false},
+	}
+	for _, c := range cases {
+		require.Equal(t, c.want, passedEntry(c.shard, c.rec, c.key, c.due), c.name)
+	}
 }
 
 // fakeCalendars holds each calendar's dates.
