@@ -28,7 +28,6 @@ func TestHistoryRoutesValidateID(t *testing.T) {
 		for id, code := range map[string]string{
 			strings.Repeat("i", codecs.MaxIDLen+1): codecs.CodeInvalidID,
 			"a\x01b":                               codecs.CodeInvalidID,
-			" a":                                   codecs.CodeInvalidID,
 			"__chronos/x":                          codecs.CodeReservedID,
 		} {
 			resp, b := f.do(t, request{method: http.MethodGet, path: "/v1/jobs/" + url.PathEscape(id) + "/" + route})
@@ -39,6 +38,33 @@ func TestHistoryRoutesValidateID(t *testing.T) {
 		}
 		resp, b := f.do(t, request{method: http.MethodGet, path: "/v1/jobs/" + url.PathEscape(strings.Repeat("i", codecs.MaxIDLen)) + "/" + route})
 		require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", route, b)
+	}
+}
+
+// TestHistoryRoutesLegacyID: a job stored under an id of the earlier rules
+// (" a", "a\u200bb", "tab ": the name rules refuse them, releases before them did
+// not) keeps firing, and GET /v1/jobs/{id} serves it: its /fires and
+// /history serve its history too, and answer 404 (not 400, not an empty
+// 200) when it has none, so that no id the rules refuse reads as a job
+// with an empty history.
+func TestHistoryRoutesLegacyID(t *testing.T) {
+	t.Parallel()
+	full := newFixture(t, func(s *api.Server) {
+		s.History = fakeHistory{fires: []views.Fire{{FireID: " a@2026-05-04T02:00:00Z", Status: "dispatched"}}, changes: []views.Change{{Op: "put", Offset: 1}}}
+	})
+	empty := newFixture(t, func(s *api.Server) { s.History = emptyHistory{} })
+	for _, id := range []string{" a", "a\u200bb", "tab "} {
+		require.Error(t, codecs.ValidateID(id), "%q breaks the name rules", id)
+		require.True(t, codecs.IsLegacyID(id), "%q passes the earlier rules", id)
+		for _, route := range []string{"fires", "history"} {
+			path := "/v1/jobs/" + url.PathEscape(id) + "/" + route
+			resp, b := full.do(t, request{method: http.MethodGet, path: path})
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s: %s", path, b)
+			require.Contains(t, string(b), `"job_id":`, "%s", path)
+			resp, b = empty.do(t, request{method: http.MethodGet, path: path})
+			require.Equal(t, http.StatusNotFound, resp.StatusCode, "%s: %s", path, b)
+			require.Equal(t, "not_found", decodeProblem(t, resp, b).Code, "%s", path)
+		}
 	}
 }
 

@@ -87,6 +87,10 @@ func ValidateID(id string) error {
 	return nil
 }
 
+// IsLegacyID reports whether id breaks the name rules (ValidateID) but
+// passes those of releases before them: a job may be stored under it.
+func IsLegacyID(id string) bool { return ValidateID(id) != nil && validateLegacyID(id) == nil }
+
 // validateLegacyID checks a job id with the rules of releases before the
 // name rules (1..256 bytes of UTF-8 without C0 controls or DEL, not
 // reserved). Only delete accepts such ids, so that jobs stored under them
