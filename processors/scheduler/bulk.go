@@ -415,7 +415,9 @@ func bulkRepeat(cmd codecs.Command, old, tomb *codecs.JobRecord) bool {
 	case cmd.Op == codecs.BulkPause:
 		return old.Status == codecs.StatusPaused
 	case cmd.Op == codecs.BulkResume:
-		return old.Status == codecs.StatusActive
+		// Resumed, it may have fired its last time since (completing
+		// keeps the version): adversary 16 counted such a repeat skipped.
+		return old.Status == codecs.StatusActive || old.Status == codecs.StatusCompleted
 	}
 	return false
 }
