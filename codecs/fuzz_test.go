@@ -144,6 +144,8 @@ func sampleShardRecords() []codecs.ShardRecord {
 		{Watermark: w, Advancing: w.Add(time.Second), Backfills: refs, Bulk: codecs.BulkState{Done: done[:1]}, Fanouts: fanouts[:1]},
 		{Watermark: w, Advancing: w.Add(time.Second), PassAt: w.Add(time.Second), PassKey: "tenant-42.job-0041"},
 		{Watermark: w, Advancing: w.Add(time.Second), PassAt: w.Add(-time.Hour), Fanouts: fanouts, Backfills: refs},
+		{Watermark: w, Advancing: w.Add(time.Second), PassAt: w, PassKey: "b", PassCuts: []codecs.PassCut{{Key: "a", To: w.Add(time.Millisecond)}, {Key: "c\x00", To: w.Add(time.Second)}}},
+		{Watermark: w, Advancing: w.Add(time.Second), PassAt: w, PassKey: "b", PassCutsLost: true},
 	}
 }
 

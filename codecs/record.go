@@ -235,10 +235,29 @@ type ShardRecord struct {
 	// fires again.
 	PassAt  time.Time
 	PassKey string
+	// PassCuts are the jobs that advance cut short (more fires than one
+	// plan takes, or than a chunk's bytes hold) and has not handled again
+	// since, each with the time its entry moved to (at or before
+	// Advancing, after the cursor): they were handled only up to it. Every
+	// other job whose entry was at or behind the cursor was handled
+	// through Advancing. PassCutsLost says more were cut than the record
+	// keeps (MaxPassCuts): then only the cursor's time is known.
+	PassCuts     []PassCut
+	PassCutsLost bool
 	// bulkRaw is the encoded bulk state DecodeShardHead left undecoded;
 	// EncodeShardRecord writes it back as it was unless Bulk is set.
 	bulkRaw []byte
 }
+
+// PassCut is a job an advance under way cut short, and where its due
+// entry moved (ShardRecord.PassCuts).
+type PassCut struct {
+	Key string
+	To  time.Time
+}
+
+// MaxPassCuts bounds ShardRecord.PassCuts.
+const MaxPassCuts = 64
 
 // FanoutRef is one bucket fan-out of a shard: the trigger (its id, bucket
 // and record time T, which together name it), the announced time it
@@ -398,7 +417,7 @@ func EncodeShardRecord(r ShardRecord) []byte {
 	if !r.Bulk.IsZero() {
 		bulk = EncodeInternal(r.Bulk)
 	}
-	pass := !r.PassAt.IsZero() || r.PassKey != ""
+	pass := !r.PassAt.IsZero() || r.PassKey != "" || len(r.PassCuts) > 0 || r.PassCutsLost
 	if len(r.Fanouts) > 0 || pass {
 		// Format 5: format 4's fields, then the fan-outs; format 6: then
 		// the pass cursor.
@@ -426,6 +445,15 @@ func EncodeShardRecord(r ShardRecord) []byte {
 		}
 		if pass {
 			w = appendBytes(appendTime(w, r.PassAt), []byte(r.PassKey))
+			w = binary.AppendUvarint(w, uint64(len(r.PassCuts)))
+			for _, c := range r.PassCuts {
+				w = appendTime(appendBytes(w, []byte(c.Key)), c.To)
+			}
+			lost := byte(0)
+			if r.PassCutsLost {
+				lost = 1
+			}
+			w = append(w, lost)
 		}
 		return w
 	}
@@ -480,6 +508,22 @@ func decodeShardRecord(b []byte, bulk bool) (ShardRecord, error) {
 	}
 	if b[1] == shardFormat6 {
 		r.PassAt, r.PassKey = rd.time(), string(rd.bytes())
+		n := rd.uvarint()
+		if n > uint64(len(rd.b)) {
+			rd.err = errShort
+		}
+		for i := uint64(0); i < n && rd.err == nil; i++ {
+			r.PassCuts = append(r.PassCuts, PassCut{Key: string(rd.bytes()), To: rd.time()})
+		}
+		switch rd.byte() {
+		case 0:
+		case 1:
+			r.PassCutsLost = true
+		default:
+			if rd.err == nil {
+				rd.err = errors.New("bad pass cuts flag")
+			}
+		}
 	}
 	if rd.err != nil || len(rd.b) != 0 {
 		return ShardRecord{}, errors.New("codecs: corrupt shard record")

@@ -155,7 +155,7 @@ func TestShardHeadKeepsBulkState(t *testing.T) {
 		head, err := codecs.DecodeShardHead(raw)
 		require.NoError(t, err)
 		require.True(t, head.Bulk.IsZero(), "the head leaves the bulk state undecoded")
-		mark, _ := passYield(head, w.Add(2*time.Second), store.Due{}, false)
+		mark, _ := passYield(head, w.Add(2*time.Second), store.Due{}, false, nil)
 		require.NotNil(t, mark)
 		for _, rec := range []codecs.ShardRecord{*mark, passDone(head, w.Add(time.Second))} {
 			got, err := codecs.DecodeShardRecord(codecs.EncodeShardRecord(rec))

@@ -129,18 +129,19 @@ func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *cod
 	if err != nil {
 		return time.Time{}, err
 	}
-	if passedEntry(shard, rec, ctx.Key(), due) {
+	if through, ok := passedThrough(shard, rec, ctx.Key(), due); ok {
 		// The advance under way fired this entry on a store this one did
 		// not follow (its last owner, or this one before a rebuild from
-		// the table): its fires at due and up to the pass's cursor went
-		// out, and the entry derived here is stale. It owes from the time
-		// after them (a clean rebalance mid-advance repeated the fire at
-		// due with this command, adversary 17b "update").
+		// the table): its fires up to through went out, and the entry
+		// derived here is stale. It owes from the time after them (a clean
+		// rebalance mid-advance repeated the fire at due with this
+		// command, adversary 17b "update"; a late pause there, then a put,
+		// sent them again with the put's payload, adversary 16).
 		sched, err := jobSchedule(s.schedules, ctx.Key(), rec)
 		if err != nil {
 			return base, nil
 		}
-		due = sched.Next(later(due, shard.PassAt.Add(-time.Nanosecond)))
+		due = sched.Next(through)
 	}
 	until := earlier(now, upTo)
 	if due.IsZero() {
@@ -223,13 +224,13 @@ func (s *Scheduler) pausedHandled(ctx goka.Context, shard codecs.ShardRecord, re
 		return time.Time{}, err
 	}
 	h := later(rec.Through, earlier(shard.Watermark, rec.NotBefore))
-	if passedEntry(shard, rec, ctx.Key(), due) {
-		// Its owed fires at due and up to the pass's cursor went out in the
-		// advance under way, on a store this one did not follow (as for an
-		// active job in handled; adversary 16: a put before the pass's
-		// settle sent them again with its payload).
+	if through, ok := passedThrough(shard, rec, ctx.Key(), due); ok {
+		// Its owed fires up to through went out in the advance under way,
+		// on a store this one did not follow (as for an active job in
+		// handled; adversary 16: a put before the pass's settle sent them
+		// again with its payload).
 		if sched, err := jobSchedule(s.schedules, ctx.Key(), rec); err == nil {
-			if due = sched.Next(later(due, shard.PassAt.Add(-time.Nanosecond))); due.After(rec.NotBefore) {
+			if due = sched.Next(through); due.After(rec.NotBefore) {
 				due = time.Time{}
 			}
 		}

@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/chronos-scheduler/chronos/codecs"
@@ -106,9 +108,12 @@ func passStart(tr codecs.ShardTrigger, shard codecs.ShardRecord) (cursor store.D
 // advance to t is under way and how far it got (nil: a later one is under
 // way, whose cursor stays), and the loopback trigger that continues the
 // pass. Every entry up to last in the index this callback scanned was
-// handled (fired up to t, or cut and moved past last): a store that did not
-// follow the pass reads that from the cursor (passedEntry).
-func passYield(shard codecs.ShardRecord, t time.Time, last store.Due, fromStart bool) (*codecs.ShardRecord, codecs.ShardTrigger) {
+// handled: through t, or cut short with its entry moved past last. cuts
+// says which this callback cut (and where their entries went) and which
+// it handled through t; the shard record keeps the jobs cut and not
+// handled again since (PassCuts). A store that did not follow the pass
+// reads all that back (passedThrough).
+func passYield(shard codecs.ShardRecord, t time.Time, last store.Due, fromStart bool, cuts map[string]time.Time) (*codecs.ShardRecord, codecs.ShardTrigger) {
 	next := codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t, AfterAt: last.At, AfterKey: last.Key}
 	if fromStart {
 		next.AfterAt, next.AfterKey = time.Time{}, ""
@@ -116,34 +121,76 @@ func passYield(shard codecs.ShardRecord, t time.Time, last store.Due, fromStart 
 	if shard.Advancing.After(t) {
 		return nil, next
 	}
-	cursor := store.Due{At: shard.PassAt, Key: shard.PassKey}
-	if !shard.Advancing.Equal(t) || shard.PassAt.IsZero() || cursor.NotAfter(last) {
-		// The first yield of the pass to t, or one further on. Passes to
-		// the same t (one begun while the other was under way) each
-		// handled everything up to their own cursor: the later of the two
-		// holds for both.
-		shard.PassAt, shard.PassKey = last.At, last.Key
+	pending := map[string]time.Time{}
+	if shard.Advancing.Equal(t) && !shard.PassAt.IsZero() {
+		// Passes to the same t (one begun while the other was under way)
+		// each handled everything up to their own cursor: the later of the
+		// two holds for both. A cut is a fact of the index, whichever pass
+		// made it.
+		if cursor := (store.Due{At: shard.PassAt, Key: shard.PassKey}); !cursor.NotAfter(last) {
+			last = cursor
+		}
+		for _, c := range shard.PassCuts {
+			pending[c.Key] = c.To
+		}
+	} else {
+		// A new pass: the last one's cuts say nothing of it. If that one is
+		// still under way (a pass to an earlier T: this one began during
+		// it), it moves entries the table does not hear of (its cursor
+		// and cuts are no longer recorded), so an entry a store derives
+		// behind this pass's cursor may be one that pass handled and this
+		// one has not reached yet: only the cursor's time is known then
+		// (simulation seed 80157 x 1500 lost a fire when this pass's T
+		// was read for it).
+		shard.PassCutsLost = !shard.Advancing.IsZero()
 	}
-	shard.Advancing = t
+	for k, to := range cuts {
+		if to.IsZero() {
+			delete(pending, k)
+		} else {
+			pending[k] = to
+		}
+	}
+	shard.Advancing, shard.PassAt, shard.PassKey, shard.PassCuts = t, last.At, last.Key, nil
+	if len(pending) > codecs.MaxPassCuts {
+		shard.PassCutsLost = true
+	}
+	if !shard.PassCutsLost {
+		for k, to := range pending {
+			shard.PassCuts = append(shard.PassCuts, codecs.PassCut{Key: k, To: to})
+		}
+		slices.SortFunc(shard.PassCuts, func(a, b codecs.PassCut) int { return strings.Compare(a.Key, b.Key) })
+	}
 	return &shard, next
 }
 
-// passedEntry reports whether the advance under way (shard.Advancing) has
-// handled job key's due entry due, as a store that did not follow it
-// derives it from rec: the entry is at or before the cursor its last
-// yield recorded, no later than its T, and rec was not written during
-// that advance (a command then writes a record owing fires behind the
-// shard's time with OwedAt = Advancing: its entry may sit behind the
-// cursor, never handled). Such a job's fires at due and up to the
-// cursor's time went out (passYield).
-func passedEntry(shard codecs.ShardRecord, rec *codecs.JobRecord, key string, due time.Time) bool {
+// passedThrough reports whether the advance under way (shard.Advancing)
+// has handled job key's due entry due, as a store that did not follow it
+// derives it from rec, and through when. It has when the entry is at or
+// before the cursor its last yield recorded, no later than its T, and rec
+// was not written during that advance (a command then writes a record
+// owing fires behind the shard's time with OwedAt = Advancing: its entry
+// may sit behind the cursor, never handled). It handled the job through
+// its T, or, cut short, up to the entry it left (PassCuts); when the cuts
+// were too many to keep, through the cursor's time at least (a cut
+// job's entry is always after the cursor).
+func passedThrough(shard codecs.ShardRecord, rec *codecs.JobRecord, key string, due time.Time) (time.Time, bool) {
 	if shard.Advancing.IsZero() || !shard.Advancing.After(shard.Watermark) || shard.PassAt.IsZero() || due.IsZero() || due.After(shard.Advancing) {
-		return false
+		return time.Time{}, false
 	}
 	if !rec.OwedAt.IsZero() && !rec.OwedAt.Before(shard.Advancing) {
-		return false
+		return time.Time{}, false
 	}
-	return store.Due{At: due, Key: key}.NotAfter(store.Due{At: shard.PassAt, Key: shard.PassKey})
+	if !(store.Due{At: due, Key: key}).NotAfter(store.Due{At: shard.PassAt, Key: shard.PassKey}) {
+		return time.Time{}, false
+	}
+	if shard.PassCutsLost {
+		return later(due, shard.PassAt.Add(-time.Nanosecond)), true
+	}
+	if i, found := slices.BinarySearchFunc(shard.PassCuts, key, func(c codecs.PassCut, k string) int { return strings.Compare(c.Key, k) }); found {
+		return later(due, shard.PassCuts[i].To.Add(-time.Nanosecond)), true
+	}
+	return shard.Advancing, true
 }
 
 // passDone is the shard record once a pass to t has fired everything due
@@ -152,11 +199,11 @@ func passedEntry(shard codecs.ShardRecord, rec *codecs.JobRecord, key string, du
 func passDone(shard codecs.ShardRecord, t time.Time) codecs.ShardRecord {
 	done := shard // the rest (backfills, bulk operations) as it was
 	done.Watermark, done.Advancing = later(t, shard.Watermark), time.Time{}
-	done.PassAt, done.PassKey = time.Time{}, ""
+	done.PassAt, done.PassKey, done.PassCuts, done.PassCutsLost = time.Time{}, "", nil, false
 	done.Fanouts = prunedFanouts(shard.Fanouts, t)
 	if shard.Advancing.After(t) {
 		// A later pass is still under way, with its cursor.
-		done.Advancing, done.PassAt, done.PassKey = shard.Advancing, shard.PassAt, shard.PassKey
+		done.Advancing, done.PassAt, done.PassKey, done.PassCuts, done.PassCutsLost = shard.Advancing, shard.PassAt, shard.PassKey, shard.PassCuts, shard.PassCutsLost
 	}
 	return done
 }

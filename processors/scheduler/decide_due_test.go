@@ -246,17 +246,18 @@ func TestAdvancePass(t *testing.T) {
 	}
 
 	last := store.Due{At: cmdSec(12), Key: "j3"}
-	mark, next := passYield(codecs.ShardRecord{Watermark: cmdSec(10)}, cmdSec(20), last, false)
+	mark, next := passYield(codecs.ShardRecord{Watermark: cmdSec(10)}, cmdSec(20), last, false, nil)
 	require.Equal(t, &codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20), PassAt: cmdSec(12), PassKey: "j3"}, mark, "the table learns an advance is under way, and how far it got")
 	require.Equal(t, cont, next)
-	mark, next = passYield(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20), PassAt: cmdSec(11), PassKey: "z"}, cmdSec(20), last, true)
+	mark, next = passYield(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20), PassAt: cmdSec(11), PassKey: "z"}, cmdSec(20), last, true, nil)
 	require.Equal(t, &codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20), PassAt: cmdSec(12), PassKey: "j3"}, mark, "the cursor moves on")
 	require.Equal(t, adv(20), next, "from the start: no cursor")
-	mark, _ = passYield(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20), PassAt: cmdSec(12), PassKey: "j4"}, cmdSec(20), last, true)
+	mark, _ = passYield(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20), PassAt: cmdSec(12), PassKey: "j4"}, cmdSec(20), last, true, nil)
 	require.Equal(t, &codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20), PassAt: cmdSec(12), PassKey: "j4"}, mark, "another pass to the same T got further: its cursor stays")
-	mark, _ = passYield(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(15), PassAt: cmdSec(14), PassKey: "a"}, cmdSec(20), last, true)
-	require.Equal(t, &codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20), PassAt: cmdSec(12), PassKey: "j3"}, mark, "a later pass: its own cursor, not the earlier pass's")
-	mark, _ = passYield(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(30)}, cmdSec(20), last, false)
+	mark, _ = passYield(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(15), PassAt: cmdSec(14), PassKey: "a"}, cmdSec(20), last, true, nil)
+	require.Equal(t, &codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20), PassAt: cmdSec(12), PassKey: "j3", PassCutsLost: true}, mark,
+		"a later pass: its own cursor, not the earlier pass's (still under way: only the cursor's time is known)")
+	mark, _ = passYield(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(30)}, cmdSec(20), last, false, nil)
 	require.Nil(t, mark, "a later pass is recorded: never moved back")
 
 	require.Equal(t, codecs.ShardRecord{Watermark: cmdSec(20)}, passDone(codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20), PassAt: cmdSec(12), PassKey: "j3"}, cmdSec(20)))
@@ -265,38 +266,81 @@ func TestAdvancePass(t *testing.T) {
 	require.Equal(t, codecs.ShardRecord{Watermark: cmdSec(25)}, passDone(codecs.ShardRecord{Watermark: cmdSec(25)}, cmdSec(20)), "never back")
 }
 
-// TestPassedEntry: an entry a store derived behind the cursor of the
-// advance under way was handled by it, unless its record was written
+// TestPassedThrough: an entry a store derived behind the cursor of the
+// advance under way was handled by it through its T, or, for a job the
+// pass cut short, up to where the cut left it, or, when the cuts were too
+// many to keep, through the cursor's time; unless its record was written
 // during that advance owing fires (OwedAt at the advance's T), or no
 // advance is under way, or none has yielded.
-func TestPassedEntry(t *testing.T) {
+func TestPassedThrough(t *testing.T) {
 	t.Parallel()
-	shard := codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20), PassAt: cmdSec(15), PassKey: "m"}
+	shard := codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20), PassAt: cmdSec(15), PassKey: "m",
+		PassCuts: []codecs.PassCut{{Key: "c", To: cmdSec(17)}, {Key: "k", To: cmdSec(15)}}}
+	lost := shard
+	lost.PassCuts, lost.PassCutsLost = nil, true
 	rec := &codecs.JobRecord{Status: codecs.StatusActive}
 	owed := &codecs.JobRecord{Status: codecs.StatusActive, OwedAt: cmdSec(20)}
 	owedBefore := &codecs.JobRecord{Status: codecs.StatusActive, OwedAt: cmdSec(10)}
+	ns := time.Nanosecond
 	cases := []struct {
 		name  string
 		shard codecs.ShardRecord
 		rec   *codecs.JobRecord
 		key   string
 		due   time.Time
-		want  bool
+		want  time.Time // zero: not handled by the pass
 	}{
-		{"before the cursor", shard, rec, "z", cmdSec(14), true},
-		{"at the cursor's time, key before it", shard, rec, "a", cmdSec(15), true},
-		{"the cursor itself", shard, rec, "m", cmdSec(15), true},
-		{"at the cursor's time, key after it", shard, rec, "n", cmdSec(15), false},
-		{"after the cursor", shard, rec, "a", cmdSec(16), false},
-		{"owed since before the advance", shard, owedBefore, "a", cmdSec(12), true},
-		{"written during the advance, owing", shard, owed, "a", cmdSec(12), false},
-		{"no entry", shard, rec, "a", time.Time{}, false},
-		{"no cursor", codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20)}, rec, "a", cmdSec(12), false},
-		{"no advance under way", codecs.ShardRecord{Watermark: cmdSec(20), PassAt: cmdSec(15), PassKey: "m"}, rec, "a", cmdSec(12), false},
+		{"before the cursor", shard, rec, "z", cmdSec(14), cmdSec(20)},
+		{"at the cursor's time, key before it", shard, rec, "a", cmdSec(15), cmdSec(20)},
+		{"the cursor itself", shard, rec, "m", cmdSec(15), cmdSec(20)},
+		{"at the cursor's time, key after it", shard, rec, "n", cmdSec(15), time.Time{}},
+		{"after the cursor", shard, rec, "a", cmdSec(16), time.Time{}},
+		{"cut short", shard, rec, "c", cmdSec(12), cmdSec(17).Add(-ns)},
+		{"cut short, left at the cursor's time", shard, rec, "k", cmdSec(11), cmdSec(15).Add(-ns)},
+		{"cuts lost: the cursor's time", lost, rec, "a", cmdSec(12), cmdSec(15).Add(-ns)},
+		{"cuts lost, the entry at the cursor's time", lost, rec, "a", cmdSec(15), cmdSec(15)},
+		{"owed since before the advance", shard, owedBefore, "a", cmdSec(12), cmdSec(20)},
+		{"written during the advance, owing", shard, owed, "a", cmdSec(12), time.Time{}},
+		{"no entry", shard, rec, "a", time.Time{}, time.Time{}},
+		{"no cursor", codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20)}, rec, "a", cmdSec(12), time.Time{}},
+		{"no advance under way", codecs.ShardRecord{Watermark: cmdSec(20), PassAt: cmdSec(15), PassKey: "m"}, rec, "a", cmdSec(12), time.Time{}},
 	}
 	for _, c := range cases {
-		require.Equal(t, c.want, passedEntry(c.shard, c.rec, c.key, c.due), c.name)
+		got, ok := passedThrough(c.shard, c.rec, c.key, c.due)
+		require.Equal(t, !c.want.IsZero(), ok, c.name)
+		require.Equal(t, c.want, got, c.name)
 	}
+}
+
+// TestPassYieldCuts: the shard record keeps the jobs the pass cut short
+// and has not handled through its T since, whichever callback or pass to
+// the same T cut them; a new T starts afresh; past MaxPassCuts only the
+// cursor's time is kept.
+func TestPassYieldCuts(t *testing.T) {
+	t.Parallel()
+	last := store.Due{At: cmdSec(12), Key: "j3"}
+	mark, _ := passYield(codecs.ShardRecord{Watermark: cmdSec(10)}, cmdSec(20), last,
+		false, map[string]time.Time{"a": cmdSec(14), "b": {}, "c": cmdSec(13)})
+	require.Equal(t, []codecs.PassCut{{Key: "a", To: cmdSec(14)}, {Key: "c", To: cmdSec(13)}}, mark.PassCuts)
+	mark, _ = passYield(*mark, cmdSec(20), store.Due{At: cmdSec(14), Key: "a"}, false, map[string]time.Time{"a": {}, "c": cmdSec(16)})
+	require.Equal(t, []codecs.PassCut{{Key: "c", To: cmdSec(16)}}, mark.PassCuts, "a handled through T since, c cut again")
+	mark, _ = passYield(*mark, cmdSec(30), last, true, map[string]time.Time{"d": cmdSec(25)})
+	require.True(t, mark.PassCutsLost, "a later T begun while the pass to 20 is under way: the earlier pass moves entries the table does not hear of")
+	fresh0, _ := passYield(codecs.ShardRecord{Watermark: cmdSec(20)}, cmdSec(30), last, false, map[string]time.Time{"d": cmdSec(25)})
+	require.False(t, fresh0.PassCutsLost)
+	require.Equal(t, []codecs.PassCut{{Key: "d", To: cmdSec(25)}}, fresh0.PassCuts, "a pass alone: its own cuts")
+	many := map[string]time.Time{}
+	for i := range codecs.MaxPassCuts + 1 {
+		many[fmt.Sprintf("k%03d", i)] = cmdSec(25)
+	}
+	lost, _ := passYield(*mark, cmdSec(30), last, true, many)
+	require.True(t, lost.PassCutsLost)
+	require.Empty(t, lost.PassCuts)
+	again, _ := passYield(*lost, cmdSec(30), last, true, map[string]time.Time{"d": {}})
+	require.True(t, again.PassCutsLost, "lost for the rest of the pass")
+	require.Equal(t, codecs.ShardRecord{Watermark: cmdSec(40)}, passDone(*lost, cmdSec(40)))
+	fresh, _ := passYield(passDone(*lost, cmdSec(40)), cmdSec(50), last, false, nil)
+	require.False(t, fresh.PassCutsLost, "the next pass alone starts afresh")
 }
 
 // fakeCalendars holds each calendar's dates.

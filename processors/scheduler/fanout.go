@@ -128,8 +128,9 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 	// nothing).
 	t := tr.T
 	began := time.Now()
+	cuts := map[string]time.Time{} // this callback's: jobs cut short (zero: handled through t)
 	for {
-		more, last, err := s.advanceChunk(ctx, st, t, cursor)
+		more, last, err := s.advanceChunk(ctx, st, t, cursor, cuts)
 		if err != nil {
 			return err
 		}
@@ -145,7 +146,7 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 			// after a rebalance) first sends what its job owes up to t, so
 			// no fire_id goes out twice with two payloads. An advance done
 			// in one callback, the common case, writes the shard record once.
-			mark, next := passYield(shard, t, last, fromStart)
+			mark, next := passYield(shard, t, last, fromStart, cuts)
 			if mark != nil {
 				s.setValue(ctx, codecs.EncodeShardRecord(*mark))
 			}
@@ -172,14 +173,25 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 
 // advanceChunk fires one chunk of the jobs due up to t after cursor, then
 // moves their index entries; more reports whether due jobs remain after the
-// chunk's last entry, last.
-func (s *Scheduler) advanceChunk(ctx goka.Context, st *store.Store, t time.Time, cursor store.Due) (more bool, last store.Due, err error) {
+// chunk's last entry, last. cuts (nil: not kept) learns, for each job the
+// chunk handled, where a cut left its entry (at or before t), or zero when
+// it was handled through t.
+func (s *Scheduler) advanceChunk(ctx goka.Context, st *store.Store, t time.Time, cursor store.Due, cuts map[string]time.Time) (more bool, last store.Due, err error) {
 	c, err := s.fireChunk(ctx, st, t, cursor)
 	if c.handled > 0 {
 		s.cfg.Metrics.fanout(c.handled)
 	}
 	if err != nil {
 		return false, c.last, err
+	}
+	if cuts != nil {
+		for _, m := range c.moves {
+			if !m.To.IsZero() && !m.To.After(t) {
+				cuts[m.Key] = m.To
+			} else {
+				cuts[m.Key] = time.Time{}
+			}
+		}
 	}
 	// A job that stopped at its per-advance bound (more fires than one plan
 	// takes) stays due at or before t: the advance continues from just
