@@ -141,11 +141,13 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 		if time.Since(began) >= s.cfg.ChunkBudget {
 			// Bounded work per callback: the rest continues through the
 			// loopback, so commands and other triggers of this shard run.
-			// Before they do, the table says an advance to t is under way:
-			// a command applied between its callbacks (or on another owner
-			// after a rebalance) first sends what its job owes up to t, so
-			// no fire_id goes out twice with two payloads. An advance done
-			// in one callback, the common case, writes the shard record once.
+			// Before they do, the table says an advance to t is under way
+			// and how far it got (passYield): a command applied between its
+			// callbacks first sends what its job owes up to t, and one on
+			// another owner after a rebalance reads which jobs the pass
+			// handled (passedThrough), so no fire_id goes out twice with two
+			// payloads. Each yield writes the shard record; an advance done
+			// in one callback, the common case, writes it once, at its end.
 			mark, next := passYield(shard, t, last, fromStart, cuts)
 			if mark != nil {
 				s.setValue(ctx, codecs.EncodeShardRecord(*mark))
