@@ -25,6 +25,18 @@ func withCalendars(s schedule.Schedule, rec *codecs.JobRecord, cals schedule.Cal
 	return schedule.WithCalendarsUpTo(s, x, cals, scheduled, upTo)
 }
 
+// plannedFrom is what an advance or a command plans for job record rec
+// from its due time at: its schedule s without the times named calendars
+// exclude up to upTo (withCalendars), and its first time at or after at in
+// it (at itself may be one they exclude now; zero: none).
+func plannedFrom(s schedule.Schedule, rec *codecs.JobRecord, cals schedule.CalendarSource, upTo, at time.Time) (schedule.Schedule, time.Time) {
+	planned := withCalendars(s, rec, cals, upTo)
+	if planned == s {
+		return s, at
+	}
+	return planned, planned.Next(at.Add(-time.Nanosecond))
+}
+
 // indexNext is where the due index holds a job that names calendars once
 // an advance has handled it through upTo: its schedule's next time
 // without the calendars (next, from the plan, skipped the times they

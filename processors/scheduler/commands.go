@@ -129,20 +129,7 @@ func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *cod
 	if err != nil {
 		return time.Time{}, err
 	}
-	if through, ok := passedThrough(shard, rec, ctx.Key(), due); ok {
-		// The advance under way fired this entry on a store this one did
-		// not follow (its last owner, or this one before a rebuild from
-		// the table): its fires up to through went out, and the entry
-		// derived here is stale. It owes from the time after them (a clean
-		// rebalance mid-advance repeated the fire at due with this
-		// command, adversary 17b "update"; a late pause there, then a put,
-		// sent them again with the put's payload, adversary 16).
-		sched, err := jobSchedule(s.schedules, ctx.Key(), rec)
-		if err != nil {
-			return base, nil
-		}
-		due = sched.Next(through)
-	}
+	due = s.pastPass(ctx.Key(), shard, rec, due)
 	until := earlier(now, upTo)
 	if due.IsZero() {
 		// No entry: it owes nothing, and whatever it had up to the shard's
@@ -171,11 +158,9 @@ func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *cod
 	// a named calendar it excludes holds is not sent, as in an advance
 	// (decideDue; adversary 16 saw a put between an advance's callbacks
 	// send one).
-	planned := withCalendars(sched, rec, s.cfg.Calendars, until)
-	if planned != sched {
-		if due = planned.Next(due.Add(-time.Nanosecond)); due.IsZero() || due.After(until) {
-			return later(rec.HandledThrough(shard.Watermark), until), nil
-		}
+	planned, due := plannedFrom(sched, rec, s.cfg.Calendars, until, due)
+	if due.IsZero() || due.After(until) {
+		return later(rec.HandledThrough(shard.Watermark), until), nil // only times a calendar excludes
 	}
 	est := eventOverhead + 2*len(ctx.Key()) + len(rec.Job.Bucket) + len(rec.Job.Payload)
 	var buf []Fire
@@ -208,6 +193,27 @@ func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *cod
 // Fires it owed before its pause may have gone out since its record last
 // said how far it got (a settle in flight): its local due entry knows, and
 // every advance that completed since the pause sent them up to its T.
+// pastPass is job key's due entry due (its record rec), or, when the
+// advance under way already handled that entry on a store this one did not
+// follow (its last owner, or this one before a rebuild from the table;
+// passedThrough), the job's first time after what it handled there (zero:
+// none): the entry derived here is stale, and a command must not owe
+// those fires again (a clean rebalance mid-advance repeated the fire at
+// due with a command, adversary 17b "update"; a late pause there, then a
+// put, sent them again with the put's payload, adversary 16, for active
+// and paused jobs alike).
+func (s *Scheduler) pastPass(key string, shard codecs.ShardRecord, rec *codecs.JobRecord, due time.Time) time.Time {
+	through, ok := passedThrough(shard, rec, key, due)
+	if !ok {
+		return due
+	}
+	sched, err := jobSchedule(s.schedules, key, rec)
+	if err != nil {
+		return due
+	}
+	return sched.Next(through)
+}
+
 // localDue returns the due entry of ctx's key in its partition's index
 // (zero: none), after making sure the index is derived for shard.
 func (s *Scheduler) localDue(ctx goka.Context, shard codecs.ShardRecord) (time.Time, error) {
@@ -224,15 +230,9 @@ func (s *Scheduler) pausedHandled(ctx goka.Context, shard codecs.ShardRecord, re
 		return time.Time{}, err
 	}
 	h := later(rec.Through, earlier(shard.Watermark, rec.NotBefore))
-	if through, ok := passedThrough(shard, rec, ctx.Key(), due); ok {
-		// Its owed fires up to through went out in the advance under way,
-		// on a store this one did not follow (as for an active job in
-		// handled; adversary 16: a put before the pass's settle sent them
-		// again with its payload).
-		if sched, err := jobSchedule(s.schedules, ctx.Key(), rec); err == nil {
-			if due = sched.Next(through); due.After(rec.NotBefore) {
-				due = time.Time{}
-			}
+	if d := s.pastPass(ctx.Key(), shard, rec, due); !d.Equal(due) {
+		if due = d; due.After(rec.NotBefore) {
+			due = time.Time{} // all it owed from before its pause went out
 		}
 	}
 	if due.IsZero() {

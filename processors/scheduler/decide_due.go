@@ -58,11 +58,7 @@ func decideDue(d store.Due, value []byte, t time.Time, bytesLeft, maxCatchUp int
 		upTo = earlier(t, rec.NotBefore)
 	}
 	est := eventOverhead + 2*len(d.Key) + len(rec.Job.Bucket) + len(rec.Job.Payload)
-	planned, first := withCalendars(sched, rec, cals, upTo), d.At
-	if planned != sched {
-		// The entry's time itself may be one a calendar excludes now.
-		first = planned.Next(d.At.Add(-time.Nanosecond))
-	}
+	planned, first := plannedFrom(sched, rec, cals, upTo, d.At)
 	plan := planFires(planned, first, upTo, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, maxCatchUp, bytesLeft/est, buf)
 	plan.Next = indexNext(sched, rec, plan.Next, upTo)
 	withScheduled(sched, plan.Fires)
@@ -103,16 +99,41 @@ func passStart(tr codecs.ShardTrigger, shard codecs.ShardRecord) (cursor store.D
 	return cursor, cursor == (store.Due{}) && !shard.Advancing.IsZero(), false
 }
 
+// passCuts is where a callback of the pass to t starts its record of the
+// jobs that pass has cut short and not handled again (noteCuts): the
+// shard record's, if it is that pass's, else none.
+func passCuts(shard codecs.ShardRecord, t time.Time) map[string]time.Time {
+	cuts := map[string]time.Time{}
+	if shard.Advancing.Equal(t) {
+		for _, c := range shard.PassCuts {
+			cuts[c.Key] = c.To
+		}
+	}
+	return cuts
+}
+
+// noteCuts updates cuts with a chunk's moves: a job cut short (its entry
+// moved to a time at or before t) is added with that time, one handled
+// through t leaves. Nothing is written per fire while no job is cut.
+func noteCuts(cuts map[string]time.Time, moves []store.Move, t time.Time) {
+	for _, m := range moves {
+		if !m.To.IsZero() && !m.To.After(t) {
+			cuts[m.Key] = m.To
+		} else if len(cuts) > 0 {
+			delete(cuts, m.Key)
+		}
+	}
+}
+
 // passYield decides what a pass to t that stops after its budget, with its
 // last handled entry last, leaves behind: the shard record saying an
 // advance to t is under way and how far it got (nil: a later one is under
 // way, whose cursor stays), and the loopback trigger that continues the
 // pass. Every entry up to last in the index this callback scanned was
 // handled: through t, or cut short with its entry moved past last. cuts
-// says which this callback cut (and where their entries went) and which
-// it handled through t; the shard record keeps the jobs cut and not
-// handled again since (PassCuts). A store that did not follow the pass
-// reads all that back (passedThrough).
+// are the jobs the pass has cut short and not handled again (passCuts,
+// then noteCuts), kept in the shard record (PassCuts). A store that did
+// not follow the pass reads all that back (passedThrough).
 func passYield(shard codecs.ShardRecord, t time.Time, last store.Due, fromStart bool, cuts map[string]time.Time) (*codecs.ShardRecord, codecs.ShardTrigger) {
 	next := codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t, AfterAt: last.At, AfterKey: last.Key}
 	if fromStart {
@@ -121,7 +142,6 @@ func passYield(shard codecs.ShardRecord, t time.Time, last store.Due, fromStart 
 	if shard.Advancing.After(t) {
 		return nil, next
 	}
-	pending := map[string]time.Time{}
 	if shard.Advancing.Equal(t) && !shard.PassAt.IsZero() {
 		// Passes to the same t (one begun while the other was under way)
 		// each handled everything up to their own cursor: the later of the
@@ -130,33 +150,22 @@ func passYield(shard codecs.ShardRecord, t time.Time, last store.Due, fromStart 
 		if cursor := (store.Due{At: shard.PassAt, Key: shard.PassKey}); !cursor.NotAfter(last) {
 			last = cursor
 		}
-		for _, c := range shard.PassCuts {
-			pending[c.Key] = c.To
-		}
 	} else {
-		// A new pass: the last one's cuts say nothing of it. If that one is
-		// still under way (a pass to an earlier T: this one began during
-		// it), it moves entries the table does not hear of (its cursor
-		// and cuts are no longer recorded), so an entry a store derives
-		// behind this pass's cursor may be one that pass handled and this
-		// one has not reached yet: only the cursor's time is known then
-		// (simulation seed 80157 x 1500 lost a fire when this pass's T
-		// was read for it).
+		// A new pass. If the last one is still under way (a pass to an
+		// earlier T: this one began during it), it moves entries the table
+		// does not hear of (its cursor and cuts are no longer recorded), so
+		// an entry a store derives behind this pass's cursor may be one
+		// that pass handled and this one has not reached yet: only the
+		// cursor's time is known then (simulation seed 80157 x 1500 lost a
+		// fire when this pass's T was read for it).
 		shard.PassCutsLost = !shard.Advancing.IsZero()
 	}
-	for k, to := range cuts {
-		if to.IsZero() {
-			delete(pending, k)
-		} else {
-			pending[k] = to
-		}
-	}
 	shard.Advancing, shard.PassAt, shard.PassKey, shard.PassCuts = t, last.At, last.Key, nil
-	if len(pending) > codecs.MaxPassCuts {
+	if len(cuts) > codecs.MaxPassCuts {
 		shard.PassCutsLost = true
 	}
 	if !shard.PassCutsLost {
-		for k, to := range pending {
+		for k, to := range cuts {
 			shard.PassCuts = append(shard.PassCuts, codecs.PassCut{Key: k, To: to})
 		}
 		slices.SortFunc(shard.PassCuts, func(a, b codecs.PassCut) int { return strings.Compare(a.Key, b.Key) })

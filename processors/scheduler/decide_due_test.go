@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -318,29 +319,44 @@ func TestPassedThrough(t *testing.T) {
 // cursor's time is kept.
 func TestPassYieldCuts(t *testing.T) {
 	t.Parallel()
+	// yield is one callback of a pass to at, as advance runs it: the cuts
+	// so far (passCuts), its chunks' moves (noteCuts; to a zero time or
+	// past at: handled through at), then passYield.
+	yield := func(shard codecs.ShardRecord, at time.Time, last store.Due, fromStart bool, moves map[string]time.Time) *codecs.ShardRecord {
+		cuts := passCuts(shard, at)
+		for _, k := range slices.Sorted(maps.Keys(moves)) {
+			noteCuts(cuts, []store.Move{{Key: k, To: moves[k]}}, at)
+		}
+		mark, _ := passYield(shard, at, last, fromStart, cuts)
+		return mark
+	}
 	last := store.Due{At: cmdSec(12), Key: "j3"}
-	mark, _ := passYield(codecs.ShardRecord{Watermark: cmdSec(10)}, cmdSec(20), last,
+	mark := yield(codecs.ShardRecord{Watermark: cmdSec(10)}, cmdSec(20), last,
 		false, map[string]time.Time{"a": cmdSec(14), "b": {}, "c": cmdSec(13)})
 	require.Equal(t, []codecs.PassCut{{Key: "a", To: cmdSec(14)}, {Key: "c", To: cmdSec(13)}}, mark.PassCuts)
-	mark, _ = passYield(*mark, cmdSec(20), store.Due{At: cmdSec(14), Key: "a"}, false, map[string]time.Time{"a": {}, "c": cmdSec(16)})
+	mark = yield(*mark, cmdSec(20), store.Due{At: cmdSec(14), Key: "a"}, false, map[string]time.Time{"a": cmdSec(21), "c": cmdSec(16)})
 	require.Equal(t, []codecs.PassCut{{Key: "c", To: cmdSec(16)}}, mark.PassCuts, "a handled through T since, c cut again")
-	mark, _ = passYield(*mark, cmdSec(30), last, true, map[string]time.Time{"d": cmdSec(25)})
+	mark = yield(*mark, cmdSec(30), last, true, map[string]time.Time{"d": cmdSec(25)})
 	require.True(t, mark.PassCutsLost, "a later T begun while the pass to 20 is under way: the earlier pass moves entries the table does not hear of")
-	fresh0, _ := passYield(codecs.ShardRecord{Watermark: cmdSec(20)}, cmdSec(30), last, false, map[string]time.Time{"d": cmdSec(25)})
+	fresh0 := yield(codecs.ShardRecord{Watermark: cmdSec(20)}, cmdSec(30), last, false, map[string]time.Time{"d": cmdSec(25)})
 	require.False(t, fresh0.PassCutsLost)
 	require.Equal(t, []codecs.PassCut{{Key: "d", To: cmdSec(25)}}, fresh0.PassCuts, "a pass alone: its own cuts")
 	many := map[string]time.Time{}
 	for i := range codecs.MaxPassCuts + 1 {
 		many[fmt.Sprintf("k%03d", i)] = cmdSec(25)
 	}
-	lost, _ := passYield(*mark, cmdSec(30), last, true, many)
+	lost := yield(*mark, cmdSec(30), last, true, many)
 	require.True(t, lost.PassCutsLost)
 	require.Empty(t, lost.PassCuts)
-	again, _ := passYield(*lost, cmdSec(30), last, true, map[string]time.Time{"d": {}})
+	again := yield(*lost, cmdSec(30), last, true, map[string]time.Time{"d": {}})
 	require.True(t, again.PassCutsLost, "lost for the rest of the pass")
 	require.Equal(t, codecs.ShardRecord{Watermark: cmdSec(40)}, passDone(*lost, cmdSec(40)))
-	fresh, _ := passYield(passDone(*lost, cmdSec(40)), cmdSec(50), last, false, nil)
+	fresh := yield(passDone(*lost, cmdSec(40)), cmdSec(50), last, false, nil)
 	require.False(t, fresh.PassCutsLost, "the next pass alone starts afresh")
+
+	cuts := map[string]time.Time{}
+	noteCuts(cuts, []store.Move{{Key: "x", To: cmdSec(21)}, {Key: "y"}}, cmdSec(20))
+	require.Empty(t, cuts, "no job cut: nothing kept")
 }
 
 // fakeCalendars holds each calendar's dates.

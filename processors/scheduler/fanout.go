@@ -128,7 +128,7 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 	// nothing).
 	t := tr.T
 	began := time.Now()
-	cuts := map[string]time.Time{} // this callback's: jobs cut short (zero: handled through t)
+	cuts := passCuts(shard, t) // the jobs the pass to t has cut short and not handled again
 	for {
 		more, last, err := s.advanceChunk(ctx, st, t, cursor, cuts)
 		if err != nil {
@@ -175,9 +175,9 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 
 // advanceChunk fires one chunk of the jobs due up to t after cursor, then
 // moves their index entries; more reports whether due jobs remain after the
-// chunk's last entry, last. cuts (nil: not kept) learns, for each job the
-// chunk handled, where a cut left its entry (at or before t), or zero when
-// it was handled through t.
+// chunk's last entry, last. cuts (nil: not kept) holds the jobs the pass
+// has cut short: the chunk adds its own (with where each entry went, at or
+// before t) and drops those it handled through t.
 func (s *Scheduler) advanceChunk(ctx goka.Context, st *store.Store, t time.Time, cursor store.Due, cuts map[string]time.Time) (more bool, last store.Due, err error) {
 	c, err := s.fireChunk(ctx, st, t, cursor)
 	if c.handled > 0 {
@@ -187,13 +187,7 @@ func (s *Scheduler) advanceChunk(ctx goka.Context, st *store.Store, t time.Time,
 		return false, c.last, err
 	}
 	if cuts != nil {
-		for _, m := range c.moves {
-			if !m.To.IsZero() && !m.To.After(t) {
-				cuts[m.Key] = m.To
-			} else {
-				cuts[m.Key] = time.Time{}
-			}
-		}
+		noteCuts(cuts, c.moves, t)
 	}
 	// A job that stopped at its per-advance bound (more fires than one plan
 	// takes) stays due at or before t: the advance continues from just
