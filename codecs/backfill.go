@@ -154,6 +154,7 @@ const (
 	extBackfill    = 'B'
 	extScheduleSet = 'M'
 	extOwedAt      = 'O' // JobRecord.OwedAt: one time
+	extApplied     = 'A' // JobRecord.Applied: one uvarint, never 0
 )
 
 func appendBackfill(w []byte, b *Backfill) []byte {
@@ -198,6 +199,14 @@ func readExtensions(rd *reader, r *JobRecord) {
 				rd.err = body.err
 			case len(body.b) != 0 || r.OwedAt.IsZero():
 				rd.err = errors.New("bad owed-at extension") // never written zero
+			}
+		case extApplied:
+			r.Applied = body.uvarint()
+			switch {
+			case body.err != nil:
+				rd.err = body.err
+			case len(body.b) != 0 || r.Applied == 0:
+				rd.err = errors.New("bad applied extension") // never written zero
 			}
 		default:
 			rd.err = errors.New("unknown record extension")

@@ -65,8 +65,9 @@ const (
 	recordFormat5 = 5
 	// Format 6 is format 5 with the count of its extensions before them,
 	// so that a record cut after one of them is not read as complete:
-	// written for a job with several schedules or exclusions, and for a
-	// record with two extensions (a backfill beside an owed-since time).
+	// written for a job with several schedules or exclusions, for a record
+	// with two extensions (a backfill beside an owed-since time), and for
+	// every record a command wrote (the command's offset, Applied).
 	recordFormat6 = 6
 	// shardFormat5 is a shard record's format 4 followed by its bucket
 	// fan-outs (ShardRecord.Fanouts): written only when it has one.
@@ -135,6 +136,12 @@ type JobRecord struct {
 	// Backfill is the job's backfill in progress (nil: none). It does not
 	// change Version; a put or delete of the job drops it.
 	Backfill *Backfill
+	// Applied is the offset in chronos-jobs, plus one, of the last command
+	// that changed the record (0: none known, a record written before it
+	// existed). Every command of the job's partition before that offset has
+	// been handled: one consumed again after a crash is a repeat, not a new
+	// command (the scheduler's command path).
+	Applied uint64
 }
 
 // PauseNote says why and by whom a job was paused.
@@ -298,7 +305,7 @@ func EncodeJobRecord(r *JobRecord) []byte {
 	w := make([]byte, 0, 64+len(r.Job.Payload)+len(r.Job.Spec.Cron)+len(r.Job.Bucket))
 	format := byte(recordFormat)
 	switch {
-	case hasScheduleSet(r.Job.Spec) || (r.Backfill != nil && !r.OwedAt.IsZero()):
+	case hasScheduleSet(r.Job.Spec) || (r.Backfill != nil && !r.OwedAt.IsZero()) || r.Applied != 0:
 		// Several extensions: format 6 counts them, so a record cut after
 		// one of them is not read as complete (adversary 15c).
 		format = recordFormat6
@@ -341,7 +348,7 @@ func EncodeJobRecord(r *JobRecord) []byte {
 		w = appendBytes(w, []byte(r.Pause.By))
 	}
 	if format == recordFormat6 {
-		w = binary.AppendUvarint(w, uint64(boolCount(hasScheduleSet(s))+boolCount(r.Backfill != nil)+boolCount(!r.OwedAt.IsZero())))
+		w = binary.AppendUvarint(w, uint64(r.extensions()))
 	}
 	if r.Backfill != nil {
 		w = appendBackfill(w, r.Backfill)
@@ -352,7 +359,15 @@ func EncodeJobRecord(r *JobRecord) []byte {
 	if hasScheduleSet(s) {
 		w = appendScheduleSet(w, s)
 	}
+	if r.Applied != 0 {
+		w = appendBytes(append(w, extApplied), binary.AppendUvarint(nil, r.Applied))
+	}
 	return w
+}
+
+// extensions is the number of tagged extensions r's encoding holds.
+func (r *JobRecord) extensions() int {
+	return boolCount(hasScheduleSet(r.Job.Spec)) + boolCount(r.Backfill != nil) + boolCount(!r.OwedAt.IsZero()) + boolCount(r.Applied != 0)
 }
 
 // DecodeJobRecord parses a job record. The payload aliases b.
@@ -392,7 +407,7 @@ func DecodeJobRecord(b []byte) (*JobRecord, error) {
 	case recordFormat6:
 		n := rd.uvarint()
 		readExtensions(&rd, r)
-		if rd.err == nil && n != uint64(boolCount(hasScheduleSet(r.Job.Spec))+boolCount(r.Backfill != nil)+boolCount(!r.OwedAt.IsZero())) {
+		if rd.err == nil && n != uint64(r.extensions()) {
 			rd.err = errors.New("extension count does not match")
 		}
 	}

@@ -70,6 +70,12 @@ func sampleRecords() []codecs.JobRecord {
 		{Version: 16, Status: codecs.StatusActive, Job: codecs.Job{Spec: schedule.Spec{Every: time.Minute}}, NotBefore: t0, Through: t0, OwedAt: t0.Add(time.Hour)},
 		{Version: 17, Status: codecs.StatusPaused, Job: codecs.Job{Spec: schedule.Spec{Cron: "0 9 * * 1-5", Also: []schedule.Spec{{Every: time.Hour}}}},
 			Through: t0, OwedAt: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), Backfill: &codecs.Backfill{ID: "b-1-2", From: t0, To: t0.Add(time.Hour), Total: 60}},
+		// Written by a command (format 6: the command's offset): alone, and
+		// beside every other extension.
+		{Version: 18, Status: codecs.StatusActive, Job: codecs.Job{Spec: schedule.Spec{Every: time.Minute}}, Applied: 1},
+		{Version: 19, Status: codecs.StatusDeleted, Through: t0, NotBefore: t0, Applied: 1<<63 + 5},
+		{Version: 20, Status: codecs.StatusPaused, Job: codecs.Job{Spec: schedule.Spec{Cron: "0 9 * * 1-5", Also: []schedule.Spec{{Every: time.Hour}}}, Jitter: time.Second},
+			Through: t0, OwedAt: t0, Applied: 300, Backfill: &codecs.Backfill{ID: "b-1-299", From: t0, To: t0.Add(time.Hour), Total: 60}},
 	}
 }
 
@@ -90,7 +96,7 @@ func TestJobRecordDSTFormat(t *testing.T) {
 		if r.Backfill != nil || !r.OwedAt.IsZero() {
 			want = 5
 		}
-		if len(r.Job.Spec.Also) > 0 || !r.Job.Spec.Exclude.IsZero() || (r.Backfill != nil && !r.OwedAt.IsZero()) {
+		if len(r.Job.Spec.Also) > 0 || !r.Job.Spec.Exclude.IsZero() || (r.Backfill != nil && !r.OwedAt.IsZero()) || r.Applied != 0 {
 			want = 6
 		}
 		require.Equal(t, want, b[1], "record %d", i)
@@ -135,7 +141,7 @@ func TestJobRecordTruncated(t *testing.T) {
 		}
 		// Trailing bytes are an error too (in format 4, a truncated extension).
 		_, err := codecs.DecodeJobRecord(append(b[:len(b):len(b)], 0))
-		if r.Backfill == nil && r.OwedAt.IsZero() && len(r.Job.Spec.Also) == 0 && r.Job.Spec.Exclude.IsZero() {
+		if r.Backfill == nil && r.OwedAt.IsZero() && len(r.Job.Spec.Also) == 0 && r.Job.Spec.Exclude.IsZero() && r.Applied == 0 {
 			require.ErrorContains(t, err, "trailing")
 		} else {
 			require.ErrorContains(t, err, "truncated")
@@ -166,6 +172,11 @@ func TestDecodeJobRecordErrors(t *testing.T) {
 		}(), false},
 		{"huge length", []byte{'J', 1, 0, 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, false},
 		{"varint overflow", []byte{'J', 1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, false},
+		{"applied extension holding 0", func() []byte {
+			b := codecs.EncodeJobRecord(&codecs.JobRecord{Version: 1, Applied: 7})
+			b[len(b)-1] = 0 // never written: 0 is "no command known"
+			return b
+		}(), false},
 	} {
 		got, err := codecs.DecodeJobRecord(tc.in)
 		require.Error(t, err, tc.name)

@@ -40,6 +40,10 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 	in := commandInput{Cmd: cmd, TS: ctx.Timestamp().UTC(), Partition: ctx.Partition(), Offset: ctx.Offset(),
 		Actor: codecs.Truncate(string(ctx.Headers()[codecs.ActorHeader]), codecs.HistoryActorBytes)}
 	in.Old, in.Tomb = liveRecord(cur)
+	repeat := cur != nil && in.Offset >= 0 && uint64(in.Offset) < cur.Applied
+	if repeat && uint64(in.Offset)+1 == cur.Applied {
+		return cmd.Op, s.repeated(ctx, cmd, cur) // the record is this command's own effect
+	}
 	if err := checkCommand(cmd, in.Old); err != nil {
 		switch skipped, serr := s.bulkSkip(ctx, cmd, err, in.Old, in.Tomb); {
 		case serr != nil:
@@ -49,6 +53,9 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 			return cmd.Op, errBulkSkipped
 		}
 		return cmd.Op, err
+	}
+	if repeat {
+		return cmd.Op, s.repeated(ctx, cmd, cur)
 	}
 	if in.Shard, err = s.shard(ctx.Partition()); err != nil {
 		return cmd.Op, err
@@ -68,12 +75,47 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 		}
 	}
 	if eff.Record != nil {
+		eff.Record.Applied = uint64(max(in.Offset, 0)) + 1
 		s.setValue(ctx, codecs.EncodeJobRecord(eff.Record))
 	}
 	if eff.Loop != nil {
 		ctx.Loopback(s.shardKeys[ctx.Partition()], codecs.EncodeInternal(*eff.Loop))
 	}
 	return cmd.Op, nil
+}
+
+// errRepeated is the outcome of a command consumed again after a crash
+// before its commit (JobRecord.Applied): committed, nothing changed, no
+// reject.
+var errRepeated = fmt.Errorf("%w: a command consumed again after a crash; the job's record already holds its effect or a later one", errStale)
+
+// repeatWindow is how far behind a record's Applied a repeat is expected
+// at most: a crash repeats what one partition consumed since its last
+// commit (about a second's worth).
+const repeatWindow = 1_000_000
+
+// repeated handles cmd, a command of ctx's job consumed again after a
+// crash: its offset is before the record's Applied, so it was handled
+// before the command that last changed the record. Applied a second time,
+// a put would be an update of itself (it would settle what the job owed,
+// or complete a one-shot job, and so change what the next command owes:
+// simulation seeds 70180 and 100351 x 3000 lost fires that way), and a
+// conditional command its own version conflict. It changes nothing. The
+// one effect a crash may have lost besides the record, a backfill's entry
+// in the shard's registry, is sent again (the registry ignores a repeat).
+func (s *Scheduler) repeated(ctx goka.Context, cmd codecs.Command, cur *codecs.JobRecord) error {
+	if cmd.Op == codecs.OpBackfill && cur.Backfill != nil && cur.Backfill.ID == codecs.BackfillID(ctx.Partition(), ctx.Offset()) {
+		ctx.Loopback(s.shardKeys[ctx.Partition()], codecs.EncodeInternal(codecs.ShardTrigger{
+			Kind: codecs.KindBackfillJoin, T: ctx.Timestamp().UTC(), Job: cmd.ID, TriggerID: cur.Backfill.ID}))
+	}
+	if gap := cur.Applied - uint64(ctx.Offset()); gap > repeatWindow {
+		// Far more than a crash leaves uncommitted: chronos-jobs was
+		// probably recreated under the scheduler's table (docs/operations.md).
+		s.cfg.Logger.Warn("a command far behind the offset its job's record holds was taken for a repeat and dropped; was chronos-jobs recreated?",
+			"key", ctx.Key(), "partition", ctx.Partition(), "offset", ctx.Offset(), "record_offset", cur.Applied-1)
+	}
+	s.cfg.Metrics.command(cmd.Op, "repeated")
+	return errRepeated
 }
 
 // purge removes a deleted job's tombstone once its retention has passed, if

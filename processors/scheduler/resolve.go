@@ -109,7 +109,7 @@ func (s *Scheduler) resolve(ctx goka.Context, raw []byte, op string, err error) 
 	case outcomeWithheld:
 		uncommitted(ctx, err)
 	case outcomeDropped:
-		s.cfg.Logger.Debug("dropped a loopback that no longer applies", "key", ctx.Key(), "partition", ctx.Partition(), "offset", ctx.Offset(), "err", err)
+		s.cfg.Logger.Debug("dropped an input that no longer applies", "key", ctx.Key(), "partition", ctx.Partition(), "offset", ctx.Offset(), "err", err)
 	case outcomeFailed:
 		failed(ctx, err)
 	}
