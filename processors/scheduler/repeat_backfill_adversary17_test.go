@@ -162,3 +162,66 @@ func TestAdv17ConditionalBackfillRepeatNeverRejoins(t *testing.T) {
 		t.Errorf("a new backfill of j (offset 4) was refused: the record still holds %s", r.Backfill.ID)
 	}
 }
+
+// TestAdv17RejectedBackfillAppliedOnItsRepeat: promises (docs/topics.md):
+// "Invalid commands go to `chronos-rejects` and change nothing"; "Repeats
+// after a crash": "Chronos applies each command once all the same ... a
+// repeat changes nothing"; "Backfill": refused "when the job has a
+// backfill in progress".
+//
+// Job j (every 1s). backfill [12:00:00, 12:00:10) at offset 1 starts
+// b-0-1; the same backfill sent again at offset 2 (a client retry) is
+// refused (invalid_field: b-0-1 in progress), as the contract says. The
+// next advance steps b-0-1 to its end (10 fires; the record drops the
+// backfill, Applied stays 2). The process dies before committing offsets 1
+// and 2, which are consumed again: offset 1 is a repeat (1 < Applied) and
+// dropped, but offset 2 is past the record's Applied, so it is decided
+// again, against a record whose backfill the steps (not a command) have
+// ended meanwhile: it is accepted and starts b-0-2. Before Applied the
+// repeat of offset 1 would have restarted b-0-1 and offset 2 been refused
+// again; now the command that was refused (its reject already on
+// chronos-rejects) takes effect on its redelivery.
+//
+// Expected: the range is backfilled once (10 backfill events), and offset
+// 2 stays refused. Got: b-0-2 runs too: 20 backfill events, each fire_id
+// of the range twice. Severity: spurious apply of a rejected command
+// (duplicate backfill fires).
+func TestAdv17RejectedBackfillAppliedOnItsRepeat(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	now := t0.Add(time.Hour)
+	h := newPartitionHarness(t, 100, now)
+	h.adv17Advance(now)
+	h.adv17CommandAt("j", now, `{"v":1,"op":"put","job":{"every":"1s","payload":{"p":1}}}`, 0, false)
+	h.adv17Advance(now.Add(time.Second))
+
+	bf := `{"v":1,"op":"backfill","from":"2026-03-01T12:00:00Z","to":"2026-03-01T12:00:10Z"}`
+	ts := now.Add(time.Second)
+	h.adv17CommandAt("j", ts, bf, 1, false)
+	h.drain()
+	h.adv17CommandAt("j", ts, bf, 2, false) // refused: b-0-1 in progress
+	h.drain()
+	require.Equal(t, "b-0-1", h.adv17Record("j").Backfill.ID)
+	for i := 2; i < 5; i++ {
+		h.adv17Advance(now.Add(time.Duration(i) * time.Second))
+	}
+	require.Equal(t, 10, h.adv17Backfilled("j"), "b-0-1 ran to its end")
+	require.Nil(t, h.adv17Record("j").Backfill)
+
+	// The crash: offsets 1 and 2 again.
+	h.adv17CommandAt("j", ts, bf, 1, false)
+	h.drain()
+	h.adv17CommandAt("j", ts, bf, 2, false)
+	h.drain()
+	for i := 5; i < 10; i++ {
+		h.adv17Advance(now.Add(time.Duration(i) * time.Second))
+	}
+	rec := h.adv17Record("j")
+	if got := h.adv17Backfilled("j"); got != 10 || rec.Backfill != nil {
+		id := ""
+		if rec.Backfill != nil {
+			id = rec.Backfill.ID
+		}
+		t.Errorf("backfill [12:00:00, 12:00:10) sent twice, the second refused (b-0-1 in progress): %d backfill events after the redelivery (want 10); a backfill in the record: %q", got, id)
+	}
+}
