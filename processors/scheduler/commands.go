@@ -40,9 +40,8 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 	in := commandInput{Cmd: cmd, TS: ctx.Timestamp().UTC(), Partition: ctx.Partition(), Offset: ctx.Offset(),
 		Actor: codecs.Truncate(string(ctx.Headers()[codecs.ActorHeader]), codecs.HistoryActorBytes)}
 	in.Old, in.Tomb = liveRecord(cur)
-	repeat := cur != nil && in.Offset >= 0 && uint64(in.Offset) < cur.Applied
-	if repeat && uint64(in.Offset)+1 == cur.Applied {
-		return cmd.Op, s.repeated(ctx, cmd, cur) // the record is this command's own effect
+	if cur != nil && in.Offset >= 0 && uint64(in.Offset) < cur.Applied {
+		return cmd.Op, s.repeated(ctx, cmd, cur)
 	}
 	if err := checkCommand(cmd, in.Old); err != nil {
 		switch skipped, serr := s.bulkSkip(ctx, cmd, err, in.Old, in.Tomb); {
@@ -54,9 +53,6 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 		}
 		return cmd.Op, err
 	}
-	if repeat {
-		return cmd.Op, s.repeated(ctx, cmd, cur)
-	}
 	if in.Shard, err = s.shard(ctx.Partition()); err != nil {
 		return cmd.Op, err
 	}
@@ -67,6 +63,16 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 	}
 	eff, err := applyCommand(in, s.schedules)
 	if err != nil {
+		if classify(err) == outcomeRejected {
+			// Refused against what only commands do not change (a backfill
+			// in progress, the shard's backfills): its repeat is not
+			// decided again (repeated). A version conflict or an unknown
+			// job is not recorded: only a later command could change that
+			// answer, and it makes the repeat one, so the repeat of a
+			// refused command that is still the record's last is refused
+			// again, its reject sent again.
+			s.decided(ctx, cur, in.Offset)
+		}
 		return cmd.Op, err
 	}
 	if eff.Fire != nil {
@@ -95,15 +101,26 @@ var errRepeated = fmt.Errorf("%w: a command consumed again after a crash; the jo
 const repeatWindow = 1_000_000
 
 // repeated handles cmd, a command of ctx's job consumed again after a
-// crash: its offset is before the record's Applied, so it was handled
-// before the command that last changed the record. Applied a second time,
-// a put would be an update of itself (it would settle what the job owed,
-// or complete a one-shot job, and so change what the next command owes:
-// simulation seeds 70180 and 100351 x 3000 lost fires that way), and a
-// conditional command its own version conflict. It changes nothing. The
-// one effect a crash may have lost besides the record, a backfill's entry
-// in the shard's registry, is sent again (the registry ignores a repeat).
+// crash: its offset is before the record's Applied, so it was decided
+// before (applied, or rejected against the job's state: decided), at or
+// before the command that last wrote the record. It is not decided again:
+// applied a second time, a put would be an update of itself (it would
+// settle what the job owed, or complete a one-shot job, and so change what
+// the next command owes: simulation seeds 70180 and 100351 x 3000 lost
+// fires that way), a conditional command would fail on the version it set
+// itself, a command before a delete would find no job, and a command
+// rejected before could be accepted now (a backfill refused while another
+// ran, adversary 17: decided). What the crash may have lost besides is sent again:
+// the record itself when this command wrote it last (goka writes the
+// local store before the changelog, so the changelog may lack it: a new
+// owner would not have the job, adversary 17), and a backfill's entry in
+// the shard's registry (the registry ignores a repeat). A reject it had is
+// not sent again: a command refused by its version or for want of a job
+// is a repeat only when a later command followed it before the crash.
 func (s *Scheduler) repeated(ctx goka.Context, cmd codecs.Command, cur *codecs.JobRecord) error {
+	if uint64(ctx.Offset())+1 == cur.Applied {
+		s.setValue(ctx, codecs.EncodeJobRecord(cur))
+	}
 	if cmd.Op == codecs.OpBackfill && cur.Backfill != nil && cur.Backfill.ID == codecs.BackfillID(ctx.Partition(), ctx.Offset()) {
 		ctx.Loopback(s.shardKeys[ctx.Partition()], codecs.EncodeInternal(codecs.ShardTrigger{
 			Kind: codecs.KindBackfillJoin, T: ctx.Timestamp().UTC(), Job: cmd.ID, TriggerID: cur.Backfill.ID}))
@@ -116,6 +133,20 @@ func (s *Scheduler) repeated(ctx goka.Context, cmd codecs.Command, cur *codecs.J
 	}
 	s.cfg.Metrics.command(cmd.Op, "repeated")
 	return errRepeated
+}
+
+// decided records in cur, the record of ctx's job (nil: none), that the
+// command at offset off was rejected against it (a backfill while another
+// runs): its repeat after a crash is not decided again, against a record
+// that an advance may have changed since (repeated; adversary 17 saw the
+// refused backfill run once the first had finished: the range twice).
+func (s *Scheduler) decided(ctx goka.Context, cur *codecs.JobRecord, off int64) {
+	if cur == nil || off < 0 {
+		return
+	}
+	next := *cur
+	next.Applied = uint64(off) + 1
+	s.setValue(ctx, codecs.EncodeJobRecord(&next))
 }
 
 // purge removes a deleted job's tombstone once its retention has passed, if

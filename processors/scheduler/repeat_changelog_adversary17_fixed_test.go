@@ -1,5 +1,3 @@
-//go:build adversary17
-
 package scheduler
 
 import (
