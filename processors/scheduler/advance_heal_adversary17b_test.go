@@ -40,8 +40,9 @@ import (
 // sent (j@12:00:04 next, with B); each fire_id with one payload. Got: the
 // new owner's table says j is handled through 12:00:00, so the update owes
 // 12:00:01..03 again and the next advance sends j@12:00:01, 02 and 03 with
-// payload B: three fire_ids dispatched with two payloads. Severity: two
-// payloads. Found by TestSim -sim.crashkeep -sim.seed=800013
+// payload B: three fire_ids dispatched with two payloads. With the skip
+// path writing the shard record again (as repeated() does for a command)
+// this test passes. Severity: two payloads. Found by TestSim -sim.crashkeep -sim.seed=800013
 // -sim.ops=1500 (op 319-336: a crash at an advance, restart on the kept
 // store, a second crash that wiped it, a pause and a put of j0 before the
 // next advance: j0@10:52:16 sent with puts 44 and 46); also 800017.
