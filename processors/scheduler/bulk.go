@@ -369,37 +369,38 @@ func (s *Scheduler) bulkSkipped(ctx goka.Context, tr codecs.ShardTrigger) error 
 // command wins, and the loss is counted, not rejected. A command handled
 // again after a crash (the job is one version past its if_version, in the
 // state the command leaves it) is its own effect, not a loss: it is
-// dropped uncounted. It reads the bulk state only for such a command (an
+// dropped uncounted (repeat). It reads the bulk state only for such a command (an
 // error: the store's). old and tomb are the job's live record and
 // tombstone (liveRecord).
-func (s *Scheduler) bulkSkip(ctx goka.Context, cmd codecs.Command, err error, old, tomb *codecs.JobRecord) (bool, error) {
+func (s *Scheduler) bulkSkip(ctx goka.Context, cmd codecs.Command, err error, old, tomb *codecs.JobRecord) (skipped, repeat bool, _ error) {
 	var ce *codecs.Error
 	if !errors.As(err, &ce) || ce.Code != codecs.CodeVersionConflict || cmd.IfVersion == nil {
-		return false, nil
+		return false, false, nil
 	}
 	mac, id, ok := strings.Cut(string(ctx.Headers()[codecs.BulkHeader]), " ")
 	if !ok {
-		return false, nil
+		return false, false, nil
 	}
 	p := ctx.Partition()
 	st := s.Store(p)
 	if st == nil {
-		return false, fmt.Errorf("scheduler: no open store for partition %d", p)
+		return false, false, fmt.Errorf("scheduler: no open store for partition %d", p)
 	}
 	b, err := st.Get(s.shardKeys[p])
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	q := s.decodeShardBulk(s.shardKeys[p], b).Bulk.Queue
 	if len(q) == 0 || q[0].TriggerID != id || q[0].Nonce == "" ||
 		!hmac.Equal([]byte(mac), []byte(codecs.BulkMAC(q[0].Nonce, id, ctx.Key(), *cmd.IfVersion))) {
-		return false, nil
+		return false, false, nil
 	}
-	if !bulkRepeat(cmd, old, tomb) {
-		ctx.Loopback(s.shardKeys[p], codecs.EncodeInternal(codecs.ShardTrigger{
-			Kind: codecs.KindBulkSkip, T: q[0].T, TriggerID: id, Offset: ctx.Offset() + 1}))
+	if bulkRepeat(cmd, old, tomb) {
+		return true, true, nil
 	}
-	return true, nil
+	ctx.Loopback(s.shardKeys[p], codecs.EncodeInternal(codecs.ShardTrigger{
+		Kind: codecs.KindBulkSkip, T: q[0].T, TriggerID: id, Offset: ctx.Offset() + 1}))
+	return true, false, nil
 }
 
 // bulkRepeat reports whether the job (live record old, or tombstone tomb)

@@ -44,9 +44,13 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 		return cmd.Op, s.repeated(ctx, cmd, cur)
 	}
 	if err := checkCommand(cmd, in.Old); err != nil {
-		switch skipped, serr := s.bulkSkip(ctx, cmd, err, in.Old, in.Tomb); {
+		switch skipped, repeat, serr := s.bulkSkip(ctx, cmd, err, in.Old, in.Tomb); {
 		case serr != nil:
 			return cmd.Op, serr
+		case repeat:
+			// Written again by a chunk run again after a crash.
+			s.cfg.Metrics.command(cmd.Op, "repeated")
+			return cmd.Op, errBulkSkipped
 		case skipped:
 			s.cfg.Metrics.command(cmd.Op, "skipped")
 			return cmd.Op, errBulkSkipped
@@ -63,7 +67,7 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 	}
 	eff, err := applyCommand(in, s.schedules)
 	if err != nil {
-		if classify(err) == outcomeRejected {
+		if classify(err) == outcomeRejected && cur != nil {
 			// Refused against what only commands do not change (a backfill
 			// in progress, the shard's backfills): its repeat is not
 			// decided again (repeated). A version conflict or an unknown
@@ -71,7 +75,12 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 			// answer, and it makes the repeat one, so the repeat of a
 			// refused command that is still the record's last is refused
 			// again, its reject sent again.
-			s.decided(ctx, cur, in.Offset)
+			next := *cur
+			next.Applied = uint64(max(in.Offset, 0)) + 1
+			if err := s.keepEntry(ctx, in.Shard, &next); err != nil {
+				return cmd.Op, err
+			}
+			s.setValue(ctx, codecs.EncodeJobRecord(&next))
 		}
 		return cmd.Op, err
 	}
@@ -82,6 +91,12 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 	}
 	if eff.Record != nil {
 		eff.Record.Applied = uint64(max(in.Offset, 0)) + 1
+		if cmd.Op == codecs.OpBackfill || cmd.Op == codecs.OpCancelBackfill {
+			// A copy of the record, the job not settled first (owedUpTo).
+			if err := s.keepEntry(ctx, in.Shard, eff.Record); err != nil {
+				return cmd.Op, err
+			}
+		}
 		s.setValue(ctx, codecs.EncodeJobRecord(eff.Record))
 	}
 	if eff.Loop != nil {
@@ -102,15 +117,16 @@ const repeatWindow = 1_000_000
 
 // repeated handles cmd, a command of ctx's job consumed again after a
 // crash: its offset is before the record's Applied, so it was decided
-// before (applied, or rejected against the job's state: decided), at or
-// before the command that last wrote the record. It is not decided again:
+// before (applied, or refused against the job's state and recorded), at
+// or before the command that last wrote the record. It is not decided again:
 // applied a second time, a put would be an update of itself (it would
 // settle what the job owed, or complete a one-shot job, and so change what
 // the next command owes: simulation seeds 70180 and 100351 x 3000 lost
 // fires that way), a conditional command would fail on the version it set
 // itself, a command before a delete would find no job, and a command
 // rejected before could be accepted now (a backfill refused while another
-// ran, adversary 17: decided). What the crash may have lost besides is sent again:
+// ran, adversary 17: such a refusal records its offset). What the crash
+// may have lost besides is sent again:
 // the record itself when this command wrote it last (goka writes the
 // local store before the changelog, so the changelog may lack it: a new
 // owner would not have the job, adversary 17), and a backfill's entry in
@@ -135,18 +151,39 @@ func (s *Scheduler) repeated(ctx goka.Context, cmd codecs.Command, cur *codecs.J
 	return errRepeated
 }
 
-// decided records in cur, the record of ctx's job (nil: none), that the
-// command at offset off was rejected against it (a backfill while another
-// runs): its repeat after a crash is not decided again, against a record
-// that an advance may have changed since (repeated; adversary 17 saw the
-// refused backfill run once the first had finished: the range twice).
-func (s *Scheduler) decided(ctx goka.Context, cur *codecs.JobRecord, off int64) {
-	if cur == nil || off < 0 {
-		return
+// keepEntry makes next, a copy of the job's record written without the job
+// settling first (a backfill started or cancelled, a refusal recorded),
+// say how far the job has been handled as its local due entry shows
+// (settledRecord), when the entry the written record derives would be
+// behind it. In the middle of an advance the pass has moved the entry past
+// the times it fired while the record still says only the watermark: the
+// write re-derived the entry there, and the pass's continuation or the
+// next advance sent those times again (adversary 17b, a refused backfill
+// between an advance's callbacks; a backfill started or cancelled there
+// did the same).
+func (s *Scheduler) keepEntry(ctx goka.Context, shard codecs.ShardRecord, next *codecs.JobRecord) error {
+	if next.Status != codecs.StatusActive && next.Status != codecs.StatusPaused {
+		return nil
 	}
-	next := *cur
-	next.Applied = uint64(off) + 1
-	s.setValue(ctx, codecs.EncodeJobRecord(&next))
+	due, err := s.localDue(ctx, shard)
+	if err != nil {
+		return err
+	}
+	if next.Status == codecs.StatusPaused {
+		if settled := settledRecord(next, shard, due); settled != nil {
+			*next = *settled
+		}
+		return nil
+	}
+	sched, err := jobSchedule(s.schedules, ctx.Key(), next)
+	if err != nil || due.IsZero() || !next.Due(shard.Watermark, sched).Before(due) {
+		return nil
+	}
+	// Handled through just before its entry; owed since the shard's time,
+	// so once an advance completes past it the watermark says the rest
+	// (codecs.JobRecord.OwedAt).
+	next.Through, next.OwedAt = due.Add(-time.Nanosecond), shardNow(shard)
+	return nil
 }
 
 // purge removes a deleted job's tombstone once its retention has passed, if

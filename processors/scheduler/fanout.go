@@ -102,7 +102,16 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 	}
 	cursor, fromStart, skip := passStart(tr, shard)
 	if skip {
-		return nil // already fired up to T; an owed entry waits for the next advance
+		// Already fired up to T; an owed entry waits for the next advance.
+		// Delivered again after a crash, the advance may find here a
+		// shard record its changelog never got (goka writes the local
+		// store first): written again, a new owner restores it, not the
+		// watermark before it (adversary 17b: the next owner's put re-sent
+		// the advance's fires with its payload).
+		if v := valueBytes(ctx); len(v) > 0 {
+			s.setValue(ctx, v)
+		}
+		return nil
 	}
 	// A continuation is any advance from the loopback: one of a pass begun
 	// while another was under way has no cursor (fromStart), and read as

@@ -1,5 +1,3 @@
-//go:build adversary17b
-
 package scheduler
 
 import (

@@ -1,5 +1,3 @@
-//go:build adversary17b
-
 package scheduler
 
 import (
@@ -71,5 +69,61 @@ func TestAdv17bRefusedBackfillMidAdvanceRepeatsAFire(t *testing.T) {
 		if len(ps) > 1 {
 			t.Errorf("%s dispatched %d times (%v) without any crash; a refused backfill came between the advance's callbacks", id, len(ps), ps)
 		}
+	}
+}
+
+// TestMidAdvanceRecordCopiesKeepTheirEntry: the commands that write a
+// copy of the job's record without settling it first (a backfill
+// accepted, a backfill cancelled) between an advance's callbacks, after
+// the pass fired the job, must not put its entry back on a time already
+// sent (keepEntry). Without it each case sends the job's 12:00:02 and
+// 12:00:03 twice (a backfill accepted or cancelled there did before 5c90d78).
+func TestMidAdvanceRecordCopiesKeepTheirEntry(t *testing.T) {
+	t.Parallel()
+	bf := `{"v":1,"op":"backfill","from":"2026-02-28T00:00:00Z","to":"2026-02-28T00:00:10Z"}`
+	for _, tc := range []struct{ name, job, cmd string }{
+		{"cancel_backfill", "j", `{"v":1,"op":"cancel_backfill"}`},
+		{"backfill accepted", "k", bf},
+		{"backfill refused", "j", bf},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+			h := newPartitionHarnessBudget(t, 1, time.Nanosecond, t0)
+			h.advance(t0)
+			h.drain()
+			for _, id := range []string{"j", "k", "l"} {
+				h.command(id, t0, `{"v":1,"op":"put","job":{"every":"1s","payload":{"id":"`+id+`"}}}`)
+				h.drain()
+			}
+			h.command("j", t0, bf)
+			h.drain()
+			h.advance(t0.Add(time.Second))
+			h.drain()
+			// The advance to 12:00:03: its first callbacks fire j and k,
+			// then it yields.
+			h.advance(t0.Add(3 * time.Second))
+			h.deliverLoops(h.shardKey())
+			require.Len(t, h.fired()["k@2026-03-01T12:00:03Z"], 1, "k@12:00:03 fired before the command")
+			h.command(tc.job, t0.Add(3*time.Second), tc.cmd)
+			h.drain()
+			for i := 4; i <= 6; i++ {
+				h.advance(t0.Add(time.Duration(i) * time.Second))
+				h.drain()
+			}
+			for id, ps := range h.fired() {
+				if len(ps) > 1 {
+					t.Errorf("%s dispatched %d times without any crash (%s between the advance's callbacks)", id, len(ps), tc.name)
+				}
+			}
+			for i := 1; i <= 6; i++ {
+				for _, id := range []string{"j", "k", "l"} {
+					fid := id + "@" + t0.Add(time.Duration(i)*time.Second).Format(time.RFC3339)
+					if len(h.fired()[fid]) == 0 {
+						t.Errorf("%s never dispatched", fid)
+					}
+				}
+			}
+		})
 	}
 }
