@@ -216,6 +216,16 @@ func (s *Scheduler) stepBackfill(ctx goka.Context, tr codecs.ShardTrigger) error
 		s.cfg.Metrics.fired("backfill", len(msgs), 0)
 	}
 	if st.Rec != nil {
+		// A copy of the record with the backfill's progress: between an
+		// advance's callbacks it must not put the job's entry back on
+		// times the pass sent (adversary 17c).
+		shard, err := s.shard(ctx.Partition())
+		if err != nil {
+			return err
+		}
+		if err := s.keepEntry(ctx, shard, st.Rec); err != nil {
+			return err
+		}
 		s.setValue(ctx, codecs.EncodeJobRecord(st.Rec))
 	}
 	if st.Leave {

@@ -152,7 +152,8 @@ func (s *Scheduler) repeated(ctx goka.Context, cmd codecs.Command, cur *codecs.J
 }
 
 // keepEntry makes next, a copy of the job's record written without the job
-// settling first (a backfill started or cancelled, a refusal recorded),
+// settling first (a backfill started, cancelled or stepped, a refusal
+// recorded),
 // say how far the job has been handled as its local due entry shows
 // (settledRecord), when the entry the written record derives would be
 // behind it. In the middle of an advance the pass has moved the entry past
@@ -179,10 +180,14 @@ func (s *Scheduler) keepEntry(ctx goka.Context, shard codecs.ShardRecord, next *
 	if err != nil || due.IsZero() || !next.Due(shard.Watermark, sched).Before(due) {
 		return nil
 	}
-	// Handled through just before its entry; owed since the shard's time,
-	// so once an advance completes past it the watermark says the rest
+	// Handled through just before its entry, and never past the shard's
+	// time: a later update applies from there (adversary 17c: a Through at
+	// the old schedule's next time made an update skip the new
+	// definition's times in between). Owed since the shard's time, so once
+	// an advance completes past it the watermark says the rest
 	// (codecs.JobRecord.OwedAt).
-	next.Through, next.OwedAt = due.Add(-time.Nanosecond), shardNow(shard)
+	now := shardNow(shard)
+	next.Through, next.OwedAt = earlier(due.Add(-time.Nanosecond), now), now
 	return nil
 }
 
