@@ -40,6 +40,7 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 	in := commandInput{Cmd: cmd, TS: ctx.Timestamp().UTC(), Partition: ctx.Partition(), Offset: ctx.Offset(),
 		Actor: codecs.Truncate(string(ctx.Headers()[codecs.ActorHeader]), codecs.HistoryActorBytes)}
 	in.Old, in.Tomb = liveRecord(cur)
+	applied := uint64(max(in.Offset, 0)) + 1 // JobRecord.Applied of a record this command writes
 	if cur != nil && in.Offset >= 0 && uint64(in.Offset) < cur.Applied {
 		return cmd.Op, s.repeated(ctx, cmd, cur)
 	}
@@ -68,15 +69,15 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 	eff, err := applyCommand(in, s.schedules)
 	if err != nil {
 		if classify(err) == outcomeRejected && cur != nil {
-			// Refused against what only commands do not change (a backfill
-			// in progress, the shard's backfills): its repeat is not
+			// Refused against state that more than commands change (a
+			// backfill in progress, the shard's backfills): its repeat is not
 			// decided again (repeated). A version conflict or an unknown
 			// job is not recorded: only a later command could change that
 			// answer, and it makes the repeat one, so the repeat of a
 			// refused command that is still the record's last is refused
 			// again, its reject sent again.
 			next := *cur
-			next.Applied = uint64(max(in.Offset, 0)) + 1
+			next.Applied = applied
 			if err := s.keepEntry(ctx, in.Shard, &next); err != nil {
 				return cmd.Op, err
 			}
@@ -90,7 +91,7 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 		}
 	}
 	if eff.Record != nil {
-		eff.Record.Applied = uint64(max(in.Offset, 0)) + 1
+		eff.Record.Applied = applied
 		if cmd.Op == codecs.OpBackfill || cmd.Op == codecs.OpCancelBackfill {
 			// A copy of the record, the job not settled first (owedUpTo).
 			if err := s.keepEntry(ctx, in.Shard, eff.Record); err != nil {
@@ -153,8 +154,7 @@ func (s *Scheduler) repeated(ctx goka.Context, cmd codecs.Command, cur *codecs.J
 
 // keepEntry makes next, a copy of the job's record written without the job
 // settling first (a backfill started, cancelled or stepped, a refusal
-// recorded),
-// say how far the job has been handled as its local due entry shows
+// recorded), say how far the job has been handled as its local due entry shows
 // (settledRecord), when the entry the written record derives would be
 // behind it. In the middle of an advance the pass has moved the entry past
 // the times it fired while the record still says only the watermark: the
