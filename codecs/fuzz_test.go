@@ -146,6 +146,8 @@ func sampleShardRecords() []codecs.ShardRecord {
 		{Watermark: w, Advancing: w.Add(time.Second), PassAt: w.Add(-time.Hour), Fanouts: fanouts, Backfills: refs},
 		{Watermark: w, Advancing: w.Add(time.Second), PassAt: w, PassKey: "b", PassCuts: []codecs.PassCut{{Key: "a", To: w.Add(time.Millisecond)}, {Key: "c\x00", To: w.Add(time.Second)}}},
 		{Watermark: w, Advancing: w.Add(time.Second), PassAt: w, PassKey: "b", PassCutsLost: true},
+		{Watermark: w, Purged: 1},
+		{Watermark: w, Advancing: w.Add(time.Second), PassAt: w, PassKey: "b", Fanouts: fanouts[:1], Purged: 1 << 40},
 	}
 }
 

@@ -75,6 +75,9 @@ const (
 	// shardFormat6 is format 5 followed by the cursor of the advance under
 	// way (ShardRecord.PassAt, PassKey): written only when it is set.
 	shardFormat6 = 6
+	// shardFormat7 is format 6 (its pass fields always written) followed
+	// by the purge horizon (ShardRecord.Purged): written only when it is set.
+	shardFormat7 = 7
 )
 
 // knownFormat reports whether f is a job record format this release reads.
@@ -251,6 +254,14 @@ type ShardRecord struct {
 	// keeps (MaxPassCuts): then only the cursor's time is known.
 	PassCuts     []PassCut
 	PassCutsLost bool
+	// Purged is the highest Applied of a deleted job's tombstone this
+	// shard's advances have purged (0: none). Every command of the
+	// partition before that offset was consumed before, so one consumed
+	// again after a crash, whose job has no record (purged with its
+	// tombstone), is a repeat, not a new job (adversary 17b: a put
+	// replayed after its delete's tombstone was purged brought the job
+	// back).
+	Purged uint64
 	// bulkRaw is the encoded bulk state DecodeShardHead left undecoded;
 	// EncodeShardRecord writes it back as it was unless Bulk is set.
 	bulkRaw []byte
@@ -433,12 +444,15 @@ func EncodeShardRecord(r ShardRecord) []byte {
 		bulk = EncodeInternal(r.Bulk)
 	}
 	pass := !r.PassAt.IsZero() || r.PassKey != "" || len(r.PassCuts) > 0 || r.PassCutsLost
-	if len(r.Fanouts) > 0 || pass {
+	if len(r.Fanouts) > 0 || pass || r.Purged > 0 {
 		// Format 5: format 4's fields, then the fan-outs; format 6: then
-		// the pass cursor.
+		// the pass cursor; format 7: then the purge horizon.
 		format := byte(shardFormat5)
 		if pass {
 			format = shardFormat6
+		}
+		if r.Purged > 0 {
+			format, pass = shardFormat7, true
 		}
 		w := make([]byte, 0, 64+len(bulk)+64*len(r.Fanouts)+len(r.PassKey))
 		w = appendTime(appendTime(append(w, tagShard, format), r.Watermark), r.Advancing)
@@ -469,6 +483,9 @@ func EncodeShardRecord(r ShardRecord) []byte {
 				lost = 1
 			}
 			w = append(w, lost)
+		}
+		if format == shardFormat7 {
+			w = binary.AppendUvarint(w, r.Purged)
 		}
 		return w
 	}
@@ -504,7 +521,7 @@ func decodeShardRecord(b []byte, bulk bool) (ShardRecord, error) {
 	if len(b) == 0 {
 		return ShardRecord{}, nil
 	}
-	if len(b) < 2 || b[0] != tagShard || (b[1] != recordFormat && b[1] != recordFormat1 && b[1] != recordFormat3 && b[1] != recordFormat4 && b[1] != shardFormat5 && b[1] != shardFormat6) {
+	if len(b) < 2 || b[0] != tagShard || (b[1] != recordFormat && b[1] != recordFormat1 && b[1] != recordFormat3 && b[1] != recordFormat4 && b[1] != shardFormat5 && b[1] != shardFormat6 && b[1] != shardFormat7) {
 		return ShardRecord{}, errors.New("codecs: not a shard record")
 	}
 	rd := reader{b: b[2:]}
@@ -521,7 +538,7 @@ func decodeShardRecord(b []byte, bulk bool) (ShardRecord, error) {
 	if b[1] >= shardFormat5 {
 		readFanouts(&rd, &r)
 	}
-	if b[1] == shardFormat6 {
+	if b[1] >= shardFormat6 {
 		r.PassAt, r.PassKey = rd.time(), string(rd.bytes())
 		n := rd.uvarint()
 		if n > uint64(len(rd.b)) {
@@ -538,6 +555,11 @@ func decodeShardRecord(b []byte, bulk bool) (ShardRecord, error) {
 			if rd.err == nil {
 				rd.err = errors.New("bad pass cuts flag")
 			}
+		}
+	}
+	if b[1] == shardFormat7 {
+		if r.Purged = rd.uvarint(); r.Purged == 0 && rd.err == nil {
+			rd.err = errors.New("zero purge horizon")
 		}
 	}
 	if rd.err != nil || len(rd.b) != 0 {

@@ -44,6 +44,17 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 	if cur != nil && in.Offset >= 0 && uint64(in.Offset) < cur.Applied {
 		return cmd.Op, s.repeated(ctx, cmd, cur)
 	}
+	if cur == nil {
+		// A job with no record: new, or deleted and its tombstone purged
+		// since. Before the purge horizon, the command was consumed before
+		// (ShardRecord.Purged).
+		if in.Shard, err = s.shard(ctx.Partition()); err != nil {
+			return cmd.Op, err
+		}
+		if in.Offset >= 0 && uint64(in.Offset) < in.Shard.Purged {
+			return cmd.Op, s.repeatedPurged(ctx, cmd, in.Shard.Purged)
+		}
+	}
 	if err := checkCommand(cmd, in.Old); err != nil {
 		switch skipped, repeat, serr := s.bulkSkip(ctx, cmd, err, in.Old, in.Tomb); {
 		case serr != nil:
@@ -58,8 +69,10 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 		}
 		return cmd.Op, err
 	}
-	if in.Shard, err = s.shard(ctx.Partition()); err != nil {
-		return cmd.Op, err
+	if cur != nil { // else read above
+		if in.Shard, err = s.shard(ctx.Partition()); err != nil {
+			return cmd.Op, err
+		}
 	}
 	if upTo, owed := owedUpTo(cmd, in.Old, in.TS); owed {
 		if in.Handled, err = s.handled(ctx, in.Shard, in.Old, upTo); err != nil {
@@ -147,6 +160,22 @@ func (s *Scheduler) repeated(ctx goka.Context, cmd codecs.Command, cur *codecs.J
 		// probably recreated under the scheduler's table (docs/operations.md).
 		s.cfg.Logger.Warn("a command far behind the offset its job's record holds was taken for a repeat and dropped; was chronos-jobs recreated?",
 			"key", ctx.Key(), "partition", ctx.Partition(), "offset", ctx.Offset(), "record_offset", cur.Applied-1)
+	}
+	s.cfg.Metrics.command(cmd.Op, "repeated")
+	return errRepeated
+}
+
+// repeatedPurged handles cmd, a command consumed again after a crash (or
+// after the group's committed offsets were lost) whose job has no record:
+// its offset is before purged, the highest offset a tombstone this shard
+// purged held, so it was decided before, and the job was deleted after it
+// (the tombstone's delete, or a later one). Decided again, a put would
+// bring the deleted job back until the replay reached its delete, and
+// fire it meanwhile (adversary 17b).
+func (s *Scheduler) repeatedPurged(ctx goka.Context, cmd codecs.Command, purged uint64) error {
+	if gap := purged - uint64(ctx.Offset()); gap > repeatWindow {
+		s.cfg.Logger.Warn("a command of a job without a record, far behind the shard's purge horizon, was taken for a repeat and dropped; was chronos-jobs recreated?",
+			"key", ctx.Key(), "partition", ctx.Partition(), "offset", ctx.Offset(), "purge_horizon", purged-1)
 	}
 	s.cfg.Metrics.command(cmd.Op, "repeated")
 	return errRepeated

@@ -138,8 +138,9 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 	t := tr.T
 	began := time.Now()
 	cuts := passCuts(shard, t) // the jobs the pass to t has cut short and not handled again
+	purged := shard.Purged     // raised by the tombstones this callback purges
 	for {
-		more, last, err := s.advanceChunk(ctx, st, t, cursor, cuts)
+		more, last, err := s.advanceChunk(ctx, st, t, cursor, cuts, &purged)
 		if err != nil {
 			return err
 		}
@@ -158,7 +159,14 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 			// payloads. Each yield writes the shard record; an advance done
 			// in one callback, the common case, writes it once, at its end.
 			mark, next := passYield(shard, t, last, fromStart, cuts)
+			if mark == nil && purged > shard.Purged {
+				same := shard
+				mark = &same
+			}
 			if mark != nil {
+				// The purge horizon goes out with the purges, in the same
+				// callback (ShardRecord.Purged).
+				mark.Purged = purged
 				s.setValue(ctx, codecs.EncodeShardRecord(*mark))
 			}
 			ctx.Loopback(ctx.Key(), codecs.EncodeInternal(next))
@@ -177,6 +185,7 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 		}
 	}
 	done := passDone(shard, t)
+	done.Purged = purged
 	s.setValue(ctx, codecs.EncodeShardRecord(done))
 	stepBackfills(ctx, s.cfg.Layout.SchedulerBackfill(), done.Backfills, t)
 	return nil
@@ -186,9 +195,11 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 // moves their index entries; more reports whether due jobs remain after the
 // chunk's last entry, last. cuts (nil: not kept) holds the jobs the pass
 // has cut short: the chunk adds its own (with where each entry went, at or
-// before t) and drops those it handled through t.
-func (s *Scheduler) advanceChunk(ctx goka.Context, st *store.Store, t time.Time, cursor store.Due, cuts map[string]time.Time) (more bool, last store.Due, err error) {
+// before t) and drops those it handled through t. *purged is raised to
+// the highest Applied of the tombstones the chunk purges.
+func (s *Scheduler) advanceChunk(ctx goka.Context, st *store.Store, t time.Time, cursor store.Due, cuts map[string]time.Time, purged *uint64) (more bool, last store.Due, err error) {
 	c, err := s.fireChunk(ctx, st, t, cursor)
+	*purged = max(*purged, c.purged)
 	if c.handled > 0 {
 		s.cfg.Metrics.fanout(c.handled)
 	}
@@ -276,6 +287,7 @@ type chunk struct {
 	handled int
 	last    store.Due
 	more    bool
+	purged  uint64 // the highest Applied of the tombstones it purges
 }
 
 // fireChunk dispatches the fires of the jobs due up to t after cursor, in
@@ -328,6 +340,9 @@ scan:
 				if dec.Loop != nil {
 					loop := *dec.Loop
 					loop.AfterKey = d.Key // the loopback's key, cleared when it is sent
+					if loop.Kind == codecs.KindPurge {
+						c.purged = max(c.purged, dec.Rec.Applied)
+					}
 					loops[loopOrder[loop.Kind]] = append(loops[loopOrder[loop.Kind]], loop)
 				}
 				steps += dec.Plan.Steps

@@ -1,5 +1,3 @@
-//go:build adversary17b
-
 package scheduler
 
 import (
@@ -90,9 +88,18 @@ func TestAdv17bRepeatAfterPurgeResurrectsDeletedJob(t *testing.T) {
 		}
 		t.Errorf("j, deleted at %s before any fire, dispatched %d fires after its commands were redelivered (e.g. %v); want none", t0.Format(time.RFC3339), n, some)
 	}
-	if rec, _ := h.st.Get("j"); rec != nil {
-		r, err := codecs.DecodeJobRecord(rec)
-		require.NoError(t, err)
-		t.Logf("j after the repeats: %s version %d", r.Status, r.Version)
-	}
+	rec, err = h.st.Get("j")
+	require.NoError(t, err)
+	require.Nil(t, rec, "j stays gone after the repeats of its commands")
+
+	// The next command, after the purge horizon, is new: j is put again.
+	at := t0.Add(codecs.DeletedRetention + 2*time.Hour)
+	h.commandAt("j", at, `{"v":1,"op":"put","job":{"every":"1h","payload":{"p":"C"}}}`, int64(len(cmds)))
+	h.drain()
+	rec, err = h.st.Get("j")
+	require.NoError(t, err)
+	require.NotNil(t, rec, "a put after the purge horizon creates j again")
+	h.advance(at.Add(time.Hour))
+	h.drain()
+	require.Len(t, h.fired(), 1, "j put again fires once in its first hour")
 }
