@@ -76,7 +76,8 @@ const (
 	// way (ShardRecord.PassAt, PassKey): written only when it is set.
 	shardFormat6 = 6
 	// shardFormat7 is format 6 (its pass fields always written) followed
-	// by the purge horizon (ShardRecord.Purged): written only when it is set.
+	// by the purge horizon (ShardRecord.Purged) and the queued advance
+	// (Queued, QueuedWaits): written only when one is set.
 	shardFormat7 = 7
 )
 
@@ -262,6 +263,14 @@ type ShardRecord struct {
 	// replayed after its delete's tombstone was purged brought the job
 	// back).
 	Purged uint64
+	// Queued is the latest T of the advances that arrived while the pass to
+	// Advancing was under way (zero: none): they wait for it, and the pass
+	// to Queued begins when it completes, so passes never overlap.
+	// QueuedWaits counts the advances that arrived since the pass under way
+	// last yielded: past a bound its continuation is taken for lost, and a
+	// pass to Queued begins beside it.
+	Queued      time.Time
+	QueuedWaits uint64
 	// bulkRaw is the encoded bulk state DecodeShardHead left undecoded;
 	// EncodeShardRecord writes it back as it was unless Bulk is set.
 	bulkRaw []byte
@@ -444,14 +453,14 @@ func EncodeShardRecord(r ShardRecord) []byte {
 		bulk = EncodeInternal(r.Bulk)
 	}
 	pass := !r.PassAt.IsZero() || r.PassKey != "" || len(r.PassCuts) > 0 || r.PassCutsLost
-	if len(r.Fanouts) > 0 || pass || r.Purged > 0 {
+	if len(r.Fanouts) > 0 || pass || r.Purged > 0 || !r.Queued.IsZero() || r.QueuedWaits > 0 {
 		// Format 5: format 4's fields, then the fan-outs; format 6: then
 		// the pass cursor; format 7: then the purge horizon.
 		format := byte(shardFormat5)
 		if pass {
 			format = shardFormat6
 		}
-		if r.Purged > 0 {
+		if r.Purged > 0 || !r.Queued.IsZero() || r.QueuedWaits > 0 {
 			format, pass = shardFormat7, true
 		}
 		w := make([]byte, 0, 64+len(bulk)+64*len(r.Fanouts)+len(r.PassKey))
@@ -485,7 +494,7 @@ func EncodeShardRecord(r ShardRecord) []byte {
 			w = append(w, lost)
 		}
 		if format == shardFormat7 {
-			w = binary.AppendUvarint(w, r.Purged)
+			w = binary.AppendUvarint(appendTime(binary.AppendUvarint(w, r.Purged), r.Queued), r.QueuedWaits)
 		}
 		return w
 	}
@@ -558,9 +567,9 @@ func decodeShardRecord(b []byte, bulk bool) (ShardRecord, error) {
 		}
 	}
 	if b[1] == shardFormat7 {
-		if r.Purged = rd.uvarint(); r.Purged == 0 && rd.err == nil {
-			rd.err = errors.New("zero purge horizon")
-		}
+		r.Purged = rd.uvarint()
+		r.Queued = rd.time()
+		r.QueuedWaits = rd.uvarint()
 	}
 	if rd.err != nil || len(rd.b) != 0 {
 		return ShardRecord{}, errors.New("codecs: corrupt shard record")

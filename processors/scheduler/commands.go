@@ -221,11 +221,25 @@ func (s *Scheduler) keepEntry(ctx goka.Context, shard codecs.ShardRecord, next *
 }
 
 // purge removes a deleted job's tombstone once its retention has passed, if
-// the id has not been put again since (else errStale).
+// the id has not been put again since (else errStale), and once the
+// shard's purge horizon holds the tombstone's offset (else errStale too).
+// The advance wrote the horizon before it sent the purge, but a crash can
+// deliver the purge to an owner whose table lacks that write (goka writes
+// the changelog and the loopback independently): the tombstone then stays,
+// and the advance, delivered again, finds it due, writes the horizon and
+// purges it again (adversary 18: the job's commands consumed again after
+// the purge brought it back).
 func (s *Scheduler) purge(ctx goka.Context, version uint64) error {
 	rec, err := s.current(ctx)
 	if err != nil || rec == nil || rec.Status != codecs.StatusDeleted || rec.Version != version {
 		return staleLoop("purge", version, rec, err)
+	}
+	shard, err := s.shard(ctx.Partition())
+	if err != nil {
+		return err
+	}
+	if rec.Applied > shard.Purged {
+		return fmt.Errorf("%w: purge of version %d: the shard's purge horizon (%d) is behind the tombstone's offset (%d); the next advance purges it", errStale, version, shard.Purged, rec.Applied)
 	}
 	s.deleteValue(ctx)
 	return nil
@@ -401,8 +415,12 @@ func (s *Scheduler) shard(p int32) (codecs.ShardRecord, error) {
 }
 
 // shardNow is the shard's time: its watermark, or the time of an advance
-// under way if that is later.
-func shardNow(shard codecs.ShardRecord) time.Time { return later(shard.Watermark, shard.Advancing) }
+// under way, or of one waiting for it (Queued), if that is later. A
+// command consumed after an advance owes what is due up to it, whether its
+// pass has begun or not.
+func shardNow(shard codecs.ShardRecord) time.Time {
+	return later(later(shard.Watermark, shard.Advancing), shard.Queued)
+}
 
 func later(a, b time.Time) time.Time {
 	if b.After(a) {

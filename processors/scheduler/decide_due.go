@@ -86,13 +86,40 @@ func decideDue(d store.Due, value []byte, t time.Time, bytesLeft, maxCatchUp int
 	return dec
 }
 
+// maxQueuedWaits is how many advances may arrive while the pass under way
+// does not continue (yield again, or complete) before its continuation is
+// taken for lost and the next pass begins beside it. The clock sends one a
+// second, and a pass continues every ChunkBudget or so: a minute's worth
+// is only reached by a continuation that is not coming, or by a backlog of
+// advances consumed ahead of it (a new owner after an outage), when passes
+// overlap as before.
+const maxQueuedWaits = 60
+
+// queueAdvance is the shard record after an advance to t arrives while
+// the pass to shard.Advancing is under way: t waits in Queued (the latest
+// waiting; one at or before the pass's T needs nothing), and wait is true,
+// unless maxQueuedWaits advances already waited since the pass last
+// continued.
+func queueAdvance(shard codecs.ShardRecord, t time.Time) (codecs.ShardRecord, bool) {
+	if shard.QueuedWaits >= maxQueuedWaits {
+		return shard, false
+	}
+	if t.After(shard.Advancing) && t.After(shard.Queued) {
+		shard.Queued = t
+	}
+	shard.QueuedWaits++
+	return shard, true
+}
+
 // passStart decides how the advance trigger tr starts on a shard: skip
-// when the shard has fired up to tr.T and no pass is under way; else the
+// when the shard has fired up to tr.T (a pass to tr.T or later completed,
+// so a continuation of one to tr.T, run again after a crash, or overtaken
+// by a pass that overlapped it, has nothing left to do); else the
 // cursor to continue after, and whether the pass restarts from the start
 // of the due index at every continuation (fromStart: it began while
 // another pass was under way, see Scheduler.advance).
 func passStart(tr codecs.ShardTrigger, shard codecs.ShardRecord) (cursor store.Due, fromStart, skip bool) {
-	if !tr.T.After(shard.Watermark) && shard.Advancing.IsZero() {
+	if !tr.T.After(shard.Watermark) {
 		return store.Due{}, false, true
 	}
 	cursor = store.Due{At: tr.AfterAt, Key: tr.AfterKey}
@@ -209,10 +236,15 @@ func passDone(shard codecs.ShardRecord, t time.Time) codecs.ShardRecord {
 	done := shard // the rest (backfills, bulk operations) as it was
 	done.Watermark, done.Advancing = later(t, shard.Watermark), time.Time{}
 	done.PassAt, done.PassKey, done.PassCuts, done.PassCutsLost = time.Time{}, "", nil, false
+	done.QueuedWaits = 0
+	if !shard.Queued.After(done.Watermark) {
+		done.Queued = time.Time{}
+	}
 	done.Fanouts = prunedFanouts(shard.Fanouts, t)
 	if shard.Advancing.After(t) {
 		// A later pass is still under way, with its cursor.
 		done.Advancing, done.PassAt, done.PassKey, done.PassCuts, done.PassCutsLost = shard.Advancing, shard.PassAt, shard.PassKey, shard.PassCuts, shard.PassCutsLost
+		done.QueuedWaits = shard.QueuedWaits
 	}
 	return done
 }

@@ -235,7 +235,8 @@ func TestAdvancePass(t *testing.T) {
 		{"already fired up to T", adv(10), codecs.ShardRecord{Watermark: cmdSec(10)}, store.Due{}, false, true},
 		{"an old T", adv(5), codecs.ShardRecord{Watermark: cmdSec(10)}, store.Due{}, false, true},
 		{"a new T", adv(20), codecs.ShardRecord{Watermark: cmdSec(10)}, store.Due{}, false, false},
-		{"an old T while a pass is under way runs", adv(5), codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20)}, store.Due{}, true, false},
+		{"an old T while a pass is under way: a completed pass handled it", adv(5), codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20)}, store.Due{}, false, true},
+		{"an old continuation while a pass is under way", cont, codecs.ShardRecord{Watermark: cmdSec(25), Advancing: cmdSec(30)}, store.Due{}, false, true},
 		{"a fresh trigger during another pass restarts from the start", adv(30), codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20)}, store.Due{}, true, false},
 		{"a continuation keeps its cursor", cont, codecs.ShardRecord{Watermark: cmdSec(10), Advancing: cmdSec(20)}, store.Due{At: cmdSec(12), Key: "j3"}, false, false},
 	}

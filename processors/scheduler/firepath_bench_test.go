@@ -51,7 +51,7 @@ func BenchmarkFirePath(b *testing.B) {
 		t := t0.Add(time.Duration(i) * time.Hour)
 		cursor := store.Due{}
 		for {
-			more, last, err := s.advanceChunk(ctx, st, t, cursor, nil, new(uint64))
+			more, last, err := s.advanceChunk(ctx, st, t, cursor, nil, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -189,7 +189,10 @@ var simRegressions = []struct {
 	{5181, 300, "oracle: a restart in the first delivery of an advance that overtook one in progress re-counts as missed the times the first advance sent (its index moves were local); the count had been fixed before the restart (TestSimOracleRestartInOvertakingAdvance)", true},
 	{7794, 800, "a settle of an old version arrived after a late pause on an empty store had handled the job only as far as its unsettled record said; a put then re-sent two fire_ids with its payload (sentRecord; the seed's history changed with the fix of 9077)", true},
 	{9077, 800, "a bucket continuation handled twice (a crash kept it) fired a member again after an update changed its payload (the shard record names each fan-out; TestBucketContinuationTwiceFiresEachMemberOnce)", true},
-	{8959, 800, "a late pause of a one-shot job whose last time an advance under way had sent (no due entry, its complete in flight) handled it only through the pause's ts; a put then re-sent that time with its payload", true},
+	{8959, 800, "a late pause of a one-shot job whose last time an advance under way had sent (no due entry, its complete in flight) handled it only through the pause's ts; a put then re-sent that time with its payload (and, with advances waiting for the pass under way, a crash that kept the pass's shard record and lost its continuation stopped the partition until the advance delivered again ran the pass again)", true},
+	{110079, 3000, "a pass begun while earlier ones were under way fired a job's catch-up; after they completed and a crash wiped the store, the derived entry lay after the later pass's cursor and a late pause then a put re-sent the catch-up with the put's payload (passes no longer overlap: ShardRecord.Queued)", true},
+	{160, 800, "oracle: an advance that waited for the pass under way never runs on its own; the misses its fire would have carried go with the pass that takes it over (simOracle.advance's carry)", true},
+	{110033, 3000, "oracle: a late pause while advances wait for the pass under way may find the job handled only where the first of them found it, so a put after it owes the new definition's times from there (simOJob.waitLow)", true},
 	{4232, 300, "oracle: the known open finding \"re-put reuses a fire_id\" (a crash lost the deleted incarnation's handled time) was reported for its second violation as \"6 late update\" (TestSimOracleReuseLabelsItsIncarnation)", true},
 }
 
@@ -327,9 +330,12 @@ type simWorld struct {
 	bigSkewAt  int
 
 	oracle *simOracle
-	curT   time.Time // T of the advance being processed
-	curP   int32
-	inAdv  bool
+	// waiting: per partition, the chains of advances waiting for the pass
+	// under way (noteWaiting), with their T.
+	waiting map[int32]map[string]time.Time
+	curT    time.Time // T of the advance being processed
+	curP    int32
+	inAdv   bool
 	// held: dispatches of a crashed delivery of a command, checked once
 	// the oracle has applied the command (at its commit).
 	hold bool
@@ -928,6 +934,7 @@ func (w *simWorld) process(p int32, topic int, rec simRecord) {
 			if topic == simTopicLoop && trOK && (tr.Kind == codecs.KindAdvance || tr.Kind == codecs.KindBucket) {
 				w.oracle.busy[p][simChain(tr)]--
 			}
+			w.noteWaiting(p, topic == simTopicTriggers && trOK && tr.Kind == codecs.KindAdvance, tr, ctx.outs)
 			if topic == simTopicLoop && trOK && tr.Kind == codecs.KindComplete {
 				w.checkCompleted(p, rec.Key)
 			}
@@ -1018,6 +1025,48 @@ func (w *simWorld) checkSettled(p int32, id string) {
 	}
 	if now := simLater(o.wm[p], o.busyT(p)); rec.Through.IsZero() && rec.NotBefore.After(now) && o.jobs[id] != nil && rec.NotBefore.After(o.jobs[id].lastPut) {
 		o.taint(id, simKnownSettle, "a settle set the job's handled-through (not_before) to %s, after the shard's time %s", simFmt(rec.NotBefore), simFmt(now))
+	}
+}
+
+// noteWaiting keeps the oracle's busy chains of advances that wait for
+// the pass under way (Scheduler.advance: passes do not overlap): an
+// advance to T from the trigger topic (fresh) whose callback neither
+// completed a pass to T or later nor sent a continuation of one to T is
+// in progress until the shard's watermark reaches T. Called after every
+// committed callback on partition p, it releases those the watermark has
+// reached.
+func (w *simWorld) noteWaiting(p int32, fresh bool, tr codecs.ShardTrigger, outs []simOut) {
+	if w.waiting == nil {
+		w.waiting = map[int32]map[string]time.Time{}
+	}
+	if w.waiting[p] == nil {
+		w.waiting[p] = map[string]time.Time{}
+	}
+	var shard codecs.ShardRecord
+	if st := w.insts[w.owner[p]].open[p]; st != nil {
+		if v, err := st.Get(w.keys[p]); err == nil {
+			shard, _ = codecs.DecodeShardRecord(v)
+		}
+	}
+	if fresh && tr.T.After(shard.Watermark) {
+		continued := false
+		for _, o := range outs {
+			if c, err := codecs.DecodeShardTrigger(o.Value); o.Kind == simOutLoop && err == nil && c.Kind == codecs.KindAdvance && c.T.Equal(tr.T) {
+				continued = true
+			}
+		}
+		if chain := advChain(tr.T); !continued {
+			if _, ok := w.waiting[p][chain]; !ok {
+				w.waiting[p][chain] = tr.T
+				w.oracle.busy[p][chain]++
+			}
+		}
+	}
+	for chain, t := range w.waiting[p] {
+		if !t.After(shard.Watermark) {
+			delete(w.waiting[p], chain)
+			w.oracle.busy[p][chain]--
+		}
 	}
 }
 

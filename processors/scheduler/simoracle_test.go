@@ -83,6 +83,12 @@ type simOJob struct {
 	// reached the job: it may be handled only through this (after ts), so
 	// a put or resume may owe the times after it.
 	pauseLow time.Time
+	// waitLow: F before the first of the advances delivered while another
+	// was in progress on the partition (zero: the last advance found none
+	// in progress). Such advances wait for the pass under way
+	// (Scheduler.advance), so the job may be handled no further than this
+	// when a command finds it.
+	waitLow time.Time
 	// deleted: how far the last deleted incarnation had been handled; a
 	// re-put starts after it (the table keeps a tombstone).
 	deleted time.Time
@@ -530,7 +536,11 @@ func (o *simOracle) pause(id string, p int32, ts time.Time) {
 	j.prePause = j.F
 	j.pauseLow = time.Time{}
 	if bt := o.busyT(p); !bt.IsZero() && !j.prevF.IsZero() && j.prevF.Before(j.F) {
-		j.pauseLow = simLater(ts, j.prevF)
+		low := j.prevF
+		if !j.waitLow.IsZero() && j.waitLow.Before(low) {
+			low = j.waitLow // advances that waited may not have reached it either
+		}
+		j.pauseLow = simLater(ts, low)
 	}
 	if !j.resumedFrom.IsZero() {
 		// No advance since it took over a paused interval: the scheduler
@@ -752,6 +762,14 @@ func (o *simOracle) sortedJobs(p int32) []string {
 func (o *simOracle) advance(p int32, T time.Time) {
 	chain := advChain(T)
 	o.wm[p] = simLater(o.wm[p], T)
+	waits := !o.busyT(p).IsZero() // an advance in progress: this one may wait for it
+	for _, id := range o.sortedJobs(p) {
+		if j := o.jobs[id]; !waits {
+			j.waitLow = time.Time{}
+		} else if j.waitLow.IsZero() {
+			j.waitLow = j.F
+		}
+	}
 	for _, id := range o.sortedJobs(p) {
 		j := o.jobs[id]
 		if !j.exists || j.paused || !T.After(j.F) {
@@ -766,10 +784,15 @@ func (o *simOracle) advance(p int32, T time.Time) {
 				overlap = true
 				at := simFireTime(e.fireID)
 				if T.Sub(at) > d.grace {
+					// Counted as missed by whichever advance handles it,
+					// with the times it would have counted as missed
+					// itself (an advance that waited for the pass under
+					// way never ran on its own: its misses go with the
+					// pass that took it over).
+					j.carry += 1 + max(e.missed, 0) + e.slack
 					e.must, e.missed = false, -1
 					e.why += "; late for a later advance that overtook it"
 					delete(o.pending[id], e)
-					j.carry++ // counted as missed by whichever advance handles it
 					continue
 				}
 				e.missed = -1

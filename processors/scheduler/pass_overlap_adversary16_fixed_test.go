@@ -1,5 +1,3 @@
-//go:build adversary16
-
 package scheduler
 
 import (
