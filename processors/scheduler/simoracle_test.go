@@ -83,9 +83,9 @@ type simOJob struct {
 	// reached the job: it may be handled only through this (after ts), so
 	// a put or resume may owe the times after it.
 	pauseLow time.Time
-	// waitLow: F before the first of the advances delivered while another
-	// was in progress on the partition (zero: the last advance found none
-	// in progress). Such advances wait for the pass under way
+	// waitLow: F before the first advance still in progress on the
+	// partition when the last one was delivered (the last one's own if none
+	// was). Advances delivered meanwhile wait for the pass under way
 	// (Scheduler.advance), so the job may be handled no further than this
 	// when a command finds it.
 	waitLow time.Time
@@ -483,6 +483,14 @@ func (o *simOracle) del(id string, p int32, ts time.Time) {
 	if j.paused && j.finished {
 		j.deletedHigh = simLater(j.deleted, simLater(o.wm[p], o.busyT(p)))
 	}
+	if j.paused && !j.pauseLow.IsZero() && j.pauseLow.Before(j.deleted) {
+		// Paused during advances that may not have reached it: the
+		// scheduler may have it handled only through pauseLow, and a
+		// re-put starts after that (seed 70163 x 3000: advances waiting
+		// for the pass under way).
+		j.deletedHigh = simLater(j.deletedHigh, j.deleted)
+		j.deleted = j.pauseLow
+	}
 	j.exists = false
 	o.loosen(id, p, false, "deleted during its advance")
 	o.tracef(id, "delete applied (record time %s): incarnation %d ends", simFmt(ts), j.inc)
@@ -764,10 +772,8 @@ func (o *simOracle) advance(p int32, T time.Time) {
 	o.wm[p] = simLater(o.wm[p], T)
 	waits := !o.busyT(p).IsZero() // an advance in progress: this one may wait for it
 	for _, id := range o.sortedJobs(p) {
-		if j := o.jobs[id]; !waits {
-			j.waitLow = time.Time{}
-		} else if j.waitLow.IsZero() {
-			j.waitLow = j.F
+		if j := o.jobs[id]; !waits || j.waitLow.IsZero() {
+			j.waitLow = j.F // where this advance, or the first still in progress, found it
 		}
 	}
 	for _, id := range o.sortedJobs(p) {
