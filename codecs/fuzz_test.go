@@ -148,7 +148,7 @@ func sampleShardRecords() []codecs.ShardRecord {
 		{Watermark: w, Advancing: w.Add(time.Second), PassAt: w, PassKey: "b", PassCutsLost: true},
 		{Watermark: w, Purged: 1},
 		{Watermark: w, Advancing: w.Add(time.Second), PassAt: w, PassKey: "b", Fanouts: fanouts[:1], Purged: 1 << 40},
-		{Watermark: w, Advancing: w.Add(time.Second), PassAt: w, PassKey: "b", Queued: w.Add(3 * time.Second), QueuedWaits: 2},
+		{Watermark: w, Advancing: w.Add(time.Second), PassAt: w, PassKey: "b", Queued: []time.Time{w.Add(2 * time.Second), w.Add(3 * time.Second)}, QueuedWaits: 2, BegunBy: w.Add(4 * time.Second)},
 	}
 }
 

@@ -48,9 +48,11 @@ type ShardTrigger struct {
 	// due entry, or after this bucket member.
 	AfterAt  time.Time `json:"after_at,omitzero"`
 	AfterKey string    `json:"after_key,omitempty"`
-	// Started (bucket continuations only): the announced time the bucket's
+	// Started, on a bucket continuation: the announced time the bucket's
 	// fan-out started on this partition, which the lateness gauge counts
-	// from whichever instance continues it.
+	// from whichever instance continues it. On an advance from the
+	// loopback: the start of a pass that waited for the one before it (the
+	// scheduler's startQueued), set to T.
 	Started time.Time `json:"started,omitzero"`
 	// Bucket fires.
 	Bucket    string          `json:"bucket,omitempty"`

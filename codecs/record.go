@@ -76,10 +76,14 @@ const (
 	// way (ShardRecord.PassAt, PassKey): written only when it is set.
 	shardFormat6 = 6
 	// shardFormat7 is format 6 (its pass fields always written) followed
-	// by the purge horizon (ShardRecord.Purged) and the queued advance
-	// (Queued, QueuedWaits): written only when one is set.
+	// by the purge horizon (ShardRecord.Purged) and the advances waiting
+	// (Queued, QueuedWaits, BegunBy): written only when one is set.
 	shardFormat7 = 7
 )
+
+// MaxQueuedAdvances bounds ShardRecord.Queued: ten minutes of advances at
+// the default resolution of a second.
+const MaxQueuedAdvances = 600
 
 // knownFormat reports whether f is a job record format this release reads.
 func knownFormat(f byte) bool {
@@ -263,14 +267,22 @@ type ShardRecord struct {
 	// replayed after its delete's tombstone was purged brought the job
 	// back).
 	Purged uint64
-	// Queued is the latest T of the advances that arrived while the pass to
-	// Advancing was under way (zero: none): they wait for it, and the pass
-	// to Queued begins when it completes, so passes never overlap.
-	// QueuedWaits counts the advances that arrived since the pass under way
-	// last yielded: past a bound its continuation is taken for lost, and a
-	// pass to Queued begins beside it.
-	Queued      time.Time
+	// Queued are the Ts of the advances that arrived while the pass to
+	// Advancing was under way, ascending, each after it (at most
+	// MaxQueuedAdvances: past it the newest replaces the one before): they
+	// wait for it, and each has its pass in turn, so passes never overlap
+	// and each fire's lateness is measured against the first advance at or
+	// after it, as if none had waited. QueuedWaits counts the advances
+	// that arrived since the pass under way last yielded: past a bound its
+	// continuation is taken for lost, and the next pass begins beside it.
+	Queued      []time.Time
 	QueuedWaits uint64
+	// BegunBy is the T of the advance whose delivery began the pass under
+	// way (zero: none recorded): with advances waiting, the earliest of
+	// them may have its pass begun by a later one's delivery. Delivered
+	// again after a crash that kept the pass's record and lost its
+	// continuation, that advance runs the pass again.
+	BegunBy time.Time
 	// bulkRaw is the encoded bulk state DecodeShardHead left undecoded;
 	// EncodeShardRecord writes it back as it was unless Bulk is set.
 	bulkRaw []byte
@@ -453,14 +465,14 @@ func EncodeShardRecord(r ShardRecord) []byte {
 		bulk = EncodeInternal(r.Bulk)
 	}
 	pass := !r.PassAt.IsZero() || r.PassKey != "" || len(r.PassCuts) > 0 || r.PassCutsLost
-	if len(r.Fanouts) > 0 || pass || r.Purged > 0 || !r.Queued.IsZero() || r.QueuedWaits > 0 {
+	if len(r.Fanouts) > 0 || pass || r.Purged > 0 || len(r.Queued) > 0 || r.QueuedWaits > 0 || !r.BegunBy.IsZero() {
 		// Format 5: format 4's fields, then the fan-outs; format 6: then
 		// the pass cursor; format 7: then the purge horizon.
 		format := byte(shardFormat5)
 		if pass {
 			format = shardFormat6
 		}
-		if r.Purged > 0 || !r.Queued.IsZero() || r.QueuedWaits > 0 {
+		if r.Purged > 0 || len(r.Queued) > 0 || r.QueuedWaits > 0 || !r.BegunBy.IsZero() {
 			format, pass = shardFormat7, true
 		}
 		w := make([]byte, 0, 64+len(bulk)+64*len(r.Fanouts)+len(r.PassKey))
@@ -494,7 +506,11 @@ func EncodeShardRecord(r ShardRecord) []byte {
 			w = append(w, lost)
 		}
 		if format == shardFormat7 {
-			w = binary.AppendUvarint(appendTime(binary.AppendUvarint(w, r.Purged), r.Queued), r.QueuedWaits)
+			w = binary.AppendUvarint(binary.AppendUvarint(w, r.Purged), uint64(len(r.Queued)))
+			for _, q := range r.Queued {
+				w = appendTime(w, q)
+			}
+			w = appendTime(binary.AppendUvarint(w, r.QueuedWaits), r.BegunBy)
 		}
 		return w
 	}
@@ -568,8 +584,15 @@ func decodeShardRecord(b []byte, bulk bool) (ShardRecord, error) {
 	}
 	if b[1] == shardFormat7 {
 		r.Purged = rd.uvarint()
-		r.Queued = rd.time()
+		n := rd.uvarint()
+		if n > uint64(len(rd.b)) {
+			rd.err = errShort
+		}
+		for i := uint64(0); i < n && rd.err == nil; i++ {
+			r.Queued = append(r.Queued, rd.time())
+		}
 		r.QueuedWaits = rd.uvarint()
+		r.BegunBy = rd.time()
 	}
 	if rd.err != nil || len(rd.b) != 0 {
 		return ShardRecord{}, errors.New("codecs: corrupt shard record")

@@ -415,11 +415,15 @@ func (s *Scheduler) shard(p int32) (codecs.ShardRecord, error) {
 }
 
 // shardNow is the shard's time: its watermark, or the time of an advance
-// under way, or of one waiting for it (Queued), if that is later. A
+// under way, or of the last one waiting for it (Queued), if that is later. A
 // command consumed after an advance owes what is due up to it, whether its
 // pass has begun or not.
 func shardNow(shard codecs.ShardRecord) time.Time {
-	return later(later(shard.Watermark, shard.Advancing), shard.Queued)
+	now := later(shard.Watermark, shard.Advancing)
+	if n := len(shard.Queued); n > 0 {
+		now = later(now, shard.Queued[n-1])
+	}
+	return now
 }
 
 func later(a, b time.Time) time.Time {

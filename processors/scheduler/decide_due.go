@@ -96,19 +96,51 @@ func decideDue(d store.Due, value []byte, t time.Time, bytesLeft, maxCatchUp int
 const maxQueuedWaits = 60
 
 // queueAdvance is the shard record after an advance to t arrives while
-// the pass to shard.Advancing is under way: t waits in Queued (the latest
-// waiting; one at or before the pass's T needs nothing), and wait is true,
-// unless maxQueuedWaits advances already waited since the pass last
-// continued.
+// the pass to shard.Advancing is under way: t waits in Queued (one at or
+// before the pass's T needs nothing), and wait is true, unless
+// maxQueuedWaits advances already waited since the pass last continued.
 func queueAdvance(shard codecs.ShardRecord, t time.Time) (codecs.ShardRecord, bool) {
 	if shard.QueuedWaits >= maxQueuedWaits {
 		return shard, false
 	}
-	if t.After(shard.Advancing) && t.After(shard.Queued) {
-		shard.Queued = t
-	}
 	shard.QueuedWaits++
+	if t.After(shard.Advancing) {
+		shard.Queued = withQueued(shard.Queued, t)
+	}
 	return shard, true
+}
+
+// withQueued is q (ascending) with t in its place, once; past
+// codecs.MaxQueuedAdvances the newest replaces the one before it (their
+// passes become one, to the newest).
+func withQueued(q []time.Time, t time.Time) []time.Time {
+	i, found := slices.BinarySearchFunc(q, t, func(a, b time.Time) int { return a.Compare(b) })
+	if found {
+		return q
+	}
+	q = slices.Insert(slices.Clone(q), i, t)
+	if len(q) > codecs.MaxQueuedAdvances {
+		q = slices.Delete(q, len(q)-2, len(q)-1)
+	}
+	return q
+}
+
+// nextPass is the T of the pass an advance to t begins now, when no pass is
+// under way, and what then waits: t joins the advances waiting, and the
+// earliest of them goes first (each advance has its own pass, in order).
+// Those at or before the watermark are dropped.
+func nextPass(shard codecs.ShardRecord, t time.Time) (time.Time, []time.Time) {
+	q := shard.Queued
+	if t.After(shard.Watermark) {
+		q = withQueued(q, t)
+	}
+	for len(q) > 0 && !q[0].After(shard.Watermark) {
+		q = q[1:]
+	}
+	if len(q) == 0 {
+		return t, nil
+	}
+	return q[0], slices.Clone(q[1:])
 }
 
 // passStart decides how the advance trigger tr starts on a shard: skip
@@ -236,15 +268,15 @@ func passDone(shard codecs.ShardRecord, t time.Time) codecs.ShardRecord {
 	done := shard // the rest (backfills, bulk operations) as it was
 	done.Watermark, done.Advancing = later(t, shard.Watermark), time.Time{}
 	done.PassAt, done.PassKey, done.PassCuts, done.PassCutsLost = time.Time{}, "", nil, false
-	done.QueuedWaits = 0
-	if !shard.Queued.After(done.Watermark) {
-		done.Queued = time.Time{}
+	done.QueuedWaits, done.BegunBy = 0, time.Time{}
+	for len(done.Queued) > 0 && !done.Queued[0].After(done.Watermark) {
+		done.Queued = done.Queued[1:]
 	}
 	done.Fanouts = prunedFanouts(shard.Fanouts, t)
 	if shard.Advancing.After(t) {
 		// A later pass is still under way, with its cursor.
 		done.Advancing, done.PassAt, done.PassKey, done.PassCuts, done.PassCutsLost = shard.Advancing, shard.PassAt, shard.PassKey, shard.PassCuts, shard.PassCutsLost
-		done.QueuedWaits = shard.QueuedWaits
+		done.QueuedWaits, done.BegunBy = shard.QueuedWaits, shard.BegunBy
 	}
 	return done
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -93,17 +94,19 @@ func (s *Scheduler) trigger(ctx goka.Context, tr codecs.ShardTrigger) error {
 // Passes do not overlap: an advance that arrives from the trigger topic
 // while a pass is under way (its continuation on the loopback) waits for
 // it in the shard record (queueAdvance), and when that pass completes it
-// sends itself the pass to the latest one waiting, from the start of the
-// index (startQueued). A store that did not follow a pass (a new owner, a
-// store rebuilt from the table) can then tell from the shard record how
+// sends itself on the loopback the start of the pass to the earliest one
+// waiting (startQueued): each advance has its own pass, in order, so a
+// fire's lateness is measured against the first advance at or after it
+// as if none had waited. A store that did not follow a pass (a new owner,
+// a store rebuilt from the table) can then tell from the shard record how
 // far it took every job (its cursor and cuts), which it cannot for passes
-// that overlap (simulation seed 110079 x 3000 sent a fire with two payloads
-// so). Two exceptions keep the shard moving, each beginning a pass beside
-// the one under way as before: the advance to the pass's own T delivered
-// again (its first delivery began the pass; a crash may have kept the
-// shard record and lost the continuation), and maxQueuedWaits advances
-// waiting while the pass did not continue (its continuation taken for
-// lost).
+// that overlap (simulation seed 110079 x 3000 sent a fire with two
+// payloads so). Two exceptions keep the shard moving, each beginning a
+// pass beside the one under way as before: the advance to the pass's own
+// T delivered again (its first delivery began the pass; a crash may have
+// kept the shard record and lost the continuation), and maxQueuedWaits
+// advances waiting while the pass did not continue (its continuation
+// taken for lost).
 func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 	p := ctx.Partition()
 	st := s.Store(p)
@@ -116,41 +119,46 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 		return err
 	}
 	continuation := ctx.Topic() == s.cfg.Layout.SchedulerLoop()
-	if continuation && tr.AfterAt.IsZero() && tr.AfterKey == "" {
-		switch {
-		case shard.Advancing.IsZero():
-			// No pass under way and no cursor: the start of a pass that
-			// waited (startQueued), not a continuation.
-			continuation = false
-		case tr.T.Before(shard.Advancing):
-			// A start (or a from-the-start continuation) overtaken by a
-			// pass to a later T, which began after it from the start of
-			// the index and handles everything it would: run beside it,
-			// it would overlap that pass (simulation seed 70043 x 3000
-			// lost a fire when a crash wiped the store between the two).
-			if v := valueBytes(ctx); len(v) > 0 {
-				s.setValue(ctx, v) // as the skip path does
-			}
-			return nil
-		}
+	start := continuation && !tr.Started.IsZero() // the start of a pass that waited
+	if continuation && !start && tr.AfterAt.IsZero() && tr.AfterKey == "" && tr.T.Before(shard.Advancing) {
+		// A from-the-start continuation overtaken by a pass to a later T,
+		// which began after it from the start of the index and handles
+		// everything it would: run beside it, it would overlap that pass.
+		s.keepShard(ctx)
+		return nil
 	}
 	switch {
-	case continuation:
+	case continuation && !start:
 	case shard.Advancing.IsZero():
-		// The latest advance waiting, if any, goes with this one.
-		tr.T, shard.Queued, shard.QueuedWaits = later(tr.T, shard.Queued), time.Time{}, 0
-	case tr.T.Equal(shard.Advancing):
+		// The earliest advance waiting, or this one, has its pass now.
+		by := tr.T
+		tr = codecs.ShardTrigger{Kind: codecs.KindAdvance, T: tr.T}
+		tr.T, shard.Queued = nextPass(shard, tr.T)
+		shard.QueuedWaits, shard.BegunBy = 0, by
+		continuation = false
+	case tr.T.Equal(shard.Advancing) || tr.T.Equal(shard.BegunBy):
 		// Delivered again: it began the pass under way, whose continuation
-		// a crash may have lost. It runs again, beside it.
+		// a crash may have lost. The pass runs again, beside it.
+		tr = codecs.ShardTrigger{Kind: codecs.KindAdvance, T: shard.Advancing}
+		continuation = false
+	case start:
+		// A pass began since it was sent (an advance from the trigger
+		// topic took the earliest waiting one): that one starts the next
+		// when it completes.
+		s.keepShard(ctx)
+		return nil
 	default:
 		queued, wait := queueAdvance(shard, tr.T)
 		if wait {
 			s.setValue(ctx, codecs.EncodeShardRecord(queued))
 			return nil
 		}
+		// Taken for lost: the earliest advance waiting has its pass now,
+		// beside the one under way.
+		shard.Queued = withQueued(shard.Queued, tr.T)
+		tr.T, shard.Queued, shard.QueuedWaits, shard.BegunBy = shard.Queued[0], slices.Clone(shard.Queued[1:]), 0, tr.T
 		s.cfg.Logger.Warn("the pass under way has not continued for many advances; taking its continuation for lost and beginning the next pass beside it",
-			"partition", p, "advancing", shard.Advancing, "t", later(tr.T, shard.Queued), "waits", shard.QueuedWaits)
-		tr.T, shard.Queued, shard.QueuedWaits = later(tr.T, shard.Queued), time.Time{}, 0
+			"partition", p, "advancing", shard.Advancing, "t", tr.T, "waits", maxQueuedWaits)
 	}
 	done, err := s.pass(ctx, st, tr, shard, continuation, rebuilt)
 	if err == nil && done != nil {
@@ -159,14 +167,23 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 	return err
 }
 
-// startQueued sends the start of the pass to the latest advance that
+// keepShard writes the shard record again as it is, as the skip path does:
+// a crash may have kept a local write its changelog never got.
+func (s *Scheduler) keepShard(ctx goka.Context) {
+	if v := valueBytes(ctx); len(v) > 0 {
+		s.setValue(ctx, v)
+	}
+}
+
+// startQueued sends the start of the pass to the earliest advance that
 // waited for the pass just completed (done, the shard record it wrote),
 // if any and no other pass is under way: on the loopback, so that the
 // callback stays within its budget. Lost in a crash that kept done, the
-// next advance from the trigger topic takes Queued with it.
+// next advance from the trigger topic begins it.
 func startQueued(ctx goka.Context, done codecs.ShardRecord) {
-	if done.Advancing.IsZero() && done.Queued.After(done.Watermark) {
-		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: done.Queued}))
+	if done.Advancing.IsZero() && len(done.Queued) > 0 {
+		q := done.Queued[0]
+		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: q, Started: q}))
 	}
 }
 
