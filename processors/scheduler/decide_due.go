@@ -88,17 +88,18 @@ func decideDue(d store.Due, value []byte, t time.Time, bytesLeft, maxCatchUp int
 
 // maxQueuedWaits is how many advances may arrive while the pass under way
 // does not continue (yield again, or complete) before its continuation is
-// taken for lost and the next pass begins beside it. The clock sends one a
-// second, and a pass continues every ChunkBudget or so: a minute's worth
-// is only reached by a continuation that is not coming, or by a backlog of
-// advances consumed ahead of it (a new owner after an outage), when passes
-// overlap as before.
+// sent again. The clock sends one a second, and a pass continues every
+// ChunkBudget or so: a minute's worth is only reached by a continuation
+// that is not coming, or by a backlog of advances consumed ahead of it (a
+// new owner after an outage), when the two continuations share the pass.
 const maxQueuedWaits = 60
 
 // queueAdvance is the shard record after an advance to t arrives while
 // the pass to shard.Advancing is under way: t waits in Queued (one at or
 // before the pass's T needs nothing), and wait is true, unless
-// maxQueuedWaits advances already waited since the pass last continued.
+// maxQueuedWaits advances already waited since the pass last continued
+// (then the record is returned unchanged, for the caller to send the
+// pass's continuation again).
 func queueAdvance(shard codecs.ShardRecord, t time.Time) (codecs.ShardRecord, bool) {
 	if shard.QueuedWaits >= maxQueuedWaits {
 		return shard, false

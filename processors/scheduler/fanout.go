@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -149,16 +148,22 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 		return nil
 	default:
 		queued, wait := queueAdvance(shard, tr.T)
-		if wait {
-			s.setValue(ctx, codecs.EncodeShardRecord(queued))
-			return nil
+		if !wait {
+			// The pass has not continued for maxQueuedWaits advances: its
+			// continuation is sent again, from the cursor its last yield
+			// recorded (from the start if none). If the first was only
+			// slow, the two continue the same pass, each after the other's
+			// entries (their later cursor holds for both); a pass to
+			// another T beside it would overlap (adversary 18b: 61
+			// advances consumed ahead of a continuation, then a clean
+			// rebalance, sent 61 fires again with a put's payload).
+			queued.Queued, queued.QueuedWaits = withQueued(queued.Queued, tr.T), 0
+			ctx.Loopback(ctx.Key(), codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: shard.Advancing, AfterAt: shard.PassAt, AfterKey: shard.PassKey}))
+			s.cfg.Logger.Warn("the pass under way has not continued for many advances; sending its continuation again",
+				"partition", p, "advancing", shard.Advancing, "after_at", shard.PassAt, "after_key", shard.PassKey, "waits", maxQueuedWaits)
 		}
-		// Taken for lost: the earliest advance waiting has its pass now,
-		// beside the one under way.
-		shard.Queued = withQueued(shard.Queued, tr.T)
-		tr.T, shard.Queued, shard.QueuedWaits, shard.BegunBy = shard.Queued[0], slices.Clone(shard.Queued[1:]), 0, tr.T
-		s.cfg.Logger.Warn("the pass under way has not continued for many advances; taking its continuation for lost and beginning the next pass beside it",
-			"partition", p, "advancing", shard.Advancing, "t", tr.T, "waits", maxQueuedWaits)
+		s.setValue(ctx, codecs.EncodeShardRecord(queued))
+		return nil
 	}
 	done, err := s.pass(ctx, st, tr, shard, continuation, rebuilt)
 	if err == nil && done != nil {
