@@ -100,12 +100,11 @@ func (s *Scheduler) trigger(ctx goka.Context, tr codecs.ShardTrigger) error {
 // a store rebuilt from the table) can then tell from the shard record how
 // far it took every job (its cursor and cuts), which it cannot for passes
 // that overlap (simulation seed 110079 x 3000 sent a fire with two
-// payloads so). Two exceptions keep the shard moving, each beginning a
-// pass beside the one under way as before: the advance to the pass's own
-// T delivered again (its first delivery began the pass; a crash may have
-// kept the shard record and lost the continuation), and maxQueuedWaits
-// advances waiting while the pass did not continue (its continuation
-// taken for lost).
+// payloads so). Two cases keep a pass moving without a second T beside
+// it: the advance whose delivery began the pass (BegunBy), delivered again
+// after a crash that kept the shard record and lost the continuation,
+// runs the same pass again; and maxQueuedWaits advances waiting while the
+// pass did not continue send its continuation again.
 func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 	p := ctx.Partition()
 	st := s.Store(p)
@@ -194,8 +193,9 @@ func startQueued(ctx goka.Context, done codecs.ShardRecord) {
 
 // pass runs one callback of the pass to tr.T on shard, the shard record as
 // read (continuation: tr continues a pass from the loopback; rebuilt: the
-// store's index was rebuilt from the table just now). It returns the shard record it wrote when the pass
-// completed, nil when it yielded or had nothing to do.
+// store's index was rebuilt from the table just now). It returns the
+// shard record it wrote when the pass completed, nil when it yielded or
+// had nothing to do.
 func (s *Scheduler) pass(ctx goka.Context, st *store.Store, tr codecs.ShardTrigger, shard codecs.ShardRecord, continuation, rebuilt bool) (*codecs.ShardRecord, error) {
 	p := ctx.Partition()
 	cursor, fromStart, skip := passStart(tr, shard)
@@ -206,9 +206,7 @@ func (s *Scheduler) pass(ctx goka.Context, st *store.Store, tr codecs.ShardTrigg
 		// store first): written again, a new owner restores it, not the
 		// watermark before it (adversary 17b: the next owner's put re-sent
 		// the advance's fires with its payload).
-		if v := valueBytes(ctx); len(v) > 0 {
-			s.setValue(ctx, v)
-		}
+		s.keepShard(ctx)
 		return nil, nil
 	}
 	// A continuation is any advance from the loopback: one of a pass begun
@@ -258,10 +256,8 @@ func (s *Scheduler) pass(ctx goka.Context, st *store.Store, tr codecs.ShardTrigg
 			// in one callback, the common case, writes it once, at its end.
 			mark, next := passYield(shard, t, last, fromStart, cuts)
 			if mark != nil {
-				mark.QueuedWaits = 0 // it continues: the advances waiting wait on
-			}
-			if mark != nil {
-				mark.Purged = horizon.purged
+				// It continues: the advances waiting wait on.
+				mark.QueuedWaits, mark.Purged = 0, horizon.purged
 				s.setValue(ctx, codecs.EncodeShardRecord(*mark))
 			}
 			ctx.Loopback(ctx.Key(), codecs.EncodeInternal(next))
@@ -374,8 +370,6 @@ const eventOverhead = 256
 // loopOrder is the order fireChunk sends a chunk's loopbacks in, by kind.
 var loopOrder = map[string]int{codecs.KindComplete: 0, codecs.KindPurge: 1, codecs.KindSettle: 2}
 
-// chunk is what fireChunk did: the moves of the due entries it handled, up
-// to and including last, and whether due entries remain after last.
 // purgeHorizon is the shard record an advance's callback began with, and
 // the purge horizon (codecs.ShardRecord.Purged) its chunks have raised.
 type purgeHorizon struct {
@@ -383,6 +377,8 @@ type purgeHorizon struct {
 	purged uint64
 }
 
+// chunk is what fireChunk did: the moves of the due entries it handled, up
+// to and including last, and whether due entries remain after last.
 type chunk struct {
 	moves   []store.Move
 	handled int
