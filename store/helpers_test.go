@@ -75,6 +75,9 @@ func reopen(t testing.TB, s *Store) *Store {
 // rawScan returns all raw (key, value) pairs with prefix p.
 func rawScan(t testing.TB, s *Store, p byte) [][2][]byte {
 	t.Helper()
+	s.mu.RLock()
+	require.NoError(t, s.commitPending(), "the writes a recovery batched")
+	s.mu.RUnlock()
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{p}, UpperBound: []byte{p + 1}})
 	require.NoError(t, err)
 	var out [][2][]byte
@@ -94,6 +97,7 @@ func checkConsistent(t testing.TB, s *Store) {
 	t.Helper()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	require.NoError(t, s.commitPending(), "the writes a recovery batched")
 	has := func(k []byte) bool {
 		_, c, err := s.db.Get(k)
 		if err == pebble.ErrNotFound {

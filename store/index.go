@@ -404,6 +404,10 @@ func (s *Store) rebuild(indexedUpTo time.Time) error {
 // deferral: the rebuild indexes the whole table, and every later write
 // maintains the indexes itself (MarkRecovered then has nothing to build).
 func (s *Store) rebuildLocked(indexedUpTo time.Time) error {
+	if err := s.commitPendingLocked(); err != nil {
+		return err
+	}
+	s.batching = false
 	s.deferIndex = false
 	b := s.db.NewBatch()
 	for _, p := range []byte{prefixDue, prefixReverse, prefixBucket} {

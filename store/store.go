@@ -110,6 +110,11 @@ var (
 const (
 	defaultCacheSize             = 8 << 20
 	recoveryCommitOffsetInterval = 30 * time.Second
+	// recoveryBatchBytes is the size at which a recovering store commits
+	// the writes it batched: one commit (WAL write, memtable insert, the
+	// commit pipeline's locks) per ~1,000 changelog records instead of
+	// one per record.
+	recoveryBatchBytes = 256 << 10
 )
 
 // Store implements storage.Storage. Safe for concurrent readers and one
@@ -142,6 +147,15 @@ type Store struct {
 	// from the changelog Set and Delete write the table only, and
 	// MarkRecovered builds the indexes in one pass. Guarded by wmu.
 	deferIndex bool
+	// batching: Set and Delete add to pending instead of writing one by
+	// one, committed every recoveryBatchBytes (see Options: while goka
+	// replays a changelog into a store that needs no reads to write it).
+	// pendingAny tells readers, without wmu, that pending holds writes they
+	// must see: every other method commits them first (acquire). Guarded by
+	// wmu, except pendingAny.
+	batching   bool
+	pending    *pebble.Batch
+	pendingAny atomic.Bool
 	// floor lets scans of the due index skip what they already passed
 	// (see dueFloor in index.go). Guarded by wmu.
 	floor dueFloor
@@ -246,6 +260,7 @@ func (s *Store) Open() error {
 		FormatMajorVersion: pebble.FormatNewest,
 		MemTableSize:       s.opts.MemTableSize,
 	}
+
 	if s.opts.BloomBitsPerKey > 0 {
 		// L1 to L6 take L0's filter policy (pebble's EnsureDefaults).
 		po.Levels[0].FilterPolicy = bloom.FilterPolicy(s.opts.BloomBitsPerKey)
@@ -265,6 +280,10 @@ func (s *Store) Open() error {
 		s.db = nil
 		return errors.Join(err, db.Close())
 	}
+	// A recovery writes without reading while the store keeps no indexes
+	// (none, or deferred): it can batch. With Sync every write must be
+	// durable when Set returns, so it does not.
+	s.batching = !s.opts.Sync && (s.opts.Indexer == nil || s.deferIndex)
 
 	openStores.Store(s, struct{}{})
 	s.bg.Add(1)
@@ -372,7 +391,13 @@ func (s *Store) Close() (err error) {
 		s.db = nil
 		return ErrFatal
 	}
-	if off, ok := s.localOffset(); ok {
+	err = func() error {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		s.batching = false
+		return s.commitPendingLocked()
+	}()
+	if off, ok := s.localOffset(); ok && err == nil {
 		err = s.db.Set(metaKey(metaOffset), encodeOffset(off), s.wo)
 	}
 	s.itMu.Lock()
@@ -409,6 +434,71 @@ func (s *Store) acquire() error {
 	if s.broken.Load() {
 		s.mu.RUnlock()
 		return ErrFatal
+	}
+	if s.pendingAny.Load() {
+		if err := s.commitPending(); err != nil {
+			s.mu.RUnlock()
+			return err
+		}
+	}
+	return nil
+}
+
+// acquireWrite is acquire for Set and Delete, which may add to the batch a
+// recovery is writing instead of committing it first.
+func (s *Store) acquireWrite() error {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return ErrClosed
+	}
+	if !s.opened {
+		s.mu.RUnlock()
+		return ErrNotOpen
+	}
+	if s.broken.Load() {
+		s.mu.RUnlock()
+		return ErrFatal
+	}
+	return nil
+}
+
+// commitPending commits the writes a recovery batched, so that what
+// follows (a read, an index build, an offset) sees them. The caller holds
+// s.mu (read or write), not s.wmu.
+func (s *Store) commitPending() (err error) {
+	defer s.recoverFatal(&err)
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.commitPendingLocked()
+}
+
+// commitPendingLocked is commitPending with s.wmu held.
+func (s *Store) commitPendingLocked() error {
+	b := s.pending
+	if b == nil {
+		return nil
+	}
+	s.pending = nil
+	s.pendingAny.Store(false)
+	if err := b.Commit(s.wo); err != nil {
+		return errors.Join(fmt.Errorf("store: committing the recovered writes: %w", err), b.Close())
+	}
+	return b.Close()
+}
+
+// addPending adds one write of a recovery to the batch (s.wmu held) and
+// commits the batch once it is large enough.
+func (s *Store) addPending(add func(b *pebble.Batch) error) error {
+	if s.pending == nil {
+		s.pending = s.db.NewBatch()
+	}
+	if err := add(s.pending); err != nil {
+		return err
+	}
+	s.pendingAny.Store(true)
+	if s.pending.Len() >= recoveryBatchBytes {
+		return s.commitPendingLocked()
 	}
 	return nil
 }
@@ -466,19 +556,19 @@ func (s *Store) Get(key string) ([]byte, error) {
 // value, removes the key's old index entries and writes the new ones.
 func (s *Store) Set(key string, value []byte) (err error) {
 	defer s.recoverFatal(&err)
-	if err := s.acquire(); err != nil {
+	if err := s.acquireWrite(); err != nil {
 		return err
 	}
 	defer s.mu.RUnlock()
-	if s.opts.Indexer == nil {
-		if err := s.db.Set(tableKey(key), value, s.wo); err != nil {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.batching {
+		if err := s.addPending(func(b *pebble.Batch) error { return b.Set(tableKey(key), value, nil) }); err != nil {
 			return fmt.Errorf("store: set %q: %w", key, err)
 		}
 		return nil
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if s.deferIndex {
+	if s.opts.Indexer == nil || s.deferIndex {
 		if err := s.db.Set(tableKey(key), value, s.wo); err != nil {
 			return fmt.Errorf("store: set %q: %w", key, err)
 		}
@@ -510,28 +600,49 @@ func (s *Store) Set(key string, value []byte) (err error) {
 // key is not an error.
 func (s *Store) Delete(key string) (err error) {
 	defer s.recoverFatal(&err)
-	if err := s.acquire(); err != nil {
+	if err := s.acquireWrite(); err != nil {
 		return err
 	}
 	defer s.mu.RUnlock()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	if s.deferIndex {
-		if err := s.db.Delete(tableKey(key), s.wo); err != nil {
+		// The indexes are built after the recovery, from the table.
+		if s.batching {
+			err = s.addPending(func(b *pebble.Batch) error { return b.Delete(tableKey(key), nil) })
+		} else {
+			err = s.db.Delete(tableKey(key), s.wo)
+		}
+		if err != nil {
 			return fmt.Errorf("store: delete %q: %w", key, err)
 		}
 		return nil
 	}
+	// Without an Indexer the key may still have index entries (ApplyMoves
+	// writes them). A batching store's reverse entries are never in its
+	// batch (only table writes and these removals are), so reading them
+	// from the DB is right; a second removal of the same entries is
+	// harmless.
 	old, err := s.getRev(key)
 	if err != nil {
 		return err
 	}
-	b := s.db.NewBatch()
-	defer b.Close()
-	if err := b.Delete(tableKey(key), nil); err != nil {
+	del := func(b *pebble.Batch) error {
+		if err := b.Delete(tableKey(key), nil); err != nil {
+			return err
+		}
+		s.buf, err = updateIndex(b, s.buf, key, old, rev{})
 		return err
 	}
-	if s.buf, err = updateIndex(b, s.buf, key, old, rev{}); err != nil {
+	if s.batching {
+		if err := s.addPending(del); err != nil {
+			return fmt.Errorf("store: delete %q: %w", key, err)
+		}
+		return nil
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := del(b); err != nil {
 		return err
 	}
 	if err := b.Commit(s.wo); err != nil {
@@ -612,7 +723,7 @@ func (s *Store) GetOffset(def int64) (int64, error) {
 // periodically, and always on Close.
 func (s *Store) SetOffset(offset int64) (err error) {
 	defer s.recoverFatal(&err)
-	if err := s.acquire(); err != nil {
+	if err := s.acquireWrite(); err != nil {
 		return err
 	}
 	s.mu.RUnlock()
@@ -670,8 +781,16 @@ func (s *Store) MarkRecovered() (err error) {
 		return err
 	}
 	s.wmu.Lock()
+	// Later writes are written one by one (and indexed); the batch of the
+	// recovery goes first, and the rebuild below covers it.
+	if err := s.commitPendingLocked(); err != nil {
+		s.wmu.Unlock()
+		s.mu.RUnlock()
+		return err
+	}
+	s.batching = false
 	deferred := s.deferIndex
-	s.deferIndex = false // later writes index; the rebuild below covers earlier ones
+	s.deferIndex = false
 	s.wmu.Unlock()
 	if deferred {
 		start := time.Now()
