@@ -46,6 +46,7 @@ func newHTTP(s *Instance) (*httpParts, error) {
 		return nil, err
 	}
 	jobs.Calendars = s.cals
+	jobs.L0CompactionThreshold = cfg.Store.L0CompactionThreshold
 	var hist *views.History
 	if !cfg.History.Off {
 		if hist, err = views.NewHistory(cfg.Kafka, cfg.Layout, filepath.Join(cfg.DataDir, "history-view"),
