@@ -116,9 +116,9 @@ type History struct {
 	CacheBytes int64
 }
 
-// DefaultL0CompactionThreshold is the default of Store.L0CompactionThreshold
+// DefaultRecoveryL0CompactionThreshold is the default of Store.RecoveryL0CompactionThreshold
 // (docs/configuration.md gives the measurements behind it).
-const DefaultL0CompactionThreshold = 16
+const DefaultRecoveryL0CompactionThreshold = 16
 
 // DefaultHistoryCacheBytes is the default of History.CacheBytes.
 const DefaultHistoryCacheBytes = 192 << 20
@@ -134,10 +134,12 @@ type Store struct {
 	// (default scheduler.DefaultMemTableSize); partition p's is staggered
 	// up to twice that (see scheduler.StaggeredMemTableSize).
 	MemTableBytes uint64
-	// L0CompactionThreshold is the Pebble L0 compaction threshold of the
-	// scheduler's and the job view's partition stores (default
-	// DefaultL0CompactionThreshold; see store.Options).
-	L0CompactionThreshold int
+	// RecoveryL0CompactionThreshold is the Pebble L0 compaction threshold
+	// of the scheduler's and the job view's partition stores while they
+	// recover from an empty directory (default
+	// DefaultRecoveryL0CompactionThreshold; 0: Pebble's default; see
+	// store.Options).
+	RecoveryL0CompactionThreshold int
 	// FS is the file system of the stores (default: the operating
 	// system's; tests inject faults through it).
 	FS vfs.FS
@@ -195,7 +197,7 @@ func Default(brokers ...string) Config {
 		Limits:           codecs.DefaultLimits(),
 		FetchBufferBytes: DefaultFetchBufferBytes,
 		Fanout:           Fanout{ChunkSize: scheduler.DefaultChunkSize, ChunkBytes: scheduler.DefaultChunkBytes, Budget: scheduler.DefaultChunkBudget, BackfillRate: scheduler.DefaultBackfillRate},
-		Store:            Store{CacheBytes: defaultCacheBytes, MemTableBytes: scheduler.DefaultMemTableSize, L0CompactionThreshold: DefaultL0CompactionThreshold},
+		Store:            Store{CacheBytes: defaultCacheBytes, MemTableBytes: scheduler.DefaultMemTableSize, RecoveryL0CompactionThreshold: DefaultRecoveryL0CompactionThreshold},
 		Clock:            Clock{Resolution: clock.DefaultResolution, MaxAhead: clock.DefaultMaxAhead},
 		History:          History{Fires: history.DefaultFires, Changes: history.DefaultChanges, CacheBytes: DefaultHistoryCacheBytes},
 		HTTP: HTTP{Server: api.HTTPOptions{ReadTimeout: api.DefaultReadTimeout, WriteTimeout: api.DefaultWriteTimeout,
@@ -261,8 +263,8 @@ func (c Config) Validate() error {
 	if b := c.FetchBufferBytes; b != 0 && (b < 1<<20 || b > 1<<30) {
 		errs = append(errs, fmt.Errorf("instance: fetch buffer bytes %d, want 1 MiB..1 GiB", c.FetchBufferBytes))
 	}
-	if t := c.Store.L0CompactionThreshold; t < 0 || t > 64 {
-		errs = append(errs, fmt.Errorf("instance: store L0 compaction threshold %d, want 0 (Pebble's default, 4) to 64", t))
+	if t := c.Store.RecoveryL0CompactionThreshold; t < 0 || t > 64 {
+		errs = append(errs, fmt.Errorf("instance: --store-recovery-l0-compaction-threshold %d, want 0 (Pebble's default, 4) to 64", t))
 	}
 	if c.HTTP.Addr != "" && c.Registerer != nil {
 		if _, ok := c.Registerer.(prometheus.Gatherer); !ok {

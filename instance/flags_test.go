@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ func TestRegisterFlagsBindsEverySetting(t *testing.T) {
 	args := map[string]string{
 		"data-dir": "/d", "log-level": "debug", "resolution": "2s", "clock-max-ahead": "-1s",
 		"fanout-chunk": "7", "fanout-chunk-bytes": "4096", "fanout-budget": "1s", "backfill-rate": "12", "max-payload": "1000", "fetch-buffer-bytes": "4194304",
-		"sync-store": "true", "store-cache-bytes": "1024", "store-memtable-bytes": "2048", "store-l0-compaction-threshold": "9",
+		"sync-store": "true", "store-cache-bytes": "1024", "store-memtable-bytes": "2048", "store-recovery-l0-compaction-threshold": "9",
 		"lag-executor-groups": "e1,e2", "pprof-addr": "127.0.0.1:6060",
 		"no-history": "true", "history-only": "true", "history-fires": "10", "history-changes": "11", "history-cache-bytes": "4096",
 		"http-addr": "127.0.0.1:1", "api-token": "t", "tokens-file": "/tokens", "insecure-no-auth": "true",
@@ -46,7 +47,7 @@ func TestRegisterFlagsBindsEverySetting(t *testing.T) {
 	want.Clock.Resolution, want.Clock.MaxAhead = 2*time.Second, -time.Second
 	want.Fanout.ChunkSize, want.Fanout.ChunkBytes, want.Fanout.Budget, want.Fanout.BackfillRate = 7, 4096, time.Second, 12
 	want.Limits.MaxPayload, want.FetchBufferBytes = 1000, 4194304
-	want.Store.Sync, want.Store.CacheBytes, want.Store.MemTableBytes, want.Store.L0CompactionThreshold = true, 1024, 2048, 9
+	want.Store.Sync, want.Store.CacheBytes, want.Store.MemTableBytes, want.Store.RecoveryL0CompactionThreshold = true, 1024, 2048, 9
 	want.LagExecutorGroups, want.PprofAddr = []string{"e1", "e2"}, "127.0.0.1:6060"
 	want.History = History{Off: true, Only: true, Fires: 10, Changes: 11, CacheBytes: 4096}
 	h := &want.HTTP
@@ -75,4 +76,19 @@ func readDocs(t *testing.T, paths ...string) string {
 		b.Write(d)
 	}
 	return b.String()
+}
+
+// --store-recovery-l0-compaction-threshold takes 0 to 64 and says so.
+func TestRecoveryL0CompactionThresholdIsValidated(t *testing.T) {
+	t.Parallel()
+	for v, ok := range map[int]bool{-1: false, 0: true, 4: true, 16: true, 64: true, 65: false} {
+		cfg := Default()
+		cfg.DataDir = "/d"
+		cfg.Store.RecoveryL0CompactionThreshold = v
+		if err := cfg.Validate(); ok {
+			require.NotContains(t, fmt.Sprint(err), "l0-compaction-threshold", "%d", v)
+		} else {
+			require.ErrorContains(t, err, fmt.Sprintf("--store-recovery-l0-compaction-threshold %d, want 0 (Pebble's default, 4) to 64", v))
+		}
+	}
 }

@@ -46,7 +46,7 @@ func newHTTP(s *Instance) (*httpParts, error) {
 		return nil, err
 	}
 	jobs.Calendars = s.cals
-	jobs.L0CompactionThreshold = cfg.Store.L0CompactionThreshold
+	jobs.RecoveryL0CompactionThreshold = cfg.Store.RecoveryL0CompactionThreshold
 	var hist *views.History
 	if !cfg.History.Off {
 		if hist, err = views.NewHistory(cfg.Kafka, cfg.Layout, filepath.Join(cfg.DataDir, "history-view"),

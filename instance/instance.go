@@ -157,8 +157,8 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 		// A fresh store indexes its table in one pass when its recovery
 		// ends (docs/architecture.md, "Deferred indexing on recovery").
 		Store: store.Options{Sync: cfg.Store.Sync, CacheSize: cfg.cacheBytes(), MemTableSize: cfg.Store.MemTableBytes, OnFatal: fatal.report, FS: cfg.Store.FS,
-			L0CompactionThreshold: cfg.Store.L0CompactionThreshold,
-			DeferIndexOnRecovery:  true},
+			RecoveryL0CompactionThreshold: cfg.Store.RecoveryL0CompactionThreshold,
+			DeferIndexOnRecovery:          true},
 		Limits: cfg.Limits, ChunkSize: cfg.Fanout.ChunkSize, ChunkBytes: cfg.Fanout.ChunkBytes, ChunkBudget: cfg.Fanout.Budget, BackfillRate: cfg.Fanout.BackfillRate, Producer: producer, Now: cfg.Now,
 		Logger: cfg.Logger.With("group", "scheduler"), Metrics: metrics, Inputs: in})
 	if err != nil {

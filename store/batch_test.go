@@ -26,6 +26,12 @@ func TestRecoveryBatchCrashKeepsAPrefix(t *testing.T) {
 		"no-indexer": func(fs vfs.FS) Options {
 			return Options{FS: fs, Logger: quiet}
 		},
+		// Reopened at MarkRecovered with Pebble's threshold (untune).
+		"deferred-tuned": func(fs vfs.FS) Options {
+			o := deferOpts(fs)
+			o.RecoveryL0CompactionThreshold = 16
+			return o
+		},
 	}
 	for name, optsOf := range kinds {
 		for seed := uint64(1); seed <= 12; seed++ {
@@ -153,4 +159,63 @@ func TestRecoveryBatchCloseKeepsEverything(t *testing.T) {
 		checkConsistent(t, s)
 		require.NoError(t, s.Close())
 	}
+}
+
+// A store empty at Open recovers under RecoveryL0CompactionThreshold and
+// is reopened with Pebble's default at MarkRecovered, keeping every write
+// and its offset; a store with data at Open is not tuned; an iterator
+// open at MarkRecovered keeps the store as it is and keeps working.
+func TestRecoveryThresholdEndsAtMarkRecovered(t *testing.T) {
+	t.Parallel()
+	fs := vfs.NewMem()
+	opts := deferOpts(fs)
+	opts.RecoveryL0CompactionThreshold = 16
+	opts.MemTableSize = 1 << 20 // several flushes below
+	s := New("/db", opts)
+	require.NoError(t, s.Open())
+	require.True(t, s.tuned)
+	state := map[string]string{}
+	pad := strings.Repeat("x", 1000)
+	for i := 0; i < 5000; i++ {
+		k := keyN(i * 7919 % 3000)
+		v := append(val(at(i%100), "b"), pad...)
+		require.NoError(t, s.Set(k, v))
+		state[k] = string(v)
+		require.NoError(t, s.SetOffset(int64(i)))
+	}
+	require.Greater(t, s.db.Metrics().Flush.Count, int64(2), "the recovery flushed")
+	require.NoError(t, s.MarkRecovered())
+	require.False(t, s.tuned, "reopened with Pebble's threshold")
+	require.Equal(t, state, tableState(t, s))
+	off, err := s.GetOffset(-1)
+	require.NoError(t, err)
+	require.Equal(t, int64(4999), off)
+	checkConsistent(t, s)
+	// Writes after the reopen are indexed and kept.
+	require.NoError(t, s.Set("after", val(at(1), "")))
+	due, err := s.DueOf("after")
+	require.NoError(t, err)
+	require.True(t, at(1).Equal(due))
+	require.NoError(t, s.Close())
+
+	s = New("/db", opts)
+	require.NoError(t, s.Open())
+	require.False(t, s.tuned, "a store with data at Open is not tuned")
+	state["after"] = string(val(at(1), ""))
+	require.Equal(t, state, tableState(t, s))
+	require.NoError(t, s.Close())
+
+	// An iterator open at MarkRecovered.
+	s = New("/other", opts)
+	require.NoError(t, s.Open())
+	require.True(t, s.tuned)
+	require.NoError(t, s.Set("a", val(at(1), "")))
+	it, err := s.Iterator()
+	require.NoError(t, err)
+	require.NoError(t, s.MarkRecovered())
+	require.True(t, s.tuned, "kept as it is while an iterator is open")
+	require.True(t, it.Next())
+	require.Equal(t, "a", string(it.Key()))
+	it.Release()
+	require.NoError(t, s.Close())
 }

@@ -103,19 +103,24 @@ func BenchmarkSteadyAdvance(b *testing.B) {
 // BenchmarkRecoveryReplay measures goka's replay of a changelog into a
 // fresh store that defers its indexes: per record a Set (a job record of
 // ~300 bytes, random keys) and a SetOffset, then MarkRecovered's index
-// build, per record. "batched" is the store as shipped; "per-record"
-// commits each write on its own, as before recovery batches.
+// build, per record, with the bytes Pebble's compactions wrote per record.
+// "batched/l0=16" is the store as the instance configures it (recovery
+// batches, --store-l0-compaction-threshold 16); "per-record/l0=0" (Pebble's default, 4) is the
+// store before both.
 func BenchmarkRecoveryReplay(b *testing.B) {
-	for _, batched := range []bool{true, false} {
-		name := "batched"
-		if !batched {
-			name = "per-record"
+	for _, c := range []struct {
+		batched bool
+		l0      int
+	}{{true, 16}, {true, 0}, {false, 16}, {false, 0}} {
+		name := fmt.Sprintf("batched/l0=%d", c.l0)
+		if !c.batched {
+			name = fmt.Sprintf("per-record/l0=%d", c.l0)
 		}
 		b.Run(name, func(b *testing.B) {
-			s := New(b.TempDir(), Options{Indexer: testIndexer, Logger: quiet, DeferIndexOnRecovery: true})
+			s := New(b.TempDir(), Options{Indexer: testIndexer, Logger: quiet, DeferIndexOnRecovery: true, RecoveryL0CompactionThreshold: c.l0})
 			require.NoError(b, s.Open())
 			b.Cleanup(func() { _ = s.Close() })
-			s.batching = batched
+			s.batching = c.batched
 			v := make([]byte, 0, 320)
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -129,9 +134,18 @@ func BenchmarkRecoveryReplay(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			// MarkRecovered may reopen the DB (new metrics): count both.
+			compacted := s.db.Metrics().Total().TableBytesCompacted
+			reopened := s.tuned
 			if err := s.MarkRecovered(); err != nil {
 				b.Fatal(err)
 			}
+			if reopened {
+				compacted += s.db.Metrics().Total().TableBytesCompacted
+			} else {
+				compacted = s.db.Metrics().Total().TableBytesCompacted
+			}
+			b.ReportMetric(float64(compacted)/float64(b.N), "compacted-B/rec")
 		})
 	}
 }

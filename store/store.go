@@ -65,16 +65,18 @@ type Options struct {
 	// equal write rates and equal sizes do that in lockstep, so the
 	// scheduler staggers the sizes of its partition stores.
 	MemTableSize uint64
-	// L0CompactionThreshold is how many sublevels of level 0 (roughly, of
-	// flushed memtables not yet compacted) Pebble lets build up before it
-	// compacts them into the next level; 0 = Pebble's default (4). Writes
-	// stall at four times it (at least Pebble's default of 12). A store
-	// written with keys in no order (job ids, due times) rewrites its next
-	// level at every such compaction, so a higher threshold compacts less
-	// often and less in all (a fresh store's recovery compacted about 3x
-	// fewer bytes at 16 than at 4, BenchmarkRecoveryReplay), at the cost of
-	// reads and scans that merge up to that many more files.
-	L0CompactionThreshold int
+	// RecoveryL0CompactionThreshold is how many sublevels of level 0
+	// (roughly, flushed memtables not yet compacted) Pebble lets build up
+	// before it compacts them into the next level, while a store that was
+	// empty at Open recovers (until MarkRecovered, which then reopens the
+	// DB with Pebble's default of 4); 0: Pebble's default throughout.
+	// Writes stall at four times it (at least Pebble's 12). A recovery
+	// writes keys in no order, so every compaction out of level 0 rewrites
+	// most of the next level: a higher threshold compacts less often and
+	// less in all (BenchmarkRecoveryReplay). It is not kept afterwards:
+	// reads and scans would merge up to that many more files (the burst and
+	// the registration of chronos bench were slower with 16 throughout).
+	RecoveryL0CompactionThreshold int
 	// Logger receives pebble's log output and store messages; optional.
 	Logger func(format string, args ...any)
 	// DeferIndexOnRecovery makes a store that is fresh at Open write the
@@ -157,6 +159,10 @@ type Store struct {
 	// from the changelog Set and Delete write the table only, and
 	// MarkRecovered builds the indexes in one pass. Guarded by wmu.
 	deferIndex bool
+	// tuned: the DB was opened with RecoveryL0CompactionThreshold (the
+	// store was empty at Open); MarkRecovered reopens it (untune).
+	// Guarded by mu (write).
+	tuned bool
 	// batching: Set and Delete add to pending instead of writing one by
 	// one, committed every recoveryBatchBytes (see Options: while goka
 	// replays a changelog into a store that needs no reads to write it).
@@ -251,43 +257,21 @@ func (s *Store) Open() error {
 	if s.opened {
 		return errors.New("store: already open")
 	}
-	fs := s.opts.FS
-	if fs == nil {
-		fs = vfs.Default
-	}
+	fs := s.fs()
+	// An empty directory is a fresh store: its recovery restores the whole
+	// changelog, under the recovery's compaction threshold.
+	names, _ := fs.List(s.dir)
+	tuned := len(names) == 0 && s.opts.RecoveryL0CompactionThreshold > 0
 	if err := fs.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("store: creating %s: %w", s.dir, err)
 	}
-	size := s.opts.CacheSize
-	if size <= 0 {
-		size = defaultCacheSize
-	}
-	cache := pebble.NewCache(size)
-	defer cache.Unref()
-	po := &pebble.Options{
-		FS:                 fs,
-		Cache:              cache,
-		FormatMajorVersion: pebble.FormatNewest,
-		MemTableSize:       s.opts.MemTableSize,
-	}
-
-	if t := s.opts.L0CompactionThreshold; t > 0 {
-		po.L0CompactionThreshold = t
-		po.L0StopWritesThreshold = max(12, 4*t)
-	}
-	if s.opts.BloomBitsPerKey > 0 {
-		// L1 to L6 take L0's filter policy (pebble's EnsureDefaults).
-		po.Levels[0].FilterPolicy = bloom.FilterPolicy(s.opts.BloomBitsPerKey)
-	}
-	if s.opts.Logger != nil {
-		po.Logger = pebbleLogger{s.opts.Logger}
-	}
-	db, err := pebble.Open(s.dir, po)
+	db, err := s.openDB(tuned)
 	if err != nil {
 		return fmt.Errorf("store: opening pebble at %s: %w", s.dir, err)
 	}
 	s.db = db
 	s.opened = true
+	s.tuned = tuned
 
 	if err := s.checkFormat(); err != nil {
 		s.opened = false
@@ -303,6 +287,87 @@ func (s *Store) Open() error {
 	s.bg.Add(1)
 	go s.commitOffsetsDuringRecovery()
 	return nil
+}
+
+func (s *Store) fs() vfs.FS {
+	if s.opts.FS == nil {
+		return vfs.Default
+	}
+	return s.opts.FS
+}
+
+// openDB opens the DB; recovering: with the recovery's L0 compaction
+// threshold.
+func (s *Store) openDB(recovering bool) (*pebble.DB, error) {
+	po := s.pebbleOptions(recovering)
+	defer po.Cache.Unref() // the DB holds its own reference
+	return pebble.Open(s.dir, po)
+}
+
+// pebbleOptions are the options the DB is opened with, with a new block
+// cache the caller must Unref.
+func (s *Store) pebbleOptions(recovering bool) *pebble.Options {
+	size := s.opts.CacheSize
+	if size <= 0 {
+		size = defaultCacheSize
+	}
+	po := &pebble.Options{
+		FS:                 s.fs(),
+		Cache:              pebble.NewCache(size),
+		FormatMajorVersion: pebble.FormatNewest,
+		MemTableSize:       s.opts.MemTableSize,
+	}
+	if t := s.opts.RecoveryL0CompactionThreshold; recovering && t > 0 {
+		po.L0CompactionThreshold = t
+		po.L0StopWritesThreshold = max(12, 4*t)
+	}
+	if s.opts.BloomBitsPerKey > 0 {
+		// L1 to L6 take L0's filter policy (pebble's EnsureDefaults).
+		po.Levels[0].FilterPolicy = bloom.FilterPolicy(s.opts.BloomBitsPerKey)
+	}
+	if s.opts.Logger != nil {
+		po.Logger = pebbleLogger{s.opts.Logger}
+	}
+	return po
+}
+
+// untune reopens a store that was opened with the recovery's L0
+// compaction threshold with Pebble's own, once its recovery is done. The
+// DB is closed (its WAL synced) and opened again on the same files:
+// nothing is lost, and the next compactions bring level 0 down. A store
+// with an iterator open stays as it is (an iterator would not survive
+// the reopen); so does a closed or broken one. A failed reopen is fatal:
+// the store is unusable and the process must restart (OnFatal).
+func (s *Store) untune() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.tuned || s.closed || !s.opened || s.broken.Load() {
+		return nil
+	}
+	s.itMu.Lock()
+	open := len(s.iters)
+	s.itMu.Unlock()
+	if open > 0 {
+		s.logf("store %s: %d iterators open at the end of the recovery; keeping the recovery's compaction threshold", s.dir, open)
+		return nil
+	}
+	s.tuned = false
+	err := s.db.Close()
+	if err == nil {
+		var db *pebble.DB
+		if db, err = s.openDB(false); err == nil {
+			s.db = db
+			return nil
+		}
+	}
+	err = fmt.Errorf("%w: %s: reopening after the recovery: %v", ErrFatal, s.dir, err)
+	if s.broken.CompareAndSwap(false, true) {
+		s.logf("store %s: %v; the process must restart to recover from the changelog", s.dir, err)
+		if s.opts.OnFatal != nil {
+			s.opts.OnFatal(err)
+		}
+	}
+	return err
 }
 
 // checkFormat writes the index version on a fresh DB and rebuilds the
@@ -815,6 +880,9 @@ func (s *Store) MarkRecovered() (err error) {
 		s.logf("store %s: indexed the recovered table in %s", s.dir, time.Since(start))
 	}
 	s.mu.RUnlock()
+	if err := s.untune(); err != nil {
+		return err
+	}
 	if off, ok := s.localOffset(); ok {
 		if err := s.putOffset(off); err != nil {
 			return err

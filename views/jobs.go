@@ -29,9 +29,10 @@ type Jobs struct {
 	shardKeys  []string
 	stores     store.Registry
 	schedules  *schedule.Cache
-	// L0CompactionThreshold is that of the view's stores
-	// (store.Options); set it before Run. 0: Pebble's default.
-	L0CompactionThreshold int
+	// RecoveryL0CompactionThreshold is that of the view's stores
+	// (store.Options): used while a store recovers from an empty
+	// directory; set it before Run. 0: Pebble's default.
+	RecoveryL0CompactionThreshold int
 	// Calendars, when set, are the named calendars next fires skip (as
 	// they are now); nil: next fires ignore named calendars.
 	Calendars schedule.CalendarSource
@@ -46,7 +47,7 @@ func NewJobs(kafka clients.Config, layout topology.Layout, dataDir string, log *
 	j := &Jobs{partitions: layout.Partitions, shardKeys: keys, schedules: schedule.NewCache(10_000)}
 	builder := j.stores.Builder(dataDir, func(int32) store.Options {
 		// A fresh view store indexes once, when its recovery is done.
-		return store.Options{Indexer: bucketIndexer, DeferIndexOnRecovery: true, L0CompactionThreshold: j.L0CompactionThreshold, Logger: func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }}
+		return store.Options{Indexer: bucketIndexer, DeferIndexOnRecovery: true, RecoveryL0CompactionThreshold: j.RecoveryL0CompactionThreshold, Logger: func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }}
 	})
 	opts := append(kafka.GokaViewOptions(), goka.WithViewStorageBuilder(builder), goka.WithViewAutoReconnect())
 	j.view, err = goka.NewView(kafka.Brokers, layout.SchedulerTable(), new(codec.Bytes), opts...)
