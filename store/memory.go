@@ -41,7 +41,7 @@ func OpenMemory() Memory {
 
 // memory returns what s holds; false if it is not open.
 func (s *Store) memory() (Memory, bool) {
-	if s.acquire() != nil {
+	if s.acquireNoCommit() != nil {
 		return Memory{}, false
 	}
 	pm := s.db.Metrics()

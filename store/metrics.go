@@ -22,11 +22,15 @@ func (w Writes) Sub(before Writes) Writes {
 // Written returns the bytes the store wrote since it opened. Safe for
 // concurrent use.
 func (s *Store) Written() (Writes, error) {
-	if err := s.acquire(); err != nil {
+	if err := s.acquireNoCommit(); err != nil {
 		return Writes{}, err
 	}
 	defer s.mu.RUnlock()
-	return writesOf(s.db.Metrics()), nil
+	return s.reopened.add(writesOf(s.db.Metrics())), nil
+}
+
+func (w Writes) add(o Writes) Writes {
+	return Writes{WAL: w.WAL + o.WAL, Flush: w.Flush + o.Flush, Compaction: w.Compaction + o.Compaction}
 }
 
 func writesOf(m *pebble.Metrics) Writes {

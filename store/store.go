@@ -163,6 +163,9 @@ type Store struct {
 	// store was empty at Open); MarkRecovered reopens it (untune).
 	// Guarded by mu (write).
 	tuned bool
+	// reopened is what the DB wrote before untune reopened it (Written
+	// adds it, so its counts do not go back). Guarded by mu.
+	reopened Writes
 	// batching: Set and Delete add to pending instead of writing one by
 	// one, committed every recoveryBatchBytes (see Options: while goka
 	// replays a changelog into a store that needs no reads to write it).
@@ -352,11 +355,13 @@ func (s *Store) untune() error {
 		return nil
 	}
 	s.tuned = false
+	s.reopened = s.reopened.add(writesOf(s.db.Metrics()))
 	err := s.db.Close()
 	if err == nil {
 		var db *pebble.DB
 		if db, err = s.openDB(false); err == nil {
 			s.db = db
+			s.logf("store %s: recovered; reopened with Pebble's compaction threshold", s.dir)
 			return nil
 		}
 	}
@@ -523,9 +528,12 @@ func (s *Store) acquire() error {
 	return nil
 }
 
-// acquireWrite is acquire for Set and Delete, which may add to the batch a
-// recovery is writing instead of committing it first.
-func (s *Store) acquireWrite() error {
+// acquireNoCommit is acquire without committing the batch a recovery is
+// writing: for Set and Delete, which add to it, and for what does not read
+// the data (offsets kept in memory, metrics). A commit can rotate Pebble's
+// WAL, which on a full disk ends the process (see Options.OnFatal), so
+// only what must see the batch commits it.
+func (s *Store) acquireNoCommit() error {
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -553,13 +561,22 @@ func (s *Store) commitPending() (err error) {
 }
 
 // commitPendingLocked is commitPending with s.wmu held.
+// pendingAny stays set until the commit has returned: a reader that sees
+// it clear finds the batch's writes in the DB, and one that sees it set
+// waits on wmu for the commit under way (adversary round 20: clearing it
+// first let readers and the offset commit pass a batch not yet visible).
+// A failed commit drops the batch; the caller gets the error, and the
+// offset, never committed past an uncommitted batch, makes the next
+// recovery restore those records again.
 func (s *Store) commitPendingLocked() error {
 	b := s.pending
 	if b == nil {
 		return nil
 	}
-	s.pending = nil
-	s.pendingAny.Store(false)
+	defer func() {
+		s.pending = nil
+		s.pendingAny.Store(false)
+	}()
 	if err := b.Commit(s.wo); err != nil {
 		return errors.Join(fmt.Errorf("store: committing the recovered writes: %w", err), b.Close())
 	}
@@ -635,7 +652,7 @@ func (s *Store) Get(key string) ([]byte, error) {
 // value, removes the key's old index entries and writes the new ones.
 func (s *Store) Set(key string, value []byte) (err error) {
 	defer s.recoverFatal(&err)
-	if err := s.acquireWrite(); err != nil {
+	if err := s.acquireNoCommit(); err != nil {
 		return err
 	}
 	defer s.mu.RUnlock()
@@ -679,7 +696,7 @@ func (s *Store) Set(key string, value []byte) (err error) {
 // key is not an error.
 func (s *Store) Delete(key string) (err error) {
 	defer s.recoverFatal(&err)
-	if err := s.acquireWrite(); err != nil {
+	if err := s.acquireNoCommit(); err != nil {
 		return err
 	}
 	defer s.mu.RUnlock()
@@ -769,12 +786,46 @@ func (s *Store) persistDue(off int64) bool {
 	return s.opts.OffsetEvery <= 1 || p == 0 || off-(p-1) >= s.opts.OffsetEvery
 }
 
+// endRecovery commits the recovery's batch, ends batching and the
+// deferral, and builds the deferred indexes. Every lock is released by a
+// defer: a fatal pebble error panics, and recoverFatal turns that into an
+// error only after they are released (a read lock kept by a panic made
+// Close wait forever: adversary round 20).
+func (s *Store) endRecovery() error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	deferred, err := func() (bool, error) {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		// Later writes are written one by one (and indexed); the batch of
+		// the recovery goes first, and the rebuild below covers it.
+		if err := s.commitPendingLocked(); err != nil {
+			return false, err
+		}
+		s.batching = false
+		d := s.deferIndex
+		s.deferIndex = false
+		return d, nil
+	}()
+	if err != nil || !deferred {
+		return err
+	}
+	start := time.Now()
+	if err := s.rebuild(s.storedIndexedUpTo()); err != nil {
+		return fmt.Errorf("store: indexing the recovered table: %w", err)
+	}
+	s.logf("store %s: indexed the recovered table in %s", s.dir, time.Since(start))
+	return nil
+}
+
 // GetOffset returns the local offset: the in-memory offset if one is set
 // (before MarkRecovered, or after it with Options.OffsetEvery, when the
 // persisted one may trail it), otherwise the persisted one, or def if
 // none.
 func (s *Store) GetOffset(def int64) (int64, error) {
-	if err := s.acquire(); err != nil {
+	if err := s.acquireNoCommit(); err != nil {
 		return 0, err
 	}
 	defer s.mu.RUnlock()
@@ -802,7 +853,7 @@ func (s *Store) GetOffset(def int64) (int64, error) {
 // periodically, and always on Close.
 func (s *Store) SetOffset(offset int64) (err error) {
 	defer s.recoverFatal(&err)
-	if err := s.acquireWrite(); err != nil {
+	if err := s.acquireNoCommit(); err != nil {
 		return err
 	}
 	s.mu.RUnlock()
@@ -856,30 +907,9 @@ func (s *Store) Recovered() bool { return s.recovered.Load() }
 // and switches to persisting every SetOffset.
 func (s *Store) MarkRecovered() (err error) {
 	defer s.recoverFatal(&err)
-	if err := s.acquire(); err != nil {
+	if err := s.endRecovery(); err != nil {
 		return err
 	}
-	s.wmu.Lock()
-	// Later writes are written one by one (and indexed); the batch of the
-	// recovery goes first, and the rebuild below covers it.
-	if err := s.commitPendingLocked(); err != nil {
-		s.wmu.Unlock()
-		s.mu.RUnlock()
-		return err
-	}
-	s.batching = false
-	deferred := s.deferIndex
-	s.deferIndex = false
-	s.wmu.Unlock()
-	if deferred {
-		start := time.Now()
-		if err := s.rebuild(s.storedIndexedUpTo()); err != nil {
-			s.mu.RUnlock()
-			return fmt.Errorf("store: indexing the recovered table: %w", err)
-		}
-		s.logf("store %s: indexed the recovered table in %s", s.dir, time.Since(start))
-	}
-	s.mu.RUnlock()
 	if err := s.untune(); err != nil {
 		return err
 	}
