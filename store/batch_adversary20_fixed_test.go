@@ -159,9 +159,13 @@ func recKey(i int64) string { return fmt.Sprintf("rec-%08d", i) }
 func TestAdversary20OffsetTickOvertakesBatch(t *testing.T) {
 	raced, at := int64(-1), -1
 	// One store caught the race about 60% of the time before the fix.
-	for try := 0; try < 3 && raced < 0; try++ {
+	tries, records := 3, 150000
+	if testing.Short() {
+		tries, records = 2, 60000 // -short -race: the race still shows within these
+	}
+	for try := 0; try < tries && raced < 0; try++ {
 		s := newMemStore(t, Options{}) // defaults: no Indexer, NoSync, 4 MiB memtable
-		raced, at = offsetRace(t, s, 150000)
+		raced, at = offsetRace(t, s, records)
 	}
 	require.Less(t, raced, int64(0), "the tick persisted offset %d before the batch holding record %d was committed (goka at record %d)", raced, raced, at)
 }
@@ -185,7 +189,11 @@ func TestAdversary20OffsetTickOvertakesBatchCrash(t *testing.T) {
 	s = New("/db", opts)
 	require.NoError(t, s.Open())
 	defer s.Close()
-	raced, at := offsetRace(t, s, 40000)
+	records := 40000
+	if testing.Short() {
+		records = 8000
+	}
+	raced, at := offsetRace(t, s, records)
 	require.NoError(t, s.Sync()) // the whole WAL is on "disk"; now cut it
 	base := vfs.NewMem()
 	_, err := vfs.Clone(mem, base, "/db", "/db")
@@ -211,7 +219,11 @@ func TestAdversary20OffsetTickOvertakesBatchCrash(t *testing.T) {
 	checked := 0
 	// Cuts at 32 KiB block boundaries only: what the OS holds after a
 	// process crash when pebble had handed it the WAL in whole blocks.
-	for cut := len(data) / (32 << 10) * (32 << 10); cut >= 0 && cut >= len(data)-(2<<20); cut -= 32 << 10 {
+	window := 2 << 20
+	if testing.Short() {
+		window = 384 << 10
+	}
+	for cut := len(data) / (32 << 10) * (32 << 10); cut >= 0 && cut >= len(data)-window; cut -= 32 << 10 {
 		c := vfs.NewMem()
 		_, err := vfs.Clone(base, c, "/db", "/db")
 		require.NoError(t, err)
