@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -263,8 +264,9 @@ func (s *Store) Open() error {
 	fs := s.fs()
 	// An empty directory is a fresh store: its recovery restores the whole
 	// changelog, under the recovery's compaction threshold.
-	names, _ := fs.List(s.dir)
-	tuned := len(names) == 0 && s.opts.RecoveryL0CompactionThreshold > 0
+	// A directory that cannot be listed is not taken for empty.
+	names, err := fs.List(s.dir)
+	tuned := (err == nil && len(names) == 0 || errors.Is(err, os.ErrNotExist)) && s.opts.RecoveryL0CompactionThreshold > 0
 	if err := fs.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("store: creating %s: %w", s.dir, err)
 	}
@@ -342,37 +344,57 @@ func (s *Store) pebbleOptions(recovering bool) *pebble.Options {
 // the reopen); so does a closed or broken one. A failed reopen is fatal:
 // the store is unusable and the process must restart (OnFatal).
 func (s *Store) untune() error {
+	did, err := s.reopen()
+	// Reported with no lock held: a logger or OnFatal may use the store
+	// (adversary round 20b).
+	switch {
+	case errors.Is(err, errIteratorsOpen):
+		s.logf("store %s: %v at the end of the recovery; keeping the recovery's compaction threshold", s.dir, err)
+		return nil
+	case err != nil:
+		// reopen marked the store broken (under the lock, so that nothing
+		// uses the closed DB); it was not broken before, so this reports
+		// the store's first fatal error.
+		err = fmt.Errorf("%w: %s: reopening after the recovery: %v", ErrFatal, s.dir, err)
+		s.logf("store %s: %v; the process must restart to recover from the changelog", s.dir, err)
+		if s.opts.OnFatal != nil {
+			s.opts.OnFatal(err)
+		}
+		return err
+	case did:
+		s.logf("store %s: recovered; reopened with Pebble's compaction threshold", s.dir)
+	}
+	return nil
+}
+
+var errIteratorsOpen = errors.New("iterators open")
+
+// reopen is untune's reopen, under s.mu; did: it reopened the DB.
+func (s *Store) reopen() (did bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.tuned || s.closed || !s.opened || s.broken.Load() {
-		return nil
+		return false, nil
 	}
 	s.itMu.Lock()
 	open := len(s.iters)
 	s.itMu.Unlock()
 	if open > 0 {
-		s.logf("store %s: %d iterators open at the end of the recovery; keeping the recovery's compaction threshold", s.dir, open)
-		return nil
+		return false, fmt.Errorf("%d %w", open, errIteratorsOpen)
 	}
 	s.tuned = false
 	s.reopened = s.reopened.add(writesOf(s.db.Metrics()))
-	err := s.db.Close()
-	if err == nil {
-		var db *pebble.DB
-		if db, err = s.openDB(false); err == nil {
-			s.db = db
-			s.logf("store %s: recovered; reopened with Pebble's compaction threshold", s.dir)
-			return nil
-		}
+	if err := s.db.Close(); err != nil {
+		s.broken.Store(true) // the DB is closed: nothing may use it
+		return false, err
 	}
-	err = fmt.Errorf("%w: %s: reopening after the recovery: %v", ErrFatal, s.dir, err)
-	if s.broken.CompareAndSwap(false, true) {
-		s.logf("store %s: %v; the process must restart to recover from the changelog", s.dir, err)
-		if s.opts.OnFatal != nil {
-			s.opts.OnFatal(err)
-		}
+	db, err := s.openDB(false)
+	if err != nil {
+		s.broken.Store(true)
+		return false, err
 	}
-	return err
+	s.db = db
+	return true, nil
 }
 
 // checkFormat writes the index version on a fresh DB and rebuilds the
@@ -907,6 +929,9 @@ func (s *Store) Recovered() bool { return s.recovered.Load() }
 // and switches to persisting every SetOffset.
 func (s *Store) MarkRecovered() (err error) {
 	defer s.recoverFatal(&err)
+	if s.recovered.Load() {
+		return nil // once (adversary round 20b: OnRecovered ran again)
+	}
 	if err := s.endRecovery(); err != nil {
 		return err
 	}

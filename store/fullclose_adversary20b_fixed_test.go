@@ -1,0 +1,54 @@
+package store
+
+import (
+	"fmt"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+	"github.com/stretchr/testify/require"
+)
+
+// A disk that fills up at the end of a recovery (unsynced writes, the
+// default): the reopen's Close has to write the WAL tail. Promise: ErrFatal,
+// OnFatal once, no crash, no hang.
+func TestAdv20bFullDiskAtReopen(t *testing.T) {
+	var full atomic.Bool
+	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if full.Load() && op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
+			return syscall.ENOSPC
+		}
+		return nil
+	}))
+	var fatals atomic.Int32
+	opts := Options{FS: fs, Logger: quiet, RecoveryL0CompactionThreshold: 16, OnFatal: func(error) { fatals.Add(1) }}
+	s := New("/db", opts)
+	require.NoError(t, s.Open())
+	require.True(t, s.tuned)
+	for i := 0; i < 100; i++ {
+		require.NoError(t, s.Set(fmt.Sprintf("k%03d", i), []byte("v")))
+		require.NoError(t, s.SetOffset(int64(i)))
+	}
+	full.Store(true)
+	done := make(chan error, 1)
+	go func() { done <- s.MarkRecovered() }()
+	select {
+	case err := <-done:
+		t.Logf("MarkRecovered: %v", err)
+		require.ErrorIs(t, err, ErrFatal)
+	case <-time.After(10 * time.Second):
+		t.Fatal("MarkRecovered hangs on a full disk")
+	}
+	require.Equal(t, int32(1), fatals.Load())
+	cl := make(chan error, 1)
+	go func() { cl <- s.Close() }()
+	select {
+	case err := <-cl:
+		require.ErrorIs(t, err, ErrFatal)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hangs")
+	}
+}
