@@ -105,7 +105,7 @@ func BenchmarkSteadyAdvance(b *testing.B) {
 // ~300 bytes, random keys) and a SetOffset, then MarkRecovered's index
 // build, per record, with the bytes Pebble's compactions wrote per record.
 // "batched/l0=16" is the store as the instance configures it (recovery
-// batches, --store-l0-compaction-threshold 16); "per-record/l0=0" (Pebble's default, 4) is the
+// batches, --store-recovery-l0-compaction-threshold 16); "per-record/l0=0" (Pebble's default, 4) is the
 // store before both.
 func BenchmarkRecoveryReplay(b *testing.B) {
 	for _, c := range []struct {
