@@ -525,21 +525,12 @@ func (s *Store) Close() (err error) {
 	return err
 }
 
-// acquire read-locks the store for one operation. The caller must call
-// s.mu.RUnlock() if it returns nil.
+// acquire read-locks the store for one operation, having committed the
+// writes a recovery batched, so that the operation sees them. The caller
+// must call s.mu.RUnlock() if it returns nil.
 func (s *Store) acquire() error {
-	s.mu.RLock()
-	if s.closed {
-		s.mu.RUnlock()
-		return ErrClosed
-	}
-	if !s.opened {
-		s.mu.RUnlock()
-		return ErrNotOpen
-	}
-	if s.broken.Load() {
-		s.mu.RUnlock()
-		return ErrFatal
+	if err := s.acquireNoCommit(); err != nil {
+		return err
 	}
 	if s.pendingAny.Load() {
 		if err := s.commitPending(); err != nil {
