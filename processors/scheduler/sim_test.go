@@ -408,7 +408,7 @@ func newSimWorld(t testing.TB, seed int64, ops int) *simWorld {
 	w.cfg = cfg
 	for i := range cfg.instances {
 		fs := vfs.NewMem()
-		s, err := New(Config{Layout: w.layout, DataDir: "/data", Store: store.Options{FS: fs, DeferIndexOnRecovery: cfg.deferIndex}, ChunkSize: cfg.chunk,
+		s, err := New(Config{Layout: w.layout, DataDir: "/data", Store: store.Options{FS: fs, DeferIndexOnRecovery: cfg.deferIndex, RecoveryL0CompactionThreshold: 16}, ChunkSize: cfg.chunk,
 			ChunkBudget: cfg.budget, MaxCatchUp: cfg.maxCatchUp, Producer: simProducer{w}, Now: func() time.Time { return w.now },
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
