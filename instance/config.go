@@ -116,9 +116,10 @@ type History struct {
 	CacheBytes int64
 }
 
-// DefaultRecoveryL0CompactionThreshold is the default of Store.RecoveryL0CompactionThreshold
-// (docs/configuration.md gives the measurements behind it).
-const DefaultRecoveryL0CompactionThreshold = 16
+// DefaultRecoveryL0CompactionThreshold is the default of
+// Store.RecoveryL0CompactionThreshold: off (docs/configuration.md gives the
+// measurements behind it, and why it is not on by default yet).
+const DefaultRecoveryL0CompactionThreshold = 0
 
 // DefaultHistoryCacheBytes is the default of History.CacheBytes.
 const DefaultHistoryCacheBytes = 192 << 20
