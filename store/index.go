@@ -235,7 +235,7 @@ func (s *Store) ApplyMoves(moves []Move, indexedUpTo time.Time) (err error) {
 	if s.deferIndex {
 		// Moves on an index a deferred recovery has not built yet would
 		// mark a partial index current: build it first (see rebuildLocked).
-		if err := s.rebuildLocked(s.storedIndexedUpTo()); err != nil {
+		if err := s.rebuildSelfLocked(); err != nil {
 			return fmt.Errorf("store: indexing the recovered table before moves: %w", err)
 		}
 	}

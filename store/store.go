@@ -90,6 +90,15 @@ type Options struct {
 	// builds the whole index first); every write after that is indexed.
 	// Default false.
 	DeferIndexOnRecovery bool
+	// IndexTime reads from the table the time the Indexer's entries of the
+	// whole table reflect (the scheduler: its shard's watermark). A rebuild
+	// the store starts itself (at the end of a deferred recovery, at Open
+	// after an interrupted rebuild, before moves on a deferred index)
+	// records it as IndexedUpTo, so a caller comparing that with the table
+	// does not rebuild the same index again. nil, or an error: the rebuild
+	// keeps the IndexedUpTo stored before (zero if none), which can only
+	// cost a caller one more rebuild.
+	IndexTime func(r Reader) (time.Time, error)
 	// OnFatal is called once when a write hits a fatal storage error (pebble
 	// stops on a failed WAL write, e.g. a full disk). Every later call
 	// returns ErrFatal; the process should stop and restart, recovering the
@@ -436,12 +445,32 @@ func (s *Store) checkFormat() error {
 		return nil
 	}
 	s.logf("store %s: rebuilding indexes (version %q, interrupted rebuild: %v)", s.dir, ver, rebuilding != nil)
-	return s.rebuild(s.storedIndexedUpTo())
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.rebuildSelfLocked()
 }
 
-// storedIndexedUpTo is the indexedUpTo a rebuild the store starts itself
-// keeps: the one stored before (zero if none or unreadable).
-func (s *Store) storedIndexedUpTo() time.Time {
+// rebuildSelfLocked is a rebuild the store starts itself, with s.wmu held:
+// it commits the recovery's batch, so Options.IndexTime reads the table the
+// rebuild indexes, and records the time that gives (see Options.IndexTime).
+func (s *Store) rebuildSelfLocked() error {
+	if err := s.commitPendingLocked(); err != nil {
+		return err
+	}
+	return s.rebuildLocked(s.selfIndexTime())
+}
+
+// selfIndexTime is the IndexedUpTo a rebuild the store starts itself
+// records: Options.IndexTime's, or else the one stored before (zero if
+// none or unreadable).
+func (s *Store) selfIndexTime() time.Time {
+	if s.opts.IndexTime != nil {
+		t, err := s.opts.IndexTime(tableReader{s})
+		if err == nil {
+			return t
+		}
+		s.logf("store %s: reading the index time from the table: %v (keeping the stored one)", s.dir, err)
+	}
 	t, err := s.indexedUpTo()
 	if err != nil {
 		return time.Time{}
@@ -826,7 +855,11 @@ func (s *Store) endRecovery() error {
 		return err
 	}
 	start := time.Now()
-	if err := s.rebuild(s.storedIndexedUpTo()); err != nil {
+	if err := func() error {
+		s.wmu.Lock()
+		defer s.wmu.Unlock()
+		return s.rebuildSelfLocked()
+	}(); err != nil {
 		return fmt.Errorf("store: indexing the recovered table: %w", err)
 	}
 	s.logf("store %s: indexed the recovered table in %s", s.dir, time.Since(start))

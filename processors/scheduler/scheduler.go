@@ -235,7 +235,13 @@ func (s *Scheduler) StorageBuilder() storage.Builder {
 			opts.Logger = func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }
 		}
 		if partition >= 0 && partition < int32(len(s.shardKeys)) {
-			opts.Indexer = s.indexer(s.shardKeys[partition])
+			shardKey := s.shardKeys[partition]
+			opts.Indexer = s.indexer(shardKey)
+			// The indexer derives every entry from the shard's watermark in
+			// the table: a rebuild of the whole table is current up to it,
+			// so the first advance after a deferred recovery does not
+			// rebuild it again (rebuildIfBehind).
+			opts.IndexTime = func(r store.Reader) (time.Time, error) { return s.watermark(r, shardKey) }
 			// DeferIndexOnRecovery comes with opts from Config.Store; the
 			// instance sets it (docs/architecture.md, "Deferred indexing
 			// on recovery"), the simulation in half its seeds.
