@@ -233,3 +233,65 @@ func TestAdv21CrashMidRecoveryThenReplayRepeatsAFire(t *testing.T) {
 		})
 	}
 }
+
+// TestAdv21OwnWritesReplayedOverAdvancedIndex is the same mechanism without
+// 2f7ff01 (it fails on the parent commit too; reported as pre-existing, and
+// its reachability is less sure): an owner that advanced the shard itself
+// (ApplyMoves stored IndexedUpTo = 12:01) crashes while the acks of its last
+// changelog writes are in flight, so its persisted offset trails its table
+// (here: no offset persisted at all since its recovery). The restart
+// replays those writes over the kept table with the indexer running: b's
+// entry is derived again under the replayed shard record of 12:00, the
+// replay ends on the shard record of 12:01 = IndexedUpTo, nothing rebuilds,
+// and the next advance sends b@12:01 again.
+func TestAdv21OwnWritesReplayedOverAdvancedIndex(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	t1, t2 := t0.Add(time.Minute), t0.Add(2*time.Minute)
+	fs := vfs.NewCrashableMem()
+	now := t0
+	prod := &recordingProducer{}
+	s1 := adv21Scheduler(t, fs, prod, &now)
+	st1, err := s1.StorageBuilder()(string(s1.cfg.Layout.SchedulerTable()), 0)
+	require.NoError(t, err)
+	require.NoError(t, st1.Open())
+	require.NoError(t, st1.MarkRecovered())
+	h1 := &clogHarness{partitionHarness: &partitionHarness{t: t, s: s1, st: s1.Store(0), prod: prod, now: t0, chunk: 100, budget: time.Hour}}
+	h1.advance(t0)
+	h1.drain()
+	h1.command("b", t0, `{"v":1,"op":"put","job":{"every":"1m","payload":{"id":"b"}}}`)
+	h1.drain()
+	h1.advance(t1)
+	h1.drain()
+	require.Len(t, h1.fired()["b@2026-03-01T12:01:00Z"], 1, "owner 1 dispatched b@12:01")
+	require.NoError(t, s1.Store(0).Sync())
+	for _, d := range []string{"/", "/data", "/data/" + string(s1.cfg.Layout.SchedulerTable())} {
+		f, err := fs.OpenDir(d)
+		require.NoError(t, err)
+		require.NoError(t, f.Sync())
+		require.NoError(t, f.Close())
+	}
+	fs2 := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	require.NoError(t, st1.Close())
+
+	now = t1
+	prod2 := &recordingProducer{}
+	s2 := adv21Scheduler(t, fs2, prod2, &now)
+	st2, err := s2.StorageBuilder()(string(s2.cfg.Layout.SchedulerTable()), 0)
+	require.NoError(t, err)
+	require.NoError(t, st2.Open())
+	t.Cleanup(func() { _ = st2.Close() })
+	adv21Replay(t, st2, h1.clog, len(h1.clog))
+	require.NoError(t, st2.MarkRecovered())
+	upTo, err := s2.Store(0).IndexedUpTo()
+	require.NoError(t, err)
+	due, err := s2.Store(0).DueOf("b")
+	require.NoError(t, err)
+	t.Logf("after recovery: indexed up to %s, b due at %s", upTo, due)
+	h2 := &partitionHarness{t: t, s: s2, st: s2.Store(0), prod: prod2, now: t1, chunk: 100, budget: time.Hour}
+	h2.advance(t2)
+	h2.drain()
+	fired := h2.fired()
+	require.Len(t, fired["b@2026-03-01T12:02:00Z"], 1, "the restarted owner dispatches b@12:02")
+	require.Empty(t, fired["b@2026-03-01T12:01:00Z"], "b@12:01 dispatched again after the restart; fired: %v", fired)
+}
