@@ -93,3 +93,31 @@ func TestSelfStartedRebuildsRecordTheTablesIndexTime(t *testing.T) {
 		require.Equal(t, []Due{{At: at(10), Key: "a"}}, due)
 	})
 }
+
+// A Set of the record that holds the index time (Entry.HasIndexTime)
+// lowers IndexedUpTo to it when it is later, and never raises it: records
+// indexed after it derive from that time (adversary round 21).
+func TestSetOfAnOlderIndexTimeLowersIndexedUpTo(t *testing.T) {
+	t.Parallel()
+	o := Options{Logger: quiet, Indexer: func(r Reader, key string, v []byte) (Entry, error) {
+		if key == "w" {
+			tm, err := time.Parse(time.RFC3339Nano, string(v))
+			return Entry{HasIndexTime: true, IndexTime: tm}, err
+		}
+		return testIndexer(r, key, v)
+	}}
+	s := newMemStore(t, o)
+	require.NoError(t, s.MarkRecovered())
+	require.NoError(t, s.RebuildIndexes(at(60)))
+	upTo := func() time.Time {
+		u, err := s.IndexedUpTo()
+		require.NoError(t, err)
+		return u
+	}
+	require.NoError(t, s.Set("w", []byte(at(90).UTC().Format(time.RFC3339Nano))))
+	require.True(t, upTo().Equal(at(60)), "a later index time does not raise it: %s", upTo())
+	require.NoError(t, s.Set("w", []byte(at(30).UTC().Format(time.RFC3339Nano))))
+	require.True(t, upTo().Equal(at(30)), "an older one lowers it: %s", upTo())
+	require.NoError(t, s.Set("a", val(at(40), "")))
+	require.True(t, upTo().Equal(at(30)))
+}

@@ -20,6 +20,16 @@ import (
 type Entry struct {
 	Due    time.Time // zero: no due-index entry
 	Bucket string    // "": no bucket-index entry
+	// HasIndexTime: the record holds the time the Indexer derives the
+	// entries of later records from (Options.IndexTime; the scheduler's
+	// shard record, its watermark), IndexTime. Setting it lowers the
+	// stored IndexedUpTo to it when that is later: records indexed from
+	// then on derive from an earlier time than IndexedUpTo would claim (a
+	// replay from an offset behind the table re-applies older records,
+	// adversary round 21), so a caller comparing IndexedUpTo with the
+	// table rebuilds.
+	HasIndexTime bool
+	IndexTime    time.Time
 }
 
 // Reader is read access to the table part of the store (used by indexers to
@@ -728,10 +738,28 @@ func (s *Store) Set(key string, value []byte) (err error) {
 	if s.buf, err = s.updateIndex(b, s.buf, key, old, entryRev(e)); err != nil {
 		return err
 	}
+	if e.HasIndexTime {
+		if err := s.lowerIndexedUpTo(b, e.IndexTime); err != nil {
+			return err
+		}
+	}
 	if err := b.Commit(s.wo); err != nil {
 		return fmt.Errorf("store: set %q: %w", key, err)
 	}
 	return nil
+}
+
+// lowerIndexedUpTo adds to b the lowering of the stored IndexedUpTo to t
+// if it is later (Entry.HasIndexTime).
+func (s *Store) lowerIndexedUpTo(b *pebble.Batch, t time.Time) error {
+	upTo, err := s.indexedUpTo()
+	if err != nil {
+		return err
+	}
+	if !upTo.After(t) {
+		return nil
+	}
+	return b.Set(metaKey(metaIndexedUpTo), encodeTimeMeta(t), nil)
 }
 
 // Delete removes key and its index entries atomically. Deleting a missing

@@ -316,6 +316,10 @@ func (s *Scheduler) indexer(shardKey string) store.Indexer {
 		if codecs.IsShardRecord(value) {
 			if key == shardKey {
 				w, cached = s.decodeShard(key, value).Watermark, true
+				// Every later record is indexed from w: a replay of an
+				// older shard record lowers what the store says it indexed
+				// up to, so the next advance rebuilds (adversary 21).
+				return store.Entry{HasIndexTime: true, IndexTime: w}, nil
 			}
 			return store.Entry{}, nil
 		}

@@ -1,5 +1,3 @@
-//go:build adversary21
-
 package scheduler
 
 import (
@@ -41,6 +39,13 @@ import (
 // dispatched in its advance to W2. Before 2f7ff01 the Open rebuild kept
 // the stored IndexedUpTo (zero: the crashed store was fresh), the first
 // advance rebuilt the index from W2, and nothing repeated.
+//
+// Fixed: the indexer returns the shard record's watermark as the store's
+// index time (store.Entry.HasIndexTime), and a Set of it lowers the stored
+// IndexedUpTo to it when that is later. The replayed shard record W1 lowers
+// IndexedUpTo to W1, the replay ends on W2, and the first advance rebuilds
+// from W2. The same lowering fixes TestAdv21OwnWritesReplayedOverAdvancedIndex
+// below, which was older than 2f7ff01.
 
 // clogHarness is a partitionHarness whose deliveries also keep the table's
 // changelog (every table write, in order).

@@ -1,5 +1,3 @@
-//go:build adversary21
-
 package scheduler
 
 import (
