@@ -136,9 +136,16 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 		continuation = false
 	case tr.T.Equal(shard.Advancing) || tr.T.Equal(shard.BegunBy):
 		// Delivered again: it began the pass under way, whose continuation
-		// a crash may have lost. The pass runs again, beside it.
-		tr = codecs.ShardTrigger{Kind: codecs.KindAdvance, T: shard.Advancing}
-		continuation = false
+		// a crash may have lost. The pass continues from the cursor its
+		// last yield recorded (from the start if none), as a continuation
+		// sent again does: behind the cursor everything was handled, and an
+		// index rebuilt since from the watermark (a replay after a crash
+		// lowered IndexedUpTo) has those entries due again, which a run
+		// from the start sent twice (adversary 21b, seed 77). As a
+		// continuation, a store that did not follow the whole pass
+		// re-derives them when it completes (rederive.go).
+		tr = codecs.ShardTrigger{Kind: codecs.KindAdvance, T: shard.Advancing, AfterAt: shard.PassAt, AfterKey: shard.PassKey}
+		continuation = true
 	case start:
 		// A pass began since it was sent (an advance from the trigger
 		// topic took the earliest waiting one): that one starts the next
