@@ -184,13 +184,9 @@ func putRecord(in commandInput, schedules *schedule.Cache) *codecs.JobRecord {
 		// none of the times in between (they go out under the new
 		// definition). A paused job stays clear of its pause; a completed
 		// one is put again like a new job, from its ts (but never before
-		// what it handled). So is an active one whose definition has
-		// nothing left after what it handled: its completion is in flight
-		// (simulation seed 500400: a one-shot job fired, then a put before
-		// its complete looped back owed the new definition's times since
-		// that fire, and counted them as missed).
+		// what it handled).
 		from = in.Handled
-		if (old.Status != codecs.StatusActive && !owesBeforePause(cmd.ID, old, in.Handled, schedules)) || exhausted(cmd.ID, old, in.Handled, schedules) {
+		if old.Status != codecs.StatusActive && !owesBeforePause(cmd.ID, old, in.Handled, schedules) {
 			from = later(dueFrom(schedules, cmd.ID, rec, ts), in.Handled)
 		}
 		// A changed jitter moves due times: the new definition owes the
@@ -239,16 +235,6 @@ func activate(key string, rec *codecs.JobRecord, from time.Time, shard codecs.Sh
 		// it sends them (codecs.JobRecord.OwedAt).
 		rec.OwedAt = shardNow(shard)
 	}
-}
-
-// exhausted reports whether rec, an active job handled through h, has no
-// time of its schedule after h: it is done, its completion in flight.
-func exhausted(key string, rec *codecs.JobRecord, h time.Time, schedules *schedule.Cache) bool {
-	if rec.Status != codecs.StatusActive || h.IsZero() {
-		return false
-	}
-	sched, err := jobSchedule(schedules, key, rec)
-	return err == nil && sched.Next(h).IsZero()
 }
 
 // owesBeforePause reports whether rec, a paused job handled through h, still

@@ -77,12 +77,6 @@ func TestApplyCommand(t *testing.T) {
 		{name: "put on a completed job starts at its time",
 			in:   commandInput{Cmd: put, Old: completed, Handled: cmdSec(0), Shard: shardAt(0), TS: cmdSec(3)},
 			want: &codecs.JobRecord{Version: 4, Status: codecs.StatusActive, Job: every10(), NotBefore: cmdSec(3), CreatedAt: cmdSec(-60), UpdatedAt: cmdSec(3)}},
-		{name: "put on a fired one-shot whose complete is in flight starts at its time, as on a completed one",
-			// The one-shot at -50 was sent by the advance to 0; its record
-			// is still active (the complete has not looped back). The new
-			// definition owes nothing between 0 and the put (seed 500400).
-			in:   commandInput{Cmd: put, Old: &codecs.JobRecord{Version: 3, Status: codecs.StatusActive, Job: oneShot(cmdSec(-50)), NotBefore: cmdSec(-60), CreatedAt: cmdSec(-60), UpdatedAt: cmdSec(-60)}, Handled: cmdSec(0), Shard: shardAt(0), TS: cmdSec(33)},
-			want: &codecs.JobRecord{Version: 4, Status: codecs.StatusActive, Job: every10(), NotBefore: cmdSec(33), CreatedAt: cmdSec(-60), UpdatedAt: cmdSec(33)}},
 		{name: "delete of no job does nothing",
 			in: commandInput{Cmd: codecs.Command{Op: codecs.OpDelete, ID: "j"}, Tomb: tomb, Shard: shardAt(0), TS: cmdSec(3)}},
 		{name: "delete of an active job leaves a tombstone at the shard's time",
