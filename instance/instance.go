@@ -178,6 +178,7 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 		if s.annc, err = clock.NewAnnouncements(cfg.Kafka.Brokers, cfg.Layout, cfg.Kafka.GokaViewOptions()...); err != nil {
 			return nil, err
 		}
+		sched.SetClockTable(s.annc.Latest)
 	}
 	if !cfg.History.Off {
 		s.hist, err = history.New(history.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Fires: cfg.History.Fires, Changes: cfg.History.Changes,

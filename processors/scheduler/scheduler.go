@@ -176,10 +176,14 @@ type Scheduler struct {
 	// announcedSrc, when set (SetAnnouncedSource), is the instance's
 	// announced time; else Announced.
 	announcedSrc atomic.Pointer[func() time.Time]
-	pending      pendingBuckets
-	fence        *fence
-	passes       passes
-	announced    announced
+	// tableSrc, when set (SetClockTable), reads the clock table's latest
+	// announced time: a recovered partition has caught up only once its
+	// watermark reaches it (Partitions).
+	tableSrc  atomic.Pointer[func() time.Time]
+	pending   pendingBuckets
+	fence     *fence
+	passes    passes
+	announced announced
 }
 
 // New returns a scheduler for cfg.
@@ -251,7 +255,7 @@ func (s *Scheduler) StorageBuilder() storage.Builder {
 		opts.OnRecovered = func() {
 			now := time.Now()
 			s.pending.recovered(partition, now)
-			s.started.Store(partition, PartitionTimes{RecoveredAt: now, Restore: now.Sub(built), announcedAtRecovery: s.Announced()})
+			s.started.Store(partition, PartitionTimes{RecoveredAt: now, Restore: now.Sub(built), announcedAtRecovery: s.known()})
 		}
 		return opts
 	})
