@@ -179,8 +179,10 @@ type PartitionTimes struct {
 	Watermark   time.Time     // every fire due up to it dispatched
 	RecoveredAt time.Time     // when it finished recovering, on the Now clock
 	Restore     time.Duration // how long it took from assigned to recovered
-	// CaughtUp: since it recovered it has completed an advance its
-	// instance consumed after the recovery: nothing is excused any more.
+	// CaughtUp: since it recovered its watermark has reached the latest
+	// time its instance knows announced (the advances it consumed and the
+	// clock table), announced after the recovery: the advances queued
+	// for it while it moved are done; nothing is excused any more.
 	CaughtUp bool
 	// Pending: the announced time when the oldest bucket fan-out still
 	// under way on the partition started (zero: none). A bucket's fires
@@ -191,8 +193,8 @@ type PartitionTimes struct {
 
 // excused is how much of the partition's lateness at now may be the wait
 // for its new owner, not a fan-out behind: for DefaultRecoveryGrace after
-// it finished recovering and until it has caught up (completed an advance
-// consumed after the recovery), its restore plus RebalancePause; else
+// it finished recovering and until it has caught up (PartitionTimes.
+// CaughtUp), its restore plus RebalancePause; else
 // none: a partition stuck right after a pod's start reads its lateness
 // once the advances it completed show it was on time. A
 // backlog it had before the rebalance reads less at most that: repeated

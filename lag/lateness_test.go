@@ -64,7 +64,7 @@ func TestLatenessGauge(t *testing.T) {
 				restore := time.Duration(rng.IntN(120_000)) * time.Millisecond
 				ago := time.Duration(rng.IntN(int(2*lag.DefaultRecoveryGrace/time.Millisecond))) * time.Millisecond
 				pt.Restore, pt.RecoveredAt = restore, base.Add(48*time.Hour).Add(-ago)
-				pt.CaughtUp = rng.IntN(3) == 0 // it completed an advance consumed since: nothing excused
+				pt.CaughtUp = rng.IntN(3) == 0 // caught up: nothing excused
 				if !w.IsZero() && ago < lag.DefaultRecoveryGrace && !pt.CaughtUp {
 					v = 0
 					if e := w.Add(restore + lag.RebalancePause); !announced.IsZero() && announced.After(e) {
