@@ -285,6 +285,7 @@ func (s *Scheduler) pass(ctx goka.Context, st *store.Store, tr codecs.ShardTrigg
 	done := passDone(shard, t)
 	done.Purged = horizon.purged
 	s.setValue(ctx, codecs.EncodeShardRecord(done))
+	s.noteCaughtUp(p, done.Watermark)
 	stepBackfills(ctx, s.cfg.Layout.SchedulerBackfill(), done.Backfills, t)
 	return &done, nil
 }
