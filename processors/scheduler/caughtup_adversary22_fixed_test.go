@@ -5,8 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/lag"
@@ -58,7 +57,7 @@ func TestAdv22CaughtUpDependsOnScrapeTiming(t *testing.T) {
 			Now:       func() time.Time { return now },
 		}
 		if scrapeInBetween {
-			t.Logf("scrape at recovery+1s: %.1f s", readGauge(t, g))
+			t.Logf("scrape at recovery+1s: %.1f s", testutil.ToFloat64(g))
 		}
 		// The partition's fan-out is stuck from now on (no more advances
 		// complete); the clock announces on for 8 s and the pod's other
@@ -67,22 +66,8 @@ func TestAdv22CaughtUpDependsOnScrapeTiming(t *testing.T) {
 		announced.Store(t0.Add(9 * time.Second).UnixNano())
 		h.s.announced.note(t0.Add(9 * time.Second)) // the pod's other partitions consumed them
 		now = recoveredAt.Add(9 * time.Second)
-		v := readGauge(t, g)
+		v := testutil.ToFloat64(g)
 		t.Logf("scrape in between %v: reading at recovery+9s: %.1f s (threshold %.0f)", scrapeInBetween, v, lag.LatenessThreshold(time.Second))
 		require.Equal(t, 8.0, v, "scrape in between %v: a caught-up partition stuck 8 s reads 8 s", scrapeInBetween)
 	}
-}
-
-func readGauge(t *testing.T, c prometheus.Collector) float64 {
-	t.Helper()
-	ch := make(chan prometheus.Metric, 8)
-	c.Collect(ch)
-	close(ch)
-	v := 0.0
-	for m := range ch {
-		var d dto.Metric
-		require.NoError(t, m.Write(&d))
-		v = max(v, d.GetGauge().GetValue())
-	}
-	return v
 }

@@ -174,7 +174,10 @@ func (s *Scheduler) noteCaughtUp(p int32, w time.Time) {
 		return
 	}
 	st := v.(PartitionTimes)
-	if a := s.known(); st.CaughtUp || !a.After(st.announcedAtRecovery) || w.Before(a) {
+	if st.CaughtUp {
+		return
+	}
+	if a := s.known(); !a.After(st.announcedAtRecovery) || w.Before(a) {
 		return
 	}
 	caught := st

@@ -178,7 +178,7 @@ type Scheduler struct {
 	announcedSrc atomic.Pointer[func() time.Time]
 	// tableSrc, when set (SetClockTable), reads the clock table's latest
 	// announced time: a recovered partition has caught up only once its
-	// watermark reaches it (Partitions).
+	// watermark reaches it (noteCaughtUp).
 	tableSrc  atomic.Pointer[func() time.Time]
 	pending   pendingBuckets
 	fence     *fence
