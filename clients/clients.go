@@ -216,6 +216,22 @@ func (c Config) Sarama() *sarama.Config {
 	return s
 }
 
+// clientSarama is Sarama for goka's consumers, consumer groups, producers
+// and topic managers: a client that keeps the metadata of the topics it uses
+// only, not of every topic on the cluster (sarama's Metadata.Full, on by
+// default): each goka consumer, consumer group, producer and topic manager has its own
+// sarama client, and on a cluster other teams share every one of them held
+// all of its topics and partitions (44 MB of an instance's 61 MB of heap
+// next to 2,000 topics of 6 partitions, docs/performance.md). A topic it
+// asks for by name is never created by the asking (Chronos creates its
+// topics first, topology.EnsureVisible).
+func (c Config) clientSarama() *sarama.Config {
+	s := c.Sarama()
+	s.Metadata.Full = false
+	s.Metadata.AllowAutoTopicCreation = false
+	return s
+}
+
 // GokaPartitionChannel is the size of the channel each goka processor keeps
 // per partition between its consumers and its callbacks (goka's default is
 // 10; docs/configuration.md, "Memory"). Every record in it is a record
@@ -231,8 +247,8 @@ func (c Config) GokaProcessorOptions() []goka.ProcessorOption {
 	return []goka.ProcessorOption{
 		goka.WithPartitionChannelSize(GokaPartitionChannel),
 		goka.WithProducerBuilder(c.producerBuilder()),
-		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(c.Sarama())),
-		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(c.Sarama())),
+		goka.WithConsumerGroupBuilder(goka.ConsumerGroupBuilderWithConfig(c.clientSarama())),
+		goka.WithConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(c.clientSarama())),
 		goka.WithTopicManagerBuilder(c.TopicManagerBuilder()),
 	}
 }
@@ -240,18 +256,18 @@ func (c Config) GokaProcessorOptions() []goka.ProcessorOption {
 // GokaViewOptions returns the goka options for a view.
 func (c Config) GokaViewOptions() []goka.ViewOption {
 	return []goka.ViewOption{
-		goka.WithViewConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(c.Sarama())),
+		goka.WithViewConsumerSaramaBuilder(goka.SaramaConsumerBuilderWithConfig(c.clientSarama())),
 		goka.WithViewTopicManagerBuilder(c.TopicManagerBuilder()),
 	}
 }
 
-// TopicManagerBuilder returns goka's topic manager with replication 1 for
-// tables it would create (Chronos creates every topic itself beforehand).
+// TopicManagerBuilder returns the topic manager goka's processors and
+// views use (see topicManager): it creates nothing, since Chronos creates
+// every topic itself beforehand (topology.EnsureVisible).
 func (c Config) TopicManagerBuilder() goka.TopicManagerBuilder {
-	tm := goka.NewTopicManagerConfig()
-	tm.Table.Replication = 1
-	tm.Stream.Replication = 1
-	return goka.TopicManagerBuilderWithConfig(c.Sarama(), tm)
+	return func(brokers []string) (goka.TopicManager, error) {
+		return newTopicManager(brokers, c.clientSarama())
+	}
 }
 
 // GokaProducer returns goka's producer (sarama) with this configuration and
@@ -261,7 +277,7 @@ func (c Config) GokaProducer() (goka.Producer, error) {
 }
 
 func (c Config) producerBuilder() goka.ProducerBuilder {
-	cfg := c.Sarama()
+	cfg := c.clientSarama()
 	return func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
 		cfg.ClientID = clientID
 		cfg.Producer.Partitioner = sarama.NewCustomHashPartitioner(hasher)
