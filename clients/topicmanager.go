@@ -2,6 +2,7 @@ package clients
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
@@ -35,13 +36,21 @@ func newTopicManager(brokers []string, cfg *sarama.Config) (goka.TopicManager, e
 // refreshes too, so that a partition count is never stale).
 func (m *topicManager) Partitions(topic string) ([]int32, error) {
 	if err := m.client.RefreshMetadata(topic); err != nil {
-		return nil, fmt.Errorf("topic %s: %w", topic, err)
+		return nil, namingTopic(topic, err)
 	}
 	ps, err := m.client.Partitions(topic)
 	if err != nil {
-		return nil, fmt.Errorf("topic %s: %w", topic, err)
+		return nil, namingTopic(topic, err)
 	}
 	return ps, nil
+}
+
+// namingTopic makes err name the topic, unless sarama's already does.
+func namingTopic(topic string, err error) error {
+	if strings.Contains(err.Error(), topic) {
+		return err
+	}
+	return fmt.Errorf("topic %s: %w", topic, err)
 }
 
 func (m *topicManager) ensure(topic string) error {
