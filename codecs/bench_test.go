@@ -105,3 +105,34 @@ func BenchmarkDecodeShardRecord(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAppendScheduled encodes the event of BenchmarkAppendDispatch as
+// the fan-out does, building the fire_id too (ScheduledFireID, then
+// AppendDispatch: "format" and "alloc"), against one DispatchEncoder per
+// chunk ("encoder"), for one chunk's fires: the same fired_at, the same
+// scheduled_at.
+func BenchmarkAppendScheduled(b *testing.B) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	d := codecs.Dispatch{JobID: "tenant-42/report-daily", Trigger: codecs.TriggerSchedule, ScheduledAt: at,
+		FiredAt: at.Add(1234 * time.Microsecond), Bucket: "nightly",
+		Payload: json.RawMessage(`{"report":"daily","format":"pdf","recipients":["a@example.com"]}`)}
+	b.Run("format", func(b *testing.B) {
+		var dst []byte
+		b.ReportAllocs()
+		for b.Loop() {
+			e := d
+			e.FireID = codecs.ScheduledFireID(e.JobID, e.ScheduledAt)
+			dst = codecs.AppendDispatch(dst[:0], &e)
+		}
+	})
+	b.Run("encoder", func(b *testing.B) {
+		var (
+			dst []byte
+			enc codecs.DispatchEncoder
+		)
+		b.ReportAllocs()
+		for b.Loop() {
+			dst = enc.AppendScheduled(dst[:0], &d)
+		}
+	})
+}

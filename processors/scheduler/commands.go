@@ -321,7 +321,10 @@ func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *cod
 		return later(rec.HandledThrough(shard.Watermark), until), nil // only times a calendar excludes
 	}
 	est := eventOverhead + 2*len(ctx.Key()) + len(rec.Job.Bucket) + len(rec.Job.Payload)
-	var buf []Fire
+	var (
+		buf []Fire
+		enc codecs.DispatchEncoder
+	)
 	for {
 		plan := planFires(planned, due, until, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, s.cfg.MaxCatchUp, s.cfg.ChunkBytes/est, buf)
 		withScheduled(sched, plan.Fires)
@@ -329,7 +332,7 @@ func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *cod
 			fired := s.cfg.Now()
 			msgs := make([]Msg, 0, len(plan.Fires))
 			for _, f := range plan.Fires {
-				msgs = append(msgs, scheduledEvent(ctx.Key(), rec, f, fired))
+				msgs = append(msgs, scheduledEvent(&enc, ctx.Key(), rec, f, fired))
 				s.cfg.Metrics.delay(fired.Sub(f.At))
 			}
 			if err := s.dispatch(ctx, msgs); err != nil {

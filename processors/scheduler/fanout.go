@@ -412,6 +412,7 @@ func (s *Scheduler) fireChunk(ctx goka.Context, st *store.Store, t time.Time, cu
 		steps int
 		keys  = make([]string, 0, recordGroup)
 		now   = s.cfg.Now()
+		enc   codecs.DispatchEncoder // the chunk's fires share fired_at, most their scheduled_at
 	)
 scan:
 	for c.handled < s.cfg.ChunkSize && size < s.cfg.ChunkBytes && steps < chunkSteps {
@@ -453,7 +454,7 @@ scan:
 				steps += dec.Plan.Steps
 				buf = dec.Plan.Fires
 				for _, f := range dec.Plan.Fires {
-					msgs = append(msgs, scheduledEvent(d.Key, dec.Rec, f, now))
+					msgs = append(msgs, scheduledEvent(&enc, d.Key, dec.Rec, f, now))
 					size += len(msgs[len(msgs)-1].Value)
 					s.cfg.Metrics.delay(now.Sub(f.At))
 				}
@@ -502,14 +503,13 @@ scan:
 // scheduledEvent is the dispatch event of a scheduled fire of job key.
 // A jittered fire's id and scheduled_at are its scheduled time; due_at is
 // its due time.
-func scheduledEvent(key string, rec *codecs.JobRecord, f Fire, firedAt time.Time) Msg {
+func scheduledEvent(enc *codecs.DispatchEncoder, key string, rec *codecs.JobRecord, f Fire, firedAt time.Time) Msg {
 	at, due := f.At, time.Time{}
 	if !f.Scheduled.IsZero() {
 		at, due = f.Scheduled, f.At
 	}
-	ev := codecs.Dispatch{FireID: codecs.ScheduledFireID(key, at), JobID: key, Trigger: codecs.TriggerSchedule,
-		ScheduledAt: at, DueAt: due, FiredAt: firedAt, Missed: f.Missed, Bucket: rec.Job.Bucket, Payload: rec.Job.Payload}
-	return Msg{Key: key, Value: codecs.AppendDispatch(make([]byte, 0, eventOverhead+len(key)+len(rec.Job.Bucket)+len(rec.Job.Payload)), &ev)}
+	ev := codecs.Dispatch{JobID: key, ScheduledAt: at, DueAt: due, FiredAt: firedAt, Missed: f.Missed, Bucket: rec.Job.Bucket, Payload: rec.Job.Payload}
+	return Msg{Key: key, Value: enc.AppendScheduled(make([]byte, 0, eventOverhead+2*len(key)+len(rec.Job.Bucket)+len(rec.Job.Payload)), &ev)}
 }
 
 // triggeredEvent is the dispatch event of a manual or bucket fire of job
