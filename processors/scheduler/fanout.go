@@ -221,6 +221,11 @@ func (s *Scheduler) pass(ctx goka.Context, st *store.Store, tr codecs.ShardTrigg
 	// a fresh pass its store was never marked as following it from the
 	// middle (adversary 15b, seed 20476 x 1500 operations).
 	inherited := s.passes.note(p, st, tr.T, continuation, rebuilt)
+	if inherited && len(shard.PassCuts) > 0 {
+		if err := s.restoreCuts(st, shard); err != nil {
+			return nil, err
+		}
+	}
 	// Each pass (a trigger, then its continuations) fires up to its own T
 	// from the start of the due index; only a completed pass moves the
 	// watermark, to its T. A pass is never retargeted to a later advance

@@ -73,14 +73,23 @@ func TestSimCrashKeep(t *testing.T) {
 		n = 10
 	}
 	for seed := int64(500001); seed < 500001+int64(n); seed++ {
-		w := newSimWorld(t, seed, 800)
-		w.cfg.crashKeep = true
-		w.run()
-		for _, v := range w.oracle.violations {
-			if !simKnownOpen[v.bug] {
-				t.Error(w.oracle.report(seed, w.cfg.String()))
-				break
-			}
+		simCrashKeepSeed(t, seed, 800)
+	}
+	// Regression: a job cut at its per-advance bound (more than 10,000
+	// fires owed), then a crash, the store restored from the changelog: the
+	// continuation skipped its entry, derived behind the cursor, and the
+	// pass completed past its remaining 1,396 fires (restoreCuts).
+	simCrashKeepSeed(t, 700077, 1500)
+}
+
+func simCrashKeepSeed(t *testing.T, seed int64, ops int) {
+	w := newSimWorld(t, seed, ops)
+	w.cfg.crashKeep = true
+	w.run()
+	for _, v := range w.oracle.violations {
+		if !simKnownOpen[v.bug] {
+			t.Error(w.oracle.report(seed, w.cfg.String()))
+			break
 		}
 	}
 }
@@ -196,6 +205,7 @@ var simRegressions = []struct {
 	{400013, 3600, "oracle: an update of a one-shot job whose last time an advance in progress (or waiting) may have sent and completed: the new definition starts from where the old one stopped, or from its ts if the job completed", true},
 	{160, 800, "oracle: an advance that waited for the pass under way never runs on its own; the misses its fire would have carried go with the pass that takes it over (simOracle.advance's carry)", true},
 	{110033, 3000, "oracle: a late pause while advances wait for the pass under way may find the job handled only where the first of them found it, so a put after it owes the new definition's times from there (simOJob.waitLow)", true},
+	{700096, 100, "a job cut at its per-advance bound (11,116 fires owed), then a crash that wiped the store: the advance delivered again continued from the cursor, behind which the job's entry was derived from its unsettled record, and completed past its last 1,116 fires (restoreCuts)", false},
 	{4232, 300, "oracle: the known open finding \"re-put reuses a fire_id\" (a crash lost the deleted incarnation's handled time) was reported for its second violation as \"6 late update\" (TestSimOracleReuseLabelsItsIncarnation)", true},
 }
 
