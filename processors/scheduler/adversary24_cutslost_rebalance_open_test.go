@@ -1,0 +1,113 @@
+//go:build adversary24open
+
+package scheduler
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Open (docs/reliability.md): run with
+//
+//	go test -tags adversary24open -count=1 -run TestAdv24CutsLostCleanRebalanceRepeats ./processors/scheduler/
+//
+// TestAdv24CutsLostCleanRebalanceRepeats: promise (docs/reliability.md, "A
+// clean rebalance in the middle of an advance"; TestAdv18bFallbackOverlap-
+// RefiresAfterCleanRebalance): duplicates only after a crash; a clean
+// rebalance mid-advance repeats nothing.
+//
+// The uncommitted restoreCuts for PassCutsLost (more than MaxPassCuts = 64
+// jobs cut and not yet handled again) moves EVERY entry at or behind the
+// pass's cursor on a store that did not follow the pass to its first time
+// after the cursor's time. Its comment accepts that jobs the pass handled
+// through T "repeat those times ... which a crash may do"; but the same
+// path runs on a clean rebalance (nothing lost, every settle applied), and
+// those jobs then go out again.
+//
+// ChunkBytes 1 KiB (its minimum) and ~200-byte payloads: a plan takes 2
+// fires. a000..a004: cron "3,15 * * * * *", put at 10:00:00 (each owes
+// 10:00:03 and 10:00:15 in the advance: one plan, handled through T, no
+// loopback, record unchanged). j000..j069: every 1s, put at 10:00:05 (owe
+// 10:00:06 .. 10:00:20: cut after 2 fires each). The advance to 10:00:20,
+// one chunk a callback (ChunkBudget 1ns), handles the a-jobs, then cuts the
+// j-jobs one by one; once 65 are cut the yield records PassCutsLost
+// (cursor (10:00:06, j06x)). At that yield, with every settle consumed and
+// only the continuation left, the partition moves cleanly to an instance
+// with an empty store (the table as it is). The a-jobs' entries derive from
+// their unchanged records to 10:00:03, behind the cursor; restoreCuts moves
+// them to 10:00:15, and the continuation sends a00x@10:00:15 again.
+//
+// Expected: no fire_id twice (as with 10 j-jobs, PassCuts kept, or on
+// 3bee8cd). Got: a00x@10:00:15 sent twice. Severity low (same payload;
+// consumers dedupe on fire_id), but it is a regression of a documented
+// property, and with many small jobs behind the cursor it repeats every one
+// of their fires between the cursor's time and T.
+func TestAdv24CutsLostCleanRebalanceRepeats(t *testing.T) {
+	t.Parallel()
+	const chunkBytes = 1 << 10
+	base := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	h := &partitionHarness{t: t, prod: &recordingProducer{}, now: base, chunk: 25000, budget: time.Nanosecond}
+	open := func() {
+		h.s, h.st = openPartition(h.t, Config{ChunkSize: h.chunk, ChunkBudget: h.budget, ChunkBytes: chunkBytes, Producer: h.prod,
+			Now: func() time.Time { return h.now }})
+	}
+	open()
+	h.advance(base)
+	h.drain()
+	pay := strings.Repeat("x", 200)
+	var keys []string
+	for i := range 5 {
+		k := fmt.Sprintf("a%03d", i)
+		keys = append(keys, k)
+		h.command(k, base, `{"v":1,"op":"put","job":{"cron":"3,15 * * * * *","misfire_policy":"fire_all","misfire_grace":"168h","payload":{"p":"`+pay+`"}}}`)
+	}
+	for i := range 70 {
+		k := fmt.Sprintf("j%03d", i)
+		keys = append(keys, k)
+		h.command(k, base.Add(5*time.Second), `{"v":1,"op":"put","job":{"every":"1s","misfire_policy":"fire_all","misfire_grace":"168h","payload":{"p":"`+pay+`"}}}`)
+	}
+	h.drain()
+	T := base.Add(20 * time.Second)
+	h.advance(T)
+	moved := false
+	for len(h.loops) > 0 {
+		if sh := h.shard(); !moved && sh.PassCutsLost && len(h.loops) == 1 && h.loops[0].Key == h.shardKey() {
+			// A clean rebalance: every loopback before the continuation
+			// consumed; the new owner's store restored from the changelog.
+			moved = true
+			vals := map[string][]byte{}
+			for _, k := range append([]string{h.shardKey()}, keys...) {
+				v, err := h.st.Get(k)
+				require.NoError(t, err)
+				vals[k] = append([]byte(nil), v...)
+			}
+			open()
+			require.NoError(t, h.st.Set(h.shardKey(), vals[h.shardKey()]))
+			for _, k := range keys {
+				require.NoError(t, h.st.Set(k, vals[k]))
+			}
+		}
+		l := h.loops[0]
+		h.loops = h.loops[1:]
+		h.deliver(h.s.onLoop, h.s.cfg.Layout.SchedulerLoop(), l.Key, h.now, l.Value)
+	}
+	require.True(t, moved, "the pass never recorded PassCutsLost")
+	h.advance(T.Add(time.Second))
+	h.drain()
+	h.requireOnePayload()
+	var dup []string
+	for id, ps := range h.fired() {
+		if len(ps) > 1 {
+			dup = append(dup, id)
+		}
+	}
+	sort.Strings(dup)
+	if len(dup) > 0 {
+		t.Errorf("after a clean rebalance, %d fire_ids went out twice: %v", len(dup), dup)
+	}
+}
