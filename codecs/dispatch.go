@@ -87,15 +87,21 @@ func AppendDispatch(dst []byte, d *Dispatch) []byte {
 	}
 	dst = append(dst, `","fired_at":"`...)
 	dst = d.FiredAt.UTC().AppendFormat(dst, time.RFC3339Nano)
+	return appendDispatchTail(dst, d, d.TriggerID)
+}
+
+// appendDispatchTail appends what follows fired_at's text: the rest of the
+// fields in their order and the closing brace.
+func appendDispatchTail(dst []byte, d *Dispatch, triggerID string) []byte {
 	dst = append(dst, `","missed":`...)
 	dst = strconv.AppendInt(dst, d.Missed, 10)
 	if d.Bucket != "" {
 		dst = append(dst, `,"bucket":`...)
 		dst = appendString(dst, d.Bucket)
 	}
-	if d.TriggerID != "" {
+	if triggerID != "" {
 		dst = append(dst, `,"trigger_id":`...)
-		dst = appendString(dst, d.TriggerID)
+		dst = appendString(dst, triggerID)
 	}
 	if len(d.Payload) > 0 {
 		dst = append(dst, `,"payload":`...)

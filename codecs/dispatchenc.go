@@ -66,18 +66,5 @@ func (e *DispatchEncoder) AppendScheduled(dst []byte, d *Dispatch) []byte {
 	}
 	dst = append(dst, `","fired_at":"`...)
 	dst = append(dst, e.fired.text(d.FiredAt)...)
-	dst = append(dst, `","missed":`...)
-	dst = strconv.AppendInt(dst, d.Missed, 10)
-	if d.Bucket != "" {
-		dst = append(dst, `,"bucket":`...)
-		dst = appendString(dst, d.Bucket)
-	}
-	if len(d.Payload) > 0 {
-		dst = append(dst, `,"payload":`...)
-		dst = append(dst, d.Payload...)
-	}
-	if d.Backfill {
-		dst = append(dst, `,"backfill":true`...)
-	}
-	return append(dst, '}')
+	return appendDispatchTail(dst, d, "") // a scheduled fire has no trigger id
 }

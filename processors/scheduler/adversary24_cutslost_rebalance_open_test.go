@@ -49,16 +49,8 @@ import (
 // of their fires between the cursor's time and T.
 func TestAdv24CutsLostCleanRebalanceRepeats(t *testing.T) {
 	t.Parallel()
-	const chunkBytes = 1 << 10
-	base := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	h := &partitionHarness{t: t, prod: &recordingProducer{}, now: base, chunk: 25000, budget: time.Nanosecond}
-	open := func() {
-		h.s, h.st = openPartition(h.t, Config{ChunkSize: h.chunk, ChunkBudget: h.budget, ChunkBytes: chunkBytes, Producer: h.prod,
-			Now: func() time.Time { return h.now }})
-	}
-	open()
-	h.advance(base)
-	h.drain()
+	base := adv24Base
+	h := adv24Harness(t)
 	pay := strings.Repeat("x", 200)
 	var keys []string
 	for i := range 5 {
@@ -80,17 +72,7 @@ func TestAdv24CutsLostCleanRebalanceRepeats(t *testing.T) {
 			// A clean rebalance: every loopback before the continuation
 			// consumed; the new owner's store restored from the changelog.
 			moved = true
-			vals := map[string][]byte{}
-			for _, k := range append([]string{h.shardKey()}, keys...) {
-				v, err := h.st.Get(k)
-				require.NoError(t, err)
-				vals[k] = append([]byte(nil), v...)
-			}
-			open()
-			require.NoError(t, h.st.Set(h.shardKey(), vals[h.shardKey()]))
-			for _, k := range keys {
-				require.NoError(t, h.st.Set(k, vals[k]))
-			}
+			adv24Restore(h, keys...)
 		}
 		l := h.loops[0]
 		h.loops = h.loops[1:]

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 )
 
 // TestAdv24CutsLostCrashLosesFires: promise (docs/reliability.md): every
@@ -66,16 +64,8 @@ func TestAdv24CutsLostCrashLosesFires(t *testing.T) {
 
 // adv24cRun runs the history; cutsAtCrash 0: no crash (the control).
 func adv24cRun(t *testing.T, jobs, cutsAtCrash int) map[string][]string {
-	const chunkBytes = 1 << 10
-	base := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	h := &partitionHarness{t: t, prod: &recordingProducer{}, now: base, chunk: 25000, budget: time.Nanosecond}
-	open := func() {
-		h.s, h.st = openPartition(h.t, Config{ChunkSize: h.chunk, ChunkBudget: h.budget, ChunkBytes: chunkBytes, Producer: h.prod,
-			Now: func() time.Time { return h.now }})
-	}
-	open()
-	h.advance(base)
-	h.drain()
+	base := adv24Base
+	h := adv24Harness(t)
 	pay := strings.Repeat("x", 200)
 	var keys []string
 	for i := range jobs {
@@ -91,19 +81,10 @@ func adv24cRun(t *testing.T, jobs, cutsAtCrash int) map[string][]string {
 		if cutsAtCrash > 0 && sh.PassCutsLost && h.loops[0].Key != h.shardKey() {
 			// Crash after the callback that cut the 65th job: its settle
 			// and continuation are not consumed. The new owner restores
-			// the table from the changelog.
-			vals := map[string][]byte{}
-			for _, k := range append([]string{h.shardKey()}, keys...) {
-				v, err := h.st.Get(k)
-				require.NoError(t, err)
-				vals[k] = append([]byte(nil), v...)
-			}
+			// the table from the changelog, and completes the pass in one
+			// callback, before the 65th job's settle is consumed.
 			h.budget = time.Hour
-			open()
-			require.NoError(t, h.st.Set(h.shardKey(), vals[h.shardKey()]))
-			for _, k := range keys {
-				require.NoError(t, h.st.Set(k, vals[k]))
-			}
+			adv24Restore(h, keys...)
 			h.advance(T) // delivered again (its offset was not committed)
 			break
 		}

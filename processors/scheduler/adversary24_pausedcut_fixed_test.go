@@ -55,16 +55,8 @@ func TestAdv24PausedCutJobCrashLosesFires(t *testing.T) {
 }
 
 func adv24pRun(t *testing.T, crash bool) map[string][]string {
-	const chunkBytes = 1 << 10
-	base := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	h := &partitionHarness{t: t, prod: &recordingProducer{}, now: base, chunk: 25000, budget: time.Nanosecond}
-	open := func() {
-		h.s, h.st = openPartition(h.t, Config{ChunkSize: h.chunk, ChunkBudget: h.budget, ChunkBytes: chunkBytes, Producer: h.prod,
-			Now: func() time.Time { return h.now }})
-	}
-	open()
-	h.advance(base)
-	h.drain()
+	base := adv24Base
+	h := adv24Harness(t)
 	h.command("j", base, `{"v":1,"op":"put","job":{"every":"1s","misfire_policy":"fire_all","misfire_grace":"168h","payload":{"p":"`+strings.Repeat("x", 200)+`"}}}`)
 	h.drain()
 	h.now = base.Add(15 * time.Second)
@@ -75,15 +67,7 @@ func adv24pRun(t *testing.T, crash bool) map[string][]string {
 	require.Len(t, h.prod.msgs, 2)
 	require.Len(t, h.shard().PassCuts, 1)
 	if crash {
-		vals := map[string][]byte{}
-		for _, k := range []string{h.shardKey(), "j"} {
-			v, err := h.st.Get(k)
-			require.NoError(t, err)
-			vals[k] = append([]byte(nil), v...)
-		}
-		open()
-		require.NoError(t, h.st.Set(h.shardKey(), vals[h.shardKey()]))
-		require.NoError(t, h.st.Set("j", vals["j"]))
+		adv24Restore(h, "j")
 		h.advance(T) // delivered again (its offset was not committed)
 	}
 	h.drain()
