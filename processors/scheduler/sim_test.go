@@ -50,6 +50,10 @@ var (
 	simCrashKeep = flag.Bool("sim.crashkeep", false, "simulation: a crashed instance may keep local writes its changelog never got")
 	simStrict    = flag.Bool("sim.strict", false, "simulation: fail on the known open findings too")
 	simAll       = flag.Bool("sim.all", false, "simulation: report every failing seed, not only the first")
+	// simSmallChunks is off by default: with it, 35 of seeds 1-400 x 800
+	// fail (stuck partitions, missing fires, two payloads), not yet told
+	// apart into the scheduler's bugs and the oracle's (docs/reliability.md).
+	simSmallChunks = flag.Bool("sim.smallchunks", false, "simulation: fan out in 1 KiB chunks for a third of the seeds")
 	// simClockBound is how far ahead of the broker's time a fire may be
 	// dispatched when the clock group drives the advances.
 	simClockBound = flag.Duration("sim.clockbound", clock.DefaultMaxAhead, "simulation: allowed lead of scheduled_at over broker time")
@@ -121,7 +125,7 @@ func TestSim(t *testing.T) {
 	failed := 0
 	bugSeeds := map[string][]int64{}
 	for _, seed := range seeds {
-		w := newSimWorld(t, seed, *simOps)
+		w := newSimWorldChunks(t, seed, *simOps, *simSmallChunks)
 		w.run()
 		total.add(w)
 		seen := map[string]bool{}
@@ -273,11 +277,12 @@ type simConfig struct {
 	wCmd, wTrig int  // delivery weights of the command and trigger topics (loop: 10)
 	deferIndex  bool // the stores defer indexing on recovery (store.Options.DeferIndexOnRecovery)
 	crashKeep   bool // a crashed instance may restart on a store holding writes its changelog never got
+	chunkBytes  int  // the fan-out's chunk bytes (0: the default; see newSimWorldChunks)
 }
 
 func (c simConfig) String() string {
-	return fmt.Sprintf("partitions=%d ids=%d chunk=%d budget=%s catchup=%d clock=%v skewed=%v crash=%.2f rebalance=%.3f producefail=%.2f weights cmd:trig:loop=%d:%d:10 defer=%v crashkeep=%v",
-		c.partitions, c.ids, c.chunk, c.budget, c.maxCatchUp, c.clock, c.skewed, c.crash, c.rebalance, c.produceFail, c.wCmd, c.wTrig, c.deferIndex, c.crashKeep)
+	return fmt.Sprintf("partitions=%d ids=%d chunk=%d budget=%s catchup=%d clock=%v skewed=%v crash=%.2f rebalance=%.3f producefail=%.2f weights cmd:trig:loop=%d:%d:10 defer=%v crashkeep=%v chunkbytes=%d",
+		c.partitions, c.ids, c.chunk, c.budget, c.maxCatchUp, c.clock, c.skewed, c.crash, c.rebalance, c.produceFail, c.wCmd, c.wTrig, c.deferIndex, c.crashKeep, c.chunkBytes)
 }
 
 // simRecord is one record of a modelled topic partition.
@@ -381,6 +386,18 @@ type simWorld struct {
 var simT0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 
 func newSimWorld(t testing.TB, seed int64, ops int) *simWorld {
+	return newSimWorldChunks(t, seed, ops, false)
+}
+
+// newSimWorldChunks is newSimWorld; with smallChunks, a third of the seeds
+// (drawn apart from the other draws, so a seed's history is otherwise the
+// same) fan out in chunks of 1 KiB of events: a job's plan then stops
+// after a few fires (the same cut as the 10,000-fire bound, cheaply) and
+// a pass cuts many jobs short, past the 64 its shard record names
+// (adversary round 24b: at the default 8 MiB the simulation cut a job
+// only at 10,000 fires). TestSim draws it with -sim.smallchunks; the
+// regression seeds keep the histories they were found with.
+func newSimWorldChunks(t testing.TB, seed int64, ops int, smallChunks bool) *simWorld {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 	pick := func(xs ...int) int { return xs[rng.IntN(len(xs))] }
 	cfg := simConfig{
@@ -415,11 +432,14 @@ func newSimWorld(t testing.TB, seed int64, ops int) *simWorld {
 	w.oracle = newSimOracle(cfg.partitions, cfg.maxCatchUp)
 	cfg.deferIndex = w.recRng.IntN(2) == 0
 	cfg.crashKeep = *simCrashKeep
+	if smallChunks && rand.New(rand.NewPCG(uint64(seed), 0xc4b1)).IntN(3) == 0 {
+		cfg.chunkBytes = 1 << 10
+	}
 	w.cfg = cfg
 	for i := range cfg.instances {
 		fs := vfs.NewMem()
 		s, err := New(Config{Layout: w.layout, DataDir: "/data", Store: store.Options{FS: fs, DeferIndexOnRecovery: cfg.deferIndex, RecoveryL0CompactionThreshold: 16}, ChunkSize: cfg.chunk,
-			ChunkBudget: cfg.budget, MaxCatchUp: cfg.maxCatchUp, Producer: simProducer{w}, Now: func() time.Time { return w.now },
+			ChunkBudget: cfg.budget, ChunkBytes: cfg.chunkBytes, MaxCatchUp: cfg.maxCatchUp, Producer: simProducer{w}, Now: func() time.Time { return w.now },
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			t.Fatal(err)
