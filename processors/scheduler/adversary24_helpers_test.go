@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"sort"
 	"testing"
 	"time"
 
@@ -47,4 +48,17 @@ func adv24Restore(h *partitionHarness, keys ...string) {
 	for _, k := range keys {
 		require.NoError(h.t, h.st.Set(k, vals[k]))
 	}
+}
+
+// adv24Missing returns, sorted, the fire_ids of ctrl (a history without
+// the crash) that got never dispatched.
+func adv24Missing(ctrl, got map[string][]string) []string {
+	var miss []string
+	for id := range ctrl {
+		if _, ok := got[id]; !ok {
+			miss = append(miss, id)
+		}
+	}
+	sort.Strings(miss)
+	return miss
 }

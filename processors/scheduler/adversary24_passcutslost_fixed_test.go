@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -40,23 +39,14 @@ import (
 // never go out (18 fires lost) on 3bee8cd, as before restoreCuts; fixed the
 // same day (restoreCuts, PassCutsLost: every entry behind the cursor).
 // With 10 cut jobs (PassCuts kept) the same history loses nothing now.
-//
-// Status: fails on 3bee8cd (the commit of restoreCuts); passes on the
-// uncommitted restoreCuts that handles PassCutsLost by moving every entry
-// behind the cursor (see TestAdv24CutsLostCleanRebalanceRepeats for what
-// that costs on a clean rebalance).
+// (TestAdv24CutsLostCleanRebalanceRepeats, open, is what that fix costs on
+// a clean rebalance.)
 func TestAdv24CutsLostCrashLosesFires(t *testing.T) {
 	t.Parallel()
 	const jobs, cutsAtCrash = 70, 65
 	ctrl := adv24cRun(t, jobs, 0)
 	got := adv24cRun(t, jobs, cutsAtCrash)
-	var miss []string
-	for id := range ctrl {
-		if _, ok := got[id]; !ok {
-			miss = append(miss, id)
-		}
-	}
-	sort.Strings(miss)
+	miss := adv24Missing(ctrl, got)
 	if len(miss) > 0 {
 		t.Errorf("%d fires owed by the advance to 10:00:20 never dispatched after the crash: %s .. %s", len(miss), miss[0], miss[len(miss)-1])
 	}

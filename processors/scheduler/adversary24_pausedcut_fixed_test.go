@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -42,13 +41,7 @@ func TestAdv24PausedCutJobCrashLosesFires(t *testing.T) {
 	ctrl := adv24pRun(t, false)
 	got := adv24pRun(t, true)
 	require.Len(t, ctrl, 15, "without the crash: j@10:00:01 .. 10:00:15")
-	var miss []string
-	for id := range ctrl {
-		if _, ok := got[id]; !ok {
-			miss = append(miss, id)
-		}
-	}
-	sort.Strings(miss)
+	miss := adv24Missing(ctrl, got)
 	if len(miss) > 0 {
 		t.Errorf("%d fires of the paused job owed before its pause never dispatched after the crash: %v", len(miss), miss)
 	}

@@ -346,14 +346,20 @@ func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *cod
 		if !plan.Next.After(due) {
 			return plan.Next.Add(-time.Nanosecond), nil // no progress (never expected): the next definition continues
 		}
+		// More batches to go: the record learns how far they went, as a
+		// settle would, so that the command consumed again after a failed
+		// produce resumes here, on this store or any other, instead of
+		// sending them all again: with 1 KiB chunks and a produce failing
+		// now and then, one that needs hundreds of batches never completed
+		// (simulation seed 15 x 800 with -sim.smallchunks). The command's
+		// own record, written last, replaces it.
+		if next := settledRecord(rec, shard, plan.Next); next != nil {
+			s.setValue(ctx, codecs.EncodeJobRecord(next))
+		}
 		due, buf = plan.Next, plan.Fires
 	}
 }
 
-// pausedHandled is how far rec, a paused job of ctx's key, has been handled.
-// Fires it owed before its pause may have gone out since its record last
-// said how far it got (a settle in flight): its local due entry knows, and
-// every advance that completed since the pause sent them up to its T.
 // pastPass is job key's due entry due (its record rec), or, when the
 // advance under way already handled that entry on a store this one did not
 // follow (its last owner, or this one before a rebuild from the table;
@@ -385,6 +391,10 @@ func (s *Scheduler) localDue(ctx goka.Context, shard codecs.ShardRecord) (time.T
 	return st.DueOf(ctx.Key())
 }
 
+// pausedHandled is how far rec, a paused job of ctx's key, has been handled.
+// Fires it owed before its pause may have gone out since its record last
+// said how far it got (a settle in flight): its local due entry knows, and
+// every advance that completed since the pause sent them up to its T.
 func (s *Scheduler) pausedHandled(ctx goka.Context, shard codecs.ShardRecord, rec *codecs.JobRecord) (time.Time, error) {
 	due, err := s.localDue(ctx, shard)
 	if err != nil {

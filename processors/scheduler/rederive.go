@@ -200,19 +200,16 @@ func (s *Scheduler) restore(st *store.Store, shard codecs.ShardRecord, cands []s
 		if err != nil || (rec.Status != codecs.StatusActive && rec.Status != codecs.StatusPaused) {
 			continue
 		}
-		through, ok := passedThrough(shard, rec, d.Key, d.At)
-		if !ok || !through.Before(shard.Advancing) {
-			continue
+		to := s.pastPass(d.Key, shard, rec, d.At)
+		if to.Equal(d.At) {
+			continue // not handled by the pass (or no schedule): it stays
 		}
-		sched, err := jobSchedule(s.schedules, d.Key, rec)
-		if err != nil {
-			continue
-		}
-		to := sched.Next(through)
 		if !to.IsZero() && (store.Due{At: to, Key: d.Key}).NotAfter(cursor) {
 			// A job cut short is always left after the cursor: at the
 			// cursor's time, only after its key.
-			to = sched.Next(to)
+			if sched, err := jobSchedule(s.schedules, d.Key, rec); err == nil {
+				to = sched.Next(to)
+			}
 		}
 		if rec.Status == codecs.StatusPaused && to.After(rec.NotBefore) {
 			continue // a paused job owes its times up to its pause only

@@ -233,6 +233,37 @@ func TestSimRegressions(t *testing.T) {
 	}
 }
 
+// simSmallChunkRegressions are seeds of TestSim with -sim.smallchunks
+// (fan-out chunks of 1 KiB for a third of the seeds) that found a bug.
+var simSmallChunkRegressions = []struct {
+	seed int64
+	ops  int
+	what string
+}{
+	{15, 800, "a command's catch-up needing hundreds of produce batches was sent again from its start after every failed produce and never completed (handled writes the record's progress between batches)"},
+	{21, 800, "an advance with hundreds of chunks in one callback started over after every failed produce and never completed (a failed produce after acknowledged chunks yields)"},
+}
+
+func TestSimSmallChunkRegressions(t *testing.T) {
+	t.Parallel()
+	for _, r := range simSmallChunkRegressions {
+		w := newSimWorldChunks(t, r.seed, r.ops, true)
+		if w.cfg.chunkBytes == 0 {
+			t.Fatalf("seed %d no longer draws small chunks", r.seed)
+		}
+		w.run()
+		failing := 0
+		for _, v := range w.oracle.violations {
+			if *simStrict || !simKnownOpen[v.bug] {
+				failing++
+			}
+		}
+		if failing > 0 {
+			t.Errorf("small-chunk regression seed %d (%s):\n%s", r.seed, r.what, w.oracle.report(r.seed, w.cfg.String()))
+		}
+	}
+}
+
 func simFlagSet(name string) bool {
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
@@ -902,6 +933,11 @@ func (w *simWorld) process(p int32, topic int, rec simRecord) {
 		trOK = err == nil
 	}
 	applied := false // a crashed delivery of this command reached the changelog
+	// An input is stuck when 20 deliveries in a row fail without writing a
+	// record of its key that no delivery before wrote (the progress a long
+	// catch-up keeps across failed produces, commands.go handled), or after
+	// 2,000 in all.
+	stalled, written := 0, map[string]bool{}
 	for attempt := 0; ; attempt++ {
 		inst := w.insts[w.owner[p]]
 		switch topic {
@@ -977,7 +1013,7 @@ func (w *simWorld) process(p int32, topic int, rec simRecord) {
 			w.publish(p, ctx.outs, -1)
 			return
 		}
-		if attempt >= 20 {
+		if stalled >= 20 || attempt >= 2000 {
 			w.oracle.violate(rec.Key, "stuck", "input %s/%d/%d never commits: %v", stream, p, rec.Offset, err)
 			w.publish(p, ctx.outs, -1)
 			held := w.held
@@ -993,7 +1029,14 @@ func (w *simWorld) process(p int32, topic int, rec simRecord) {
 		w.crashes++
 		keep := w.rng.IntN(len(ctx.outs) + 1)
 		w.hold = topic == simTopicJobs
+		before := len(w.clog[p])
 		lost, wrote := w.publish(p, ctx.outs, keep)
+		stalled++
+		for _, r := range w.clog[p][before:] {
+			if r.Key == rec.Key && !written[string(r.Value)] {
+				written[string(r.Value)], stalled = true, 0
+			}
+		}
 		applied = applied || (wrote && topic == simTopicJobs && !simRejected(w.layout, ctx.outs))
 		inst = w.insts[w.owner[p]]
 		w.closeStore(inst, p)
