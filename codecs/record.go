@@ -117,10 +117,8 @@ type JobRecord struct {
 	// job is owed therefore lives in its record, and any instance derives
 	// the same due time from the table alone (HandledThrough).
 	Through time.Time
-	// OwedAt is the shard's time (its watermark, or an advance under way;
-	// just before an advance queued behind the one under way, whose pass
-	// begins after the write) when a command last set Through (a late put
-	// or resume, a pause):
+	// OwedAt is the shard's time (its watermark, or an advance under way)
+	// when a command last set Through (a late put or resume, a pause):
 	// zero in records written before it existed, and when Through is
 	// zero. An advance that completes to a time after OwedAt has handled
 	// the job through that time (a pass never completes while a due entry

@@ -216,7 +216,7 @@ func (s *Scheduler) keepEntry(ctx goka.Context, shard codecs.ShardRecord, next *
 	// an advance completes past it the watermark says the rest
 	// (codecs.JobRecord.OwedAt).
 	now := shardNow(shard)
-	next.Through, next.OwedAt = earlier(due.Add(-time.Nanosecond), now), owedSince(shard)
+	next.Through, next.OwedAt = earlier(due.Add(-time.Nanosecond), now), now
 	return nil
 }
 
@@ -435,25 +435,6 @@ func shardNow(shard codecs.ShardRecord) time.Time {
 	now := later(shard.Watermark, shard.Advancing)
 	if n := len(shard.Queued); n > 0 {
 		now = later(now, shard.Queued[n-1])
-	}
-	return now
-}
-
-// owedSince is the OwedAt of a record written now that owes fires behind
-// the shard's time: the shard's time, or just before it when that time is
-// an advance queued behind the pass under way. A queued advance's pass
-// begins after this write, from the start of the index, so once it
-// completes, the job is handled through its T: read as owed still (an
-// OwedAt equal to the watermark), an index rebuilt from a record whose
-// settle a crash lost put the job's entry back behind the next pass's
-// cursor, which took it for handled, and its fires up to that pass's T were
-// lost (simulation seed 190 x 800 with -sim.smallchunks). An advance under
-// way, or one done, may have passed the job's entry before the write: its T
-// stays OwedAt, and only a later advance handles the job.
-func owedSince(shard codecs.ShardRecord) time.Time {
-	now := shardNow(shard)
-	if n := len(shard.Queued); n > 0 && shard.Queued[n-1].Equal(now) && now.After(later(shard.Watermark, shard.Advancing)) {
-		return now.Add(-time.Nanosecond)
 	}
 	return now
 }

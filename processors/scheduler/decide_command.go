@@ -126,7 +126,7 @@ func applyCommand(in commandInput, schedules *schedule.Cache) (commandEffect, er
 		// still go out; NotBefore keeps ts for that.
 		rec := *old
 		rec.Status, rec.Version, rec.UpdatedAt, rec.Through, rec.NotBefore = codecs.StatusPaused, old.Version+1, ts, in.Handled, ts
-		rec.OwedAt = owedSince(in.Shard)
+		rec.OwedAt = shardNow(in.Shard)
 		rec.Pause = codecs.PauseNote{Note: cmd.Note, By: in.Actor}
 		return commandEffect{Record: &rec}, nil
 	case codecs.OpResume:
@@ -233,7 +233,7 @@ func activate(key string, rec *codecs.JobRecord, from time.Time, shard codecs.Sh
 	default:
 		// Owed since the shard's time now: an advance that completes past
 		// it sends them (codecs.JobRecord.OwedAt).
-		rec.OwedAt = owedSince(shard)
+		rec.OwedAt = shardNow(shard)
 	}
 }
 

@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -248,41 +247,9 @@ func (s *Scheduler) pass(ctx goka.Context, st *store.Store, tr codecs.ShardTrigg
 	began := time.Now()
 	cuts := passCuts(shard, t) // the jobs the pass to t has cut short and not handled again
 	horizon := &purgeHorizon{shard: shard, purged: shard.Purged}
-	// Bounded work per callback: the rest continues through the loopback,
-	// so commands and other triggers of this shard run. Before they do,
-	// the table says an advance to t is under way and how far it got
-	// (passYield): a command applied between its callbacks first sends
-	// what its job owes up to t, and one on another owner after a
-	// rebalance reads which jobs the pass handled (passedThrough), so no
-	// fire_id goes out twice with two payloads. Each yield writes the shard
-	// record; an advance done in one callback, the common case, writes it
-	// once, at its end.
-	yield := func(last store.Due) {
-		mark, next := passYield(shard, t, last, fromStart, cuts)
-		if mark != nil {
-			// It continues: the advances waiting wait on.
-			mark.QueuedWaits, mark.Purged = 0, horizon.purged
-			s.setValue(ctx, codecs.EncodeShardRecord(*mark))
-		}
-		ctx.Loopback(ctx.Key(), codecs.EncodeInternal(next))
-	}
-	for progressed := false; ; progressed = true {
+	for {
 		more, last, err := s.advanceChunk(ctx, st, t, cursor, cuts, horizon)
 		if err != nil {
-			if progressed && errors.Is(err, errProduce) && ctx.Context().Err() == nil {
-				// A produce failed after earlier chunks of this callback
-				// were acknowledged: it yields after them, so the pass
-				// keeps its progress and the failed chunk is sent again
-				// by the continuation. Failed, the callback would start
-				// over, and one with hundreds of chunks in its budget
-				// seldom completed when a produce failed now and then
-				// (simulation seed 21 x 800 with -sim.smallchunks). A
-				// broker that stays down fails the continuation's first
-				// chunk, and the partition restarts as before.
-				s.cfg.Logger.Warn("a dispatch produce failed in the middle of an advance; it continues after the chunks acknowledged", "partition", p, "t", t, "err", err)
-				yield(cursor)
-				return nil, nil
-			}
 			return nil, err
 		}
 		if !more {
@@ -290,7 +257,22 @@ func (s *Scheduler) pass(ctx goka.Context, st *store.Store, tr codecs.ShardTrigg
 		}
 		cursor = last
 		if time.Since(began) >= s.cfg.ChunkBudget {
-			yield(last)
+			// Bounded work per callback: the rest continues through the
+			// loopback, so commands and other triggers of this shard run.
+			// Before they do, the table says an advance to t is under way
+			// and how far it got (passYield): a command applied between its
+			// callbacks first sends what its job owes up to t, and one on
+			// another owner after a rebalance reads which jobs the pass
+			// handled (passedThrough), so no fire_id goes out twice with two
+			// payloads. Each yield writes the shard record; an advance done
+			// in one callback, the common case, writes it once, at its end.
+			mark, next := passYield(shard, t, last, fromStart, cuts)
+			if mark != nil {
+				// It continues: the advances waiting wait on.
+				mark.QueuedWaits, mark.Purged = 0, horizon.purged
+				s.setValue(ctx, codecs.EncodeShardRecord(*mark))
+			}
+			ctx.Loopback(ctx.Key(), codecs.EncodeInternal(next))
 			return nil, nil
 		}
 	}
@@ -494,7 +476,7 @@ scan:
 	}
 	if len(msgs) > 0 {
 		if err := s.dispatch(ctx, msgs); err != nil {
-			return c, fmt.Errorf("%w (%d events, %d bytes): %w", errProduce, len(msgs), size, err)
+			return c, fmt.Errorf("scheduler: producing %d dispatch events (%d bytes): %w", len(msgs), size, err)
 		}
 	}
 	// Only after the fires are acknowledged may a job be marked completed
@@ -522,10 +504,6 @@ scan:
 // Every dispatch event is built by scheduledEvent or triggeredEvent and sent
 // by dispatch: one producer, one set of producer settings, acknowledged
 // before the index, the watermark or the command's commit moves.
-
-// errProduce marks a fan-out chunk whose dispatch events the broker did not
-// acknowledge.
-var errProduce = errors.New("scheduler: producing dispatch events")
 
 // scheduledEvent is the dispatch event of a scheduled fire of job key.
 // A jittered fire's id and scheduled_at are its scheduled time; due_at is

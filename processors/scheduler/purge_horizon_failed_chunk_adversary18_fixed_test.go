@@ -46,9 +46,7 @@ func (p *downProducer) ProduceSync(ctx context.Context, topic string, msgs []Msg
 // ChunkSize 1, budget 1h: the advance to t0+8d+1h handles j's tombstone
 // (due t0+8d) in chunk 1, emits its purge, and fails at chunk 2 (a's fire)
 // with a producer error. Restart: the purge loopback, the advance again
-// (the producer works now), then offsets 0-3 again (not committed). Now
-// the failure at chunk 2 makes the callback yield instead (the horizon goes
-// into the yield's shard record); the rest of the test holds as before.
+// (the producer works now), then offsets 0-3 again (not committed).
 //
 // Expected: offsets 1-3 are repeats; j never fires. Got: the horizon is 0;
 // offset 1 creates j again, offset 2 dispatches the ~193 fires it owes
@@ -85,11 +83,7 @@ func TestAdv18PurgeThenFailedChunkLosesHorizon(t *testing.T) {
 	h.off++
 	ctx := &simCtx{topic: h.s.cfg.Layout.ShardTriggers(), key: h.shardKey(), table: h.st, ts: at, offset: h.off, ctx: context.Background()}
 	err := ctx.run(h.s.onTrigger, codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: at}))
-	// Since a failed produce after acknowledged chunks yields (pass in
-	// fanout.go), the callback ends after chunk 1 and chunk 2 goes to the
-	// continuation; before, it failed here. Either way the horizon must be
-	// written before the purge goes out.
-	require.NoError(t, err, "the advance yields after chunk 1 when chunk 2's produce fails")
+	require.Error(t, err, "the advance fails at its second chunk")
 	var purges int
 	for _, o := range ctx.outs {
 		if o.Kind == simOutLoop {
