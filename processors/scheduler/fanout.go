@@ -221,7 +221,7 @@ func (s *Scheduler) pass(ctx goka.Context, st *store.Store, tr codecs.ShardTrigg
 	// a fresh pass its store was never marked as following it from the
 	// middle (adversary 15b, seed 20476 x 1500 operations).
 	inherited := s.passes.note(p, st, tr.T, continuation, rebuilt)
-	if inherited && (len(shard.PassCuts) > 0 || shard.PassCutsLost) && s.passes.restoring(p) {
+	if inherited && !shard.PassAt.IsZero() && s.passes.restoring(p) {
 		if err := s.restoreCuts(st, shard); err != nil {
 			return nil, err
 		}
