@@ -51,7 +51,7 @@ var (
 	simStrict    = flag.Bool("sim.strict", false, "simulation: fail on the known open findings too")
 	simAll       = flag.Bool("sim.all", false, "simulation: report every failing seed, not only the first")
 	// simSmallChunks: 35 of seeds 1-400 x 800 failed with it until the
-	// fixes of 2026-12-03; 2 still do (15, 190: docs/reliability.md).
+	// fixes of 2026-12-03; seed 15 still does (docs/reliability.md).
 	simSmallChunks = flag.Bool("sim.smallchunks", true, "simulation: fan out in 1 KiB chunks for a third of the seeds")
 	// simClockBound is how far ahead of the broker's time a fire may be
 	// dispatched when the clock group drives the advances.
@@ -228,6 +228,37 @@ func TestSimRegressions(t *testing.T) {
 		}
 		if failing > 0 {
 			t.Errorf("regression seed %d (%s):\n%s", r.seed, r.what, w.oracle.report(r.seed, w.cfg.String()))
+		}
+	}
+}
+
+// simSmallChunkRegressions are seeds of TestSim with small chunks (1 KiB
+// for a third of the seeds, newSimWorldChunks) that found a bug, each
+// failing on the code before its fix.
+var simSmallChunkRegressions = []struct {
+	seed int64
+	ops  int
+	what string
+}{
+	{190, 800, "a resume written while advances were queued behind the pass under way owed since the last queued T; the pass to it fired the job, a crash lost its settle and wiped the store, and the entry derived from the record, behind the next pass's cursor, was taken for handled (passedThrough, 9e709ba)"},
+}
+
+func TestSimSmallChunkRegressions(t *testing.T) {
+	t.Parallel()
+	for _, r := range simSmallChunkRegressions {
+		w := newSimWorldChunks(t, r.seed, r.ops, true)
+		if w.cfg.chunkBytes == 0 {
+			t.Fatalf("seed %d no longer draws small chunks", r.seed)
+		}
+		w.run()
+		failing := 0
+		for _, v := range w.oracle.violations {
+			if *simStrict || !simKnownOpen[v.bug] {
+				failing++
+			}
+		}
+		if failing > 0 {
+			t.Errorf("small-chunk regression seed %d (%s):\n%s", r.seed, r.what, w.oracle.report(r.seed, w.cfg.String()))
 		}
 	}
 }
