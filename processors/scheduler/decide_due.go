@@ -259,20 +259,29 @@ func passedThrough(shard codecs.ShardRecord, rec *codecs.JobRecord, key string, 
 	if i, found := slices.BinarySearchFunc(shard.PassCuts, key, func(c codecs.PassCut, k string) int { return strings.Compare(c.Key, k) }); found {
 		return later(due, shard.PassCuts[i].To.Add(-time.Nanosecond)), true
 	}
-	if !rec.Through.IsZero() && !rec.OwedAt.IsZero() && !rec.OwedAt.Before(shard.Watermark) {
-		// Owed since the watermark's time or later: the pass that
-		// completed to the watermark may have fired the job (it began
-		// after the write) or not (it was under way), and its settle may
-		// have been lost in a crash, so the entry derived here may lie
-		// behind the one this pass saw, after its cursor. Handled through
-		// the cursor's time at least, as with cuts too many to keep (the
-		// job's times before its entry there were fired): simulation seed
-		// 190 x 800 (small chunks) lost a fire when the whole pass was
-		// read (a resume while advances were queued, the settle of the
-		// pass to the last of them lost, the store wiped).
+	return shard.Advancing, true
+}
+
+// restoredThrough is passedThrough as a store that begins to follow the
+// pass under way (restoreCuts) reads it: a record that owes since the
+// watermark's time or later is handled only through the cursor's time.
+// The pass that completed to the watermark may have fired the job (it
+// began after the write) or not (it was under way), and its settle may
+// have been lost in a crash, so the entry derived here may lie behind the
+// one this pass saw, after its cursor: simulation seed 190 x 800 (small
+// chunks) lost a fire when it was read as handled through T (a resume
+// while advances were queued, the settle of the pass to the last of them
+// lost, the store wiped). Commands keep passedThrough's answer: read so
+// by a command consumed before the job's settle, it repeated fires after
+// a clean rebalance and, with a put that changed the job's jitter, sent
+// them with the put's payload (adversary round 25b). The job's entry,
+// once moved here, is after the cursor, where a command reads it as is.
+func restoredThrough(shard codecs.ShardRecord, rec *codecs.JobRecord, key string, due time.Time) (time.Time, bool) {
+	through, ok := passedThrough(shard, rec, key, due)
+	if ok && through.Equal(shard.Advancing) && !rec.Through.IsZero() && !rec.OwedAt.IsZero() && !rec.OwedAt.Before(shard.Watermark) {
 		return later(due, shard.PassAt.Add(-time.Nanosecond)), true
 	}
-	return shard.Advancing, true
+	return through, ok
 }
 
 // passDone is the shard record once a pass to t has fired everything due

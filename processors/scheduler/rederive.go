@@ -143,7 +143,7 @@ func rederive(st *store.Store, t time.Time, schedules *schedule.Cache) (moved in
 // pause. A job written since the pass began (a command: passedThrough
 // declines) keeps its entry, as do entries already past the cursor. A job
 // whose record owes since the watermark's time or later moves to its first
-// time after the cursor's time too (passedThrough: the settle of the pass
+// time after the cursor's time too (restoredThrough: the settle of the pass
 // to the watermark may have been lost, seed 190 x 800). Every entry behind
 // the cursor is read, once per store and pass; the others, handled through
 // T, stay for rederive.
@@ -192,7 +192,12 @@ func (s *Scheduler) restore(st *store.Store, shard codecs.ShardRecord, cands []s
 		if err != nil || (rec.Status != codecs.StatusActive && rec.Status != codecs.StatusPaused) {
 			continue
 		}
-		to := s.pastPass(d.Key, shard, rec, d.At)
+		to := d.At
+		if through, ok := restoredThrough(shard, rec, d.Key, d.At); ok {
+			if sched, err := jobSchedule(s.schedules, d.Key, rec); err == nil {
+				to = sched.Next(through)
+			}
+		}
 		if to.Equal(d.At) {
 			continue // not handled by the pass (or no schedule): it stays
 		}
