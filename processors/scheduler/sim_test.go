@@ -189,33 +189,38 @@ var simRegressions = []struct {
 	ops     int
 	what    string
 	rebuild bool // with the rebuild after a command during an advance (rebuildRng)
+	small   bool // with small chunks (1 KiB for a third of the seeds, newSimWorldChunks), as TestSim draws them
 }{
-	{33, 300, "a put on a paused job re-sent the pre-pause fires an advance had sent, with the new payload (record's stale Through)", false},
-	{65, 300, "a put on a paused job re-sent the pre-pause fires an advance had sent, with the new payload (record's stale Through)", false},
-	{507, 300, "a late re-put after deleting a paused job lost the times the paused job never sent (tombstone at the shard's time)", false},
-	{355, 300, "an update of a job owing more than one plan's fires (10,000) gave the rest to the new definition (wrong payload, old fires lost)", false},
-	{26, 1000, "a pass begun while another was under way skipped, after its cursor, entries an index rebuild (crash, wiped store) put back behind it; the watermark passed them", false},
-	{55, 300, "a put applied between two continuations of an advance left its entry behind the cursor; the advance then wrote the watermark past it and the index rebuilt before the next advance dropped it (issue 17 bug 3)", true},
-	{2820, 300, "oracle: a late pause applied after a late put's catch-up had sent every owed time up to the shard's time handed the job over before those times, so the update that followed was required to send them again with its payload (TestSimOracleLatePauseAfterCatchUp)", true},
-	{4726, 300, "oracle: a pause applied while an advance under way had not reached the job sends the late time the job owes up to the pause's ts (fire_once on its own), which the advance's plan had counted as missed (TestSimOracleMidAdvancePauseSendsItsLateTime)", true},
-	{5181, 300, "oracle: a restart in the first delivery of an advance that overtook one in progress re-counts as missed the times the first advance sent (its index moves were local); the count had been fixed before the restart (TestSimOracleRestartInOvertakingAdvance)", true},
-	{7794, 800, "a settle of an old version arrived after a late pause on an empty store had handled the job only as far as its unsettled record said; a put then re-sent two fire_ids with its payload (sentRecord; the seed's history changed with the fix of 9077)", true},
-	{9077, 800, "a bucket continuation handled twice (a crash kept it) fired a member again after an update changed its payload (the shard record names each fan-out; TestBucketContinuationTwiceFiresEachMemberOnce)", true},
-	{8959, 800, "a late pause of a one-shot job whose last time an advance under way had sent (no due entry, its complete in flight) handled it only through the pause's ts; a put then re-sent that time with its payload (and, with advances waiting for the pass under way, a crash that kept the pass's shard record and lost its continuation stopped the partition until the advance delivered again ran the pass again)", true},
-	{110079, 3000, "a pass begun while earlier ones were under way fired a job's catch-up; after they completed and a crash wiped the store, the derived entry lay after the later pass's cursor and a late pause then a put re-sent the catch-up with the put's payload (passes no longer overlap: ShardRecord.Queued)", true},
-	{70043, 3000, "the start of a pass that had waited arrived after a fresh advance had begun a pass to a later T (taking the waiting one with it) and ran beside it from the start of the index; a crash that wiped the store between the two lost a fire behind the later pass's cursor (Scheduler.advance skips such a start)", true},
-	{70163, 3000, "oracle: a job paused while advances waited for the pass under way, then deleted late and put again late: the deleted incarnation may be handled only where the first of those advances found it (simOracle.del, waitLow)", true},
-	{400013, 3600, "oracle: an update of a one-shot job whose last time an advance in progress (or waiting) may have sent and completed: the new definition starts from where the old one stopped, or from its ts if the job completed", true},
-	{160, 800, "oracle: an advance that waited for the pass under way never runs on its own; the misses its fire would have carried go with the pass that takes it over (simOracle.advance's carry)", true},
-	{110033, 3000, "oracle: a late pause while advances wait for the pass under way may find the job handled only where the first of them found it, so a put after it owes the new definition's times from there (simOJob.waitLow)", true},
-	{700096, 100, "a job cut at its per-advance bound (11,116 fires owed), then a crash that wiped the store: the advance delivered again continued from the cursor, behind which the job's entry was derived from its unsettled record, and completed past its last 1,116 fires (restoreCuts)", false},
-	{4232, 300, "oracle: the known open finding \"re-put reuses a fire_id\" (a crash lost the deleted incarnation's handled time) was reported for its second violation as \"6 late update\" (TestSimOracleReuseLabelsItsIncarnation)", true},
+	{33, 300, "a put on a paused job re-sent the pre-pause fires an advance had sent, with the new payload (record's stale Through)", false, false},
+	{65, 300, "a put on a paused job re-sent the pre-pause fires an advance had sent, with the new payload (record's stale Through)", false, false},
+	{507, 300, "a late re-put after deleting a paused job lost the times the paused job never sent (tombstone at the shard's time)", false, false},
+	{355, 300, "an update of a job owing more than one plan's fires (10,000) gave the rest to the new definition (wrong payload, old fires lost)", false, false},
+	{26, 1000, "a pass begun while another was under way skipped, after its cursor, entries an index rebuild (crash, wiped store) put back behind it; the watermark passed them", false, false},
+	{55, 300, "a put applied between two continuations of an advance left its entry behind the cursor; the advance then wrote the watermark past it and the index rebuilt before the next advance dropped it (issue 17 bug 3)", true, false},
+	{2820, 300, "oracle: a late pause applied after a late put's catch-up had sent every owed time up to the shard's time handed the job over before those times, so the update that followed was required to send them again with its payload (TestSimOracleLatePauseAfterCatchUp)", true, false},
+	{4726, 300, "oracle: a pause applied while an advance under way had not reached the job sends the late time the job owes up to the pause's ts (fire_once on its own), which the advance's plan had counted as missed (TestSimOracleMidAdvancePauseSendsItsLateTime)", true, false},
+	{5181, 300, "oracle: a restart in the first delivery of an advance that overtook one in progress re-counts as missed the times the first advance sent (its index moves were local); the count had been fixed before the restart (TestSimOracleRestartInOvertakingAdvance)", true, false},
+	{7794, 800, "a settle of an old version arrived after a late pause on an empty store had handled the job only as far as its unsettled record said; a put then re-sent two fire_ids with its payload (sentRecord; the seed's history changed with the fix of 9077)", true, false},
+	{9077, 800, "a bucket continuation handled twice (a crash kept it) fired a member again after an update changed its payload (the shard record names each fan-out; TestBucketContinuationTwiceFiresEachMemberOnce)", true, false},
+	{8959, 800, "a late pause of a one-shot job whose last time an advance under way had sent (no due entry, its complete in flight) handled it only through the pause's ts; a put then re-sent that time with its payload (and, with advances waiting for the pass under way, a crash that kept the pass's shard record and lost its continuation stopped the partition until the advance delivered again ran the pass again)", true, false},
+	{110079, 3000, "a pass begun while earlier ones were under way fired a job's catch-up; after they completed and a crash wiped the store, the derived entry lay after the later pass's cursor and a late pause then a put re-sent the catch-up with the put's payload (passes no longer overlap: ShardRecord.Queued)", true, false},
+	{70043, 3000, "the start of a pass that had waited arrived after a fresh advance had begun a pass to a later T (taking the waiting one with it) and ran beside it from the start of the index; a crash that wiped the store between the two lost a fire behind the later pass's cursor (Scheduler.advance skips such a start)", true, false},
+	{70163, 3000, "oracle: a job paused while advances waited for the pass under way, then deleted late and put again late: the deleted incarnation may be handled only where the first of those advances found it (simOracle.del, waitLow)", true, false},
+	{400013, 3600, "oracle: an update of a one-shot job whose last time an advance in progress (or waiting) may have sent and completed: the new definition starts from where the old one stopped, or from its ts if the job completed", true, false},
+	{160, 800, "oracle: an advance that waited for the pass under way never runs on its own; the misses its fire would have carried go with the pass that takes it over (simOracle.advance's carry)", true, false},
+	{110033, 3000, "oracle: a late pause while advances wait for the pass under way may find the job handled only where the first of them found it, so a put after it owes the new definition's times from there (simOJob.waitLow)", true, false},
+	{700096, 100, "a job cut at its per-advance bound (11,116 fires owed), then a crash that wiped the store: the advance delivered again continued from the cursor, behind which the job's entry was derived from its unsettled record, and completed past its last 1,116 fires (restoreCuts)", false, false},
+	{4232, 300, "oracle: the known open finding \"re-put reuses a fire_id\" (a crash lost the deleted incarnation's handled time) was reported for its second violation as \"6 late update\" (TestSimOracleReuseLabelsItsIncarnation)", true, false},
+	{190, 800, "a resume written while advances were queued behind the pass under way owed since the last queued T; the pass to it fired the job, a crash lost its settle and wiped the store, and the entry derived from the record, behind the next pass's cursor, was taken for handled (restoredThrough)", true, true},
 }
 
 func TestSimRegressions(t *testing.T) {
 	t.Parallel()
 	for _, r := range simRegressions {
-		w := newSimWorld(t, r.seed, r.ops)
+		w := newSimWorldChunks(t, r.seed, r.ops, r.small)
+		if r.small && w.cfg.chunkBytes == 0 {
+			t.Fatalf("seed %d no longer draws small chunks", r.seed)
+		}
 		if !r.rebuild {
 			w.rebuildRng = nil
 		}
@@ -228,37 +233,6 @@ func TestSimRegressions(t *testing.T) {
 		}
 		if failing > 0 {
 			t.Errorf("regression seed %d (%s):\n%s", r.seed, r.what, w.oracle.report(r.seed, w.cfg.String()))
-		}
-	}
-}
-
-// simSmallChunkRegressions are seeds of TestSim with small chunks (1 KiB
-// for a third of the seeds, newSimWorldChunks) that found a bug, each
-// failing on the code before its fix.
-var simSmallChunkRegressions = []struct {
-	seed int64
-	ops  int
-	what string
-}{
-	{190, 800, "a resume written while advances were queued behind the pass under way owed since the last queued T; the pass to it fired the job, a crash lost its settle and wiped the store, and the entry derived from the record, behind the next pass's cursor, was taken for handled (passedThrough, 9e709ba)"},
-}
-
-func TestSimSmallChunkRegressions(t *testing.T) {
-	t.Parallel()
-	for _, r := range simSmallChunkRegressions {
-		w := newSimWorldChunks(t, r.seed, r.ops, true)
-		if w.cfg.chunkBytes == 0 {
-			t.Fatalf("seed %d no longer draws small chunks", r.seed)
-		}
-		w.run()
-		failing := 0
-		for _, v := range w.oracle.violations {
-			if *simStrict || !simKnownOpen[v.bug] {
-				failing++
-			}
-		}
-		if failing > 0 {
-			t.Errorf("small-chunk regression seed %d (%s):\n%s", r.seed, r.what, w.oracle.report(r.seed, w.cfg.String()))
 		}
 	}
 }
