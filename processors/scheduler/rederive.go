@@ -192,21 +192,22 @@ func (s *Scheduler) restore(st *store.Store, shard codecs.ShardRecord, cands []s
 		if err != nil || (rec.Status != codecs.StatusActive && rec.Status != codecs.StatusPaused) {
 			continue
 		}
-		to := d.At
-		if through, ok := restoredThrough(shard, rec, d.Key, d.At); ok {
-			if sched, err := jobSchedule(s.schedules, d.Key, rec); err == nil {
-				to = sched.Next(through)
-			}
+		through, ok := restoredThrough(shard, rec, d.Key, d.At)
+		if !ok || !through.Before(shard.Advancing) {
+			continue // not handled by the pass, or through its T: it stays for rederive
 		}
+		sched, err := jobSchedule(s.schedules, d.Key, rec)
+		if err != nil {
+			continue
+		}
+		to := sched.Next(through)
 		if to.Equal(d.At) {
-			continue // not handled by the pass (or no schedule): it stays
+			continue
 		}
 		if !to.IsZero() && (store.Due{At: to, Key: d.Key}).NotAfter(cursor) {
 			// A job cut short is always left after the cursor: at the
 			// cursor's time, only after its key.
-			if sched, err := jobSchedule(s.schedules, d.Key, rec); err == nil {
-				to = sched.Next(to)
-			}
+			to = sched.Next(to)
 		}
 		if rec.Status == codecs.StatusPaused && to.After(rec.NotBefore) {
 			continue // a paused job owes its times up to its pause only
