@@ -304,7 +304,15 @@ func TestAdv19gRepeatedTriggerIDHidesSlowBucketFanOut(t *testing.T) {
 //
 //	go test -tags adversary19g -count=1 -v -run TestAdv19gSteadyCommandsScaleOut ./deploy/
 func TestAdv19gSteadyCommandsScaleOut(t *testing.T) {
-	const partitions, perTick, tick = 4, 60, 100 * time.Millisecond
+	const partitions, tick = 4, 100 * time.Millisecond
+	perTick := 60
+	if testing.Short() {
+		// The race run (-race -short): 300 puts a second, which still
+		// asked for more than 1 replica in 69% of the samples before the
+		// fix; at 600 the race detector's CPU cost on 2 cores beside the
+		// other packages left 1,965 puts unapplied (CI, stop 34).
+		perTick = 30
+	}
 	env := testenv.New(t, partitions)
 	so := shippedFor(t, env)
 	adm := admin(t, env)
@@ -336,7 +344,7 @@ func TestAdv19gSteadyCommandsScaleOut(t *testing.T) {
 				vals[k] = testenv.PutCommand(keys[k], codecs.JobDef{Every: "24h"})
 			}
 			env.ProduceMany(string(env.Layout.Jobs()), keys, vals, time.Now())
-			sent.Add(perTick)
+			sent.Add(int64(perTick))
 		}
 	}()
 	start := time.Now()
