@@ -211,6 +211,9 @@ var simRegressions = []struct {
 	{110033, 3000, "oracle: a late pause while advances wait for the pass under way may find the job handled only where the first of them found it, so a put after it owes the new definition's times from there (simOJob.waitLow)", true, false},
 	{700096, 100, "a job cut at its per-advance bound (11,116 fires owed), then a crash that wiped the store: the advance delivered again continued from the cursor, behind which the job's entry was derived from its unsettled record, and completed past its last 1,116 fires (restoreCuts)", false, false},
 	{4232, 300, "oracle: the known open finding \"re-put reuses a fire_id\" (a crash lost the deleted incarnation's handled time) was reported for its second violation as \"6 late update\" (TestSimOracleReuseLabelsItsIncarnation)", true, false},
+	{15, 800, "oracle: a re-put after deleting a job of uncertain progress starts anywhere between the two marks; its own pause and delete carry that range to the next incarnation (simOJob.startLow)", true, true},
+	{2500031, 800, "oracle: a pause stops a late resume's catch-up where it got (hours behind the advances the oracle had counted): the job is handled through the last fire it sent, and a re-put after a delete owes the times after that (simOJob.owedFrom)", true, true},
+	{2500034, 800, "oracle: a fire_once update dispatched as one fire the owed times of several advances that had not sent theirs while a late put's catch-up was under way; the fire carries their misses too (simOracle.dispatched's unsent)", true, true},
 	{190, 800, "a resume written while advances were queued behind the pass under way owed since the last queued T; the pass to it fired the job, a crash lost its settle and wiped the store, and the entry derived from the record, behind the next pass's cursor, was taken for handled (restoredThrough)", true, true},
 }
 
