@@ -214,6 +214,7 @@ var simRegressions = []struct {
 	{15, 800, "oracle: a re-put after deleting a job of uncertain progress starts anywhere between the two marks; its own pause and delete carry that range to the next incarnation (simOJob.startLow)", true, true},
 	{2500031, 800, "oracle: a pause stops a late resume's catch-up where it got (hours behind the advances the oracle had counted): the job is handled through the last fire it sent, and a re-put after a delete owes the times after that (simOJob.owedFrom)", true, true},
 	{2500034, 800, "oracle: a fire_once update dispatched as one fire the owed times of several advances that had not sent theirs while a late put's catch-up was under way; the fire carries their misses too (simOracle.dispatched's unsent)", true, true},
+	{2800046, 800, "oracle: the same as 2500034 with 3 partitions, crashes, rebalances and deferred indexing", true, true},
 	{190, 800, "a resume written while advances were queued behind the pass under way owed since the last queued T; the pass to it fired the job, a crash lost its settle and wiped the store, and the entry derived from the record, behind the next pass's cursor, was taken for handled (restoredThrough)", true, true},
 }
 
