@@ -334,6 +334,13 @@ func TestOwedAtPassed(t *testing.T) {
 	legacy := active
 	legacy.OwedAt = time.Time{}
 	require.Equal(t, at(10), legacy.HandledThrough(at(150)), "written before OwedAt: Through alone")
+	// A settle of a pass under way (a job cut at its per-advance bound):
+	// Through without OwedAt, on a record a command of this release wrote.
+	cut := codecs.JobRecord{Status: codecs.StatusActive, NotBefore: at(10), Through: at(40), Applied: 7}
+	require.Equal(t, at(40), cut.HandledThrough(at(20)), "the pass to a later time under way: how far it got")
+	require.Equal(t, at(41), cut.Due(at(20), sched))
+	require.Equal(t, at(150), cut.HandledThrough(at(150)), "that pass completed: through the watermark, its last settle in flight")
+	require.Equal(t, at(151), cut.Due(at(150), sched))
 
 	paused := codecs.JobRecord{Status: codecs.StatusPaused, NotBefore: at(120), Through: at(10), OwedAt: at(100)}
 	require.Equal(t, at(11), paused.Due(at(100), sched), "owes fires from before its pause")

@@ -219,21 +219,19 @@ func activate(key string, rec *codecs.JobRecord, from time.Time, shard codecs.Sh
 	if err != nil {
 		return
 	}
-	// Owing everything after from, it is due at its first time after it
-	// (the same rule as the index's, codecs.JobRecord.Due).
-	rec.Through = from
+	// Owing everything after from since the shard's time now, it is due
+	// at its first time after it (the same rule as the index's,
+	// codecs.JobRecord.Due): an advance that completes past that time
+	// sends what it owes (codecs.JobRecord.OwedAt).
+	rec.Through, rec.OwedAt = from, shardNow(shard)
 	first := rec.Due(shard.Watermark, sched)
 	switch {
 	case first.IsZero():
-		rec.Status, rec.Through = codecs.StatusCompleted, time.Time{}
-	case first.After(shardNow(shard)):
+		rec.Status, rec.Through, rec.OwedAt = codecs.StatusCompleted, time.Time{}, time.Time{}
+	case first.After(rec.OwedAt):
 		// Nothing owed behind the shard's time: an ordinary job, due at
 		// the same first time from max(NotBefore, watermark).
-		rec.Through = time.Time{}
-	default:
-		// Owed since the shard's time now: an advance that completes past
-		// it sends them (codecs.JobRecord.OwedAt).
-		rec.OwedAt = shardNow(shard)
+		rec.Through, rec.OwedAt = time.Time{}, time.Time{}
 	}
 }
 
