@@ -45,52 +45,43 @@ func adv26CheckX(t *testing.T, h *partitionHarness, end time.Time) {
 	}
 }
 
-// An advance trigger (10:25) consumed on the new owner before the
-// loopbacks: it waits (Queued), so x's settle reads the shard's time as
-// 10:25 and keeps Through (10:20) and OwedAt (10:10).
-func TestAdv26QueuedAdvanceBeforeSettle(t *testing.T) {
+// TestAdv26InputsBeforeSettle orders the new owner's inputs before x's
+// settle in three ways; each step is x's command with its record time,
+// or (no command) an advance to that time, followed by every loopback
+// queued.
+func TestAdv26InputsBeforeSettle(t *testing.T) {
 	t.Parallel()
-	h, _, T := adv25bHistory(t)
-	h.advance(T.Add(5 * time.Minute))
-	h.drain()
-	h.advance(T.Add(10 * time.Minute))
-	h.drain()
-	adv26CheckX(t, h, T.Add(10*time.Minute))
-}
-
-// A pause of x consumed on the new owner before x's settle (its ts after
-// the pass's T), then the loopbacks, then a resume, then advances.
-func TestAdv26PauseBeforeSettleThenResume(t *testing.T) {
-	t.Parallel()
-	h, _, T := adv25bHistory(t)
-	h.command("x", T.Add(2*time.Minute), `{"v":1,"op":"pause"}`)
-	h.drain()
-	h.advance(T.Add(5 * time.Minute))
-	h.drain()
-	h.command("x", T.Add(2*time.Minute), `{"v":1,"op":"resume"}`)
-	h.drain()
-	h.advance(T.Add(10 * time.Minute))
-	h.drain()
-	// Paused from 10:22 (its ts) and resumed with ts 10:22: owes after
-	// 10:22 again; 10:06 .. 10:22 are due before the pause.
-	adv26CheckX(t, h, T.Add(10*time.Minute))
-}
-
-// A late pause (ts 10:12, behind the cursor's time) consumed before x's
-// settle: x still owes nothing up to 10:12 (the pass sent 10:06 .. 10:20);
-// then the loopbacks, a put (payload X2) and advances.
-func TestAdv26LatePauseBeforeSettleThenPut(t *testing.T) {
-	t.Parallel()
-	h, _, T := adv25bHistory(t)
-	h.command("x", T.Add(-8*time.Minute), `{"v":1,"op":"pause"}`)
-	h.drain()
-	h.command("x", T.Add(-8*time.Minute), `{"v":1,"op":"put","job":{"every":"1m","payload":{"p":"X2"},"misfire_policy":"fire_all","misfire_grace":"168h"}}`)
-	h.drain()
-	h.advance(T.Add(5 * time.Minute))
-	h.drain()
-	h.advance(T.Add(10 * time.Minute))
-	h.drain()
-	adv26CheckX(t, h, T.Add(10*time.Minute))
+	type step struct {
+		min int // minutes after the pass's T (10:20)
+		cmd string
+	}
+	for _, tc := range []struct {
+		name, what string
+		steps      []step
+	}{
+		{"QueuedAdvanceBeforeSettle", "an advance trigger (10:25) consumed on the new owner before the loopbacks waits (Queued), so x's settle reads the shard's time as 10:25 and keeps Through (10:20) and OwedAt (10:10)",
+			[]step{{5, ""}, {10, ""}}},
+		{"PauseBeforeSettleThenResume", "a pause of x (ts 10:22, after the pass's T) before x's settle, then the loopbacks, a resume with ts 10:22 (x owes after 10:22 again; 10:06 .. 10:22 are due before the pause) and advances",
+			[]step{{2, `{"v":1,"op":"pause"}`}, {5, ""}, {2, `{"v":1,"op":"resume"}`}, {10, ""}}},
+		{"LatePauseBeforeSettleThenPut", "a late pause (ts 10:12, behind the cursor's time) before x's settle: x still owes nothing up to 10:12 (the pass sent 10:06 .. 10:20); then the loopbacks, a put (payload X2) and advances",
+			[]step{{-8, `{"v":1,"op":"pause"}`}, {-8, `{"v":1,"op":"put","job":{"every":"1m","payload":{"p":"X2"},"misfire_policy":"fire_all","misfire_grace":"168h"}}`}, {5, ""}, {10, ""}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			t.Log(tc.what)
+			h, _, T := adv25bHistory(t)
+			for _, st := range tc.steps {
+				ts := T.Add(time.Duration(st.min) * time.Minute)
+				if st.cmd == "" {
+					h.advance(ts)
+				} else {
+					h.command("x", ts, st.cmd)
+				}
+				h.drain()
+			}
+			adv26CheckX(t, h, T.Add(10*time.Minute))
+		})
+	}
 }
 
 // A second clean rebalance after the continuation's restoreCuts, before
