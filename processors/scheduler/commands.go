@@ -90,7 +90,7 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 			// refused command that is still the record's last is refused
 			// again, its reject sent again.
 			next := *cur
-			next.Applied = applied
+			stampApplied(&next, applied, in.Shard)
 			if err := s.keepEntry(ctx, in.Shard, &next); err != nil {
 				return cmd.Op, err
 			}
@@ -104,7 +104,7 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 		}
 	}
 	if eff.Record != nil {
-		eff.Record.Applied = applied
+		stampApplied(eff.Record, applied, in.Shard)
 		if cmd.Op == codecs.OpBackfill || cmd.Op == codecs.OpCancelBackfill {
 			// A copy of the record, the job not settled first (owedUpTo).
 			if err := s.keepEntry(ctx, in.Shard, eff.Record); err != nil {
@@ -117,6 +117,22 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 		ctx.Loopback(s.shardKeys[ctx.Partition()], codecs.EncodeInternal(*eff.Loop))
 	}
 	return cmd.Op, nil
+}
+
+// stampApplied records on rec the command that writes it (Applied). A
+// record an earlier release wrote that owes fires behind the watermark
+// (Through without OwedAt, no Applied) is stamped with since when it owes
+// them too, the shard's time now: with Applied set, Through without OwedAt
+// reads as an advance's settle, handled through the watermark once it is
+// past (codecs.JobRecord.owedThrough), and a command that copies the
+// record without settling the job first (a backfill, its cancel, a refusal
+// it records) would have lost those fires (adversary round 26b,
+// TestAdv26bLegacyOwedRecordLosesFiresToRecordedCommand).
+func stampApplied(rec *codecs.JobRecord, applied uint64, shard codecs.ShardRecord) {
+	if rec.Applied == 0 && !rec.Through.IsZero() && rec.OwedAt.IsZero() && (rec.Status == codecs.StatusActive || rec.Status == codecs.StatusPaused) {
+		rec.OwedAt = shardNow(shard)
+	}
+	rec.Applied = applied
 }
 
 // errRepeated is the outcome of a command consumed again after a crash
