@@ -119,8 +119,10 @@ type JobRecord struct {
 	Through time.Time
 	// OwedAt is the shard's time (its watermark, or an advance under way)
 	// when a command last set Through (a late put or resume, a pause):
-	// zero in records written before it existed, and when Through is
-	// zero. An advance that completes to a time after OwedAt has handled
+	// zero when Through is zero, in records written before it existed,
+	// and when an advance's settle set Through (a job cut at its
+	// per-advance bound: handled through the watermark once it is past
+	// Through, see owedThrough). An advance that completes to a time after OwedAt has handled
 	// the job through that time (a pass never completes while a due entry
 	// at or before its time remains, a job's catch-up cut included), so
 	// once the shard's watermark is past OwedAt the record owes nothing
