@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-scheduler/chronos/deploy/deploytest"
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/topology"
 )
@@ -41,16 +42,16 @@ import (
 // through the chart.
 func TestAdv19dHelmDefaultScrapeMissesTheScaledObjectsQueries(t *testing.T) {
 	docs := render(t, "prod", "keda.enabled=true")
-	values := yamlDoc(t, "deploy/helm/chronos/values.yaml")
-	require.Equal(t, true, get(values, "scrapeAnnotations"), "setup: the chart's default scraping is by annotation")
-	require.Equal(t, false, get(values, "serviceMonitor", "enabled"), "setup: no ServiceMonitor by default")
+	values := deploytest.YAMLDoc(t, "deploy/helm/chronos/values.yaml")
+	require.Equal(t, true, deploytest.Get(values, "scrapeAnnotations"), "setup: the chart's default scraping is by annotation")
+	require.Equal(t, false, deploytest.Get(values, "serviceMonitor", "enabled"), "setup: no ServiceMonitor by default")
 	var kinds []string
 	for _, d := range docs {
-		kinds = append(kinds, str(get(d, "kind")))
+		kinds = append(kinds, deploytest.Str(deploytest.Get(d, "kind")))
 	}
 	require.NotContains(t, kinds, "ServiceMonitor", "setup")
-	pod := get(kind(t, docs, "Deployment"), "spec", "template", "metadata", "annotations")
-	require.Equal(t, "true", str(get(pod, "prometheus.io/scrape")), "setup: the pods ask to be scraped by annotation")
+	pod := deploytest.Get(kind(t, docs, "Deployment"), "spec", "template", "metadata", "annotations")
+	require.Equal(t, "true", deploytest.Str(deploytest.Get(pod, "prometheus.io/scrape")), "setup: the pods ask to be scraped by annotation")
 
 	// The labels an annotation-discovery scrape job gives a pod's series.
 	series := map[string]string{"job": "kubernetes-pods", "namespace": "default", "pod": "prod-chronos-7d9f8-abcde", "partition": "3"}
@@ -64,8 +65,8 @@ func TestAdv19dHelmDefaultScrapeMissesTheScaledObjectsQueries(t *testing.T) {
 		return true
 	}
 	var lateness, fireRate string
-	for _, tr := range list(get(kind(t, docs, "ScaledObject"), "spec", "triggers")) {
-		q := str(get(tr, "metadata", "query"))
+	for _, tr := range deploytest.List(deploytest.Get(kind(t, docs, "ScaledObject"), "spec", "triggers")) {
+		q := deploytest.Str(deploytest.Get(tr, "metadata", "query"))
 		switch {
 		case regexp.MustCompile(lag.LatenessMetric).MatchString(q):
 			lateness = q

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/deploy/deploytest"
 	"github.com/chronos-scheduler/chronos/processors/clock"
 	"github.com/chronos-scheduler/chronos/testenv"
 )
@@ -72,7 +73,7 @@ func TestAdv19eBrokerClockStepBackHidesClockAhead(t *testing.T) {
 		tickAt(at, at.Add(-step))
 		if k%10 == 0 {
 			env.WaitConsumed(string(env.Layout.ClockGroup()), string(env.Layout.Clock()), time.Minute)
-			worst = max(worst, gaugeMax(t, clock.AheadMetric, reg))
+			worst = max(worst, deploytest.GaugeMax(t, clock.AheadMetric, reg))
 		}
 	}
 	announced := a.Scheduler().Announced()

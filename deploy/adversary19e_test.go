@@ -26,6 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/deploy/deploytest"
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/processors/clock"
 	"github.com/chronos-scheduler/chronos/processors/scheduler"
@@ -59,13 +60,13 @@ import (
 func TestAdv19eScaleStepHidesTheBacklog(t *testing.T) {
 	const partitions, jobs, burst = 2, 40, 40
 	env := testenv.New(t, partitions)
-	so := shippedFor(t, env)
-	adm := admin(t, env)
+	so := deploytest.ShippedFor(t, env)
+	adm := deploytest.Admin(t, env)
 	t0 := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC) // simulated time
 	for i := range jobs {
 		env.Put(fmt.Sprintf("job-%03d", i), codecs.JobDef{Every: "1s"}, t0)
 	}
-	prodA := &slow{Producer: scheduler.KgoProducer{Client: env.Client}}
+	prodA := &deploytest.Slow{Producer: scheduler.KgoProducer{Client: env.Client}}
 	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
 	cfgA := env.Config()
 	cfgA.Producer, cfgA.Registerer = prodA, regA
@@ -76,27 +77,27 @@ func TestAdv19eScaleStepHidesTheBacklog(t *testing.T) {
 	tick := func() { at = at.Add(time.Second); env.Tick(at) }
 	tick()
 	first := at
-	waitWatermarks(t, partitions, first, a)
+	deploytest.WaitWatermarks(t, partitions, first, a)
 
 	// The dispatch slows down; the clock announces a burst of advances.
-	prodA.d.Store(int64(time.Second))
+	prodA.SetDelay(time.Second)
 	for range burst {
 		tick()
 	}
 	var before float64
 	testenv.Eventually(t, 60*time.Second, func() error {
-		before = lateness(t, regA)
+		before = deploytest.Lateness(t, regA)
 		if before < burst/2 {
 			return fmt.Errorf("gauge %.1f s, the backlog not read yet", before)
 		}
 		return nil
 	})
-	nBefore, _ := so.ReplicasWith(measure(t, adm, so), lag.Observed{Lateness: before}, 1)
+	nBefore, _ := so.ReplicasWith(deploytest.Measure(t, adm, so), lag.Observed{Lateness: before}, 1)
 	require.Greater(t, nBefore, int64(1), "setup: the backlog asks for more replicas (gauge %.1f s)", before)
 
 	// The scale step: a second pod, its dispatch as slow.
-	prodB := &slow{Producer: scheduler.KgoProducer{Client: env.Client}}
-	prodB.d.Store(int64(time.Second))
+	prodB := &deploytest.Slow{Producer: scheduler.KgoProducer{Client: env.Client}}
+	prodB.SetDelay(time.Second)
 	cfgB := env.Config()
 	cfgB.Producer, cfgB.Registerer = prodB, regB
 	b := env.Start(cfgB)
@@ -134,8 +135,8 @@ func TestAdv19eScaleStepHidesTheBacklog(t *testing.T) {
 		for _, w := range ws {
 			behind = max(behind, at.Sub(w).Seconds())
 		}
-		late = lateness(t, regA, regB)
-		n, _ = so.ReplicasWith(measure(t, adm, so), lag.Observed{Lateness: late}, 2)
+		late = deploytest.Lateness(t, regA, regB)
+		n, _ = so.ReplicasWith(deploytest.Measure(t, adm, so), lag.Observed{Lateness: late}, 2)
 		if late >= behind-lag.LatenessThreshold(time.Second) || time.Now().After(graceEnds) {
 			break
 		}
@@ -164,13 +165,13 @@ func TestAdv19eScaleStepHidesTheBacklog(t *testing.T) {
 func TestAdv19eRestartHidesTheBacklog(t *testing.T) {
 	const partitions, jobs, burst = 2, 40, 40
 	env := testenv.New(t, partitions)
-	so := shippedFor(t, env)
-	adm := admin(t, env)
+	so := deploytest.ShippedFor(t, env)
+	adm := deploytest.Admin(t, env)
 	t0 := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC) // simulated time
 	for i := range jobs {
 		env.Put(fmt.Sprintf("job-%03d", i), codecs.JobDef{Every: "1s"}, t0)
 	}
-	prodA := &slow{Producer: scheduler.KgoProducer{Client: env.Client}}
+	prodA := &deploytest.Slow{Producer: scheduler.KgoProducer{Client: env.Client}}
 	regA := prometheus.NewRegistry()
 	cfgA := env.Config()
 	cfgA.Producer, cfgA.Registerer = prodA, regA
@@ -180,25 +181,25 @@ func TestAdv19eRestartHidesTheBacklog(t *testing.T) {
 	tick := func() { at = at.Add(time.Second); env.Tick(at) }
 	tick()
 	first := at
-	waitWatermarks(t, partitions, first, a)
-	prodA.d.Store(int64(time.Second))
+	deploytest.WaitWatermarks(t, partitions, first, a)
+	prodA.SetDelay(time.Second)
 	for range burst {
 		tick()
 	}
 	var before float64
 	testenv.Eventually(t, 60*time.Second, func() error {
-		if before = lateness(t, regA); before < burst/2 {
+		if before = deploytest.Lateness(t, regA); before < burst/2 {
 			return fmt.Errorf("gauge %.1f s, the backlog not read yet", before)
 		}
 		return nil
 	})
-	nBefore, _ := so.ReplicasWith(measure(t, adm, so), lag.Observed{Lateness: before}, 1)
+	nBefore, _ := so.ReplicasWith(deploytest.Measure(t, adm, so), lag.Observed{Lateness: before}, 1)
 	require.Greater(t, nBefore, int64(1), "setup: the backlog asks for more replicas (gauge %.1f s)", before)
 
-	prodA.d.Store(0) // let the stopping pod finish its fan-out quickly
+	prodA.SetDelay(0) // let the stopping pod finish its fan-out quickly
 	a.Stop()
-	prodR := &slow{Producer: scheduler.KgoProducer{Client: env.Client}}
-	prodR.d.Store(int64(time.Second))
+	prodR := &deploytest.Slow{Producer: scheduler.KgoProducer{Client: env.Client}}
+	prodR.SetDelay(time.Second)
 	regR := prometheus.NewRegistry()
 	cfgR := env.Config() // an empty data dir: a restore
 	cfgR.Producer, cfgR.Registerer = prodR, regR
@@ -221,8 +222,8 @@ func TestAdv19eRestartHidesTheBacklog(t *testing.T) {
 		for _, w := range ws {
 			behind = max(behind, at.Sub(w).Seconds())
 		}
-		late = lateness(t, regR)
-		n, _ = so.ReplicasWith(measure(t, adm, so), lag.Observed{Lateness: late}, 1)
+		late = deploytest.Lateness(t, regR)
+		n, _ = so.ReplicasWith(deploytest.Measure(t, adm, so), lag.Observed{Lateness: late}, 1)
 		if late >= behind-lag.LatenessThreshold(time.Second) || time.Now().After(graceEnds) {
 			break
 		}
@@ -234,39 +235,6 @@ func TestAdv19eRestartHidesTheBacklog(t *testing.T) {
 	require.GreaterOrEqual(t, late, behind-lag.LatenessThreshold(time.Second),
 		"the partitions are %.0f s behind the announced time after the restart, but the gauge reads %.1f s: %d replicas asked, %d before",
 		behind, late, n, nBefore)
-}
-
-// simNow is a settable wall clock for instance.Config.Now.
-type simNow struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (f *simNow) now() time.Time  { f.mu.Lock(); defer f.mu.Unlock(); return f.t }
-func (f *simNow) set(t time.Time) { f.mu.Lock(); defer f.mu.Unlock(); f.t = t }
-
-// gauges is every value of the gauge name in regs, one per instance
-// (NaN values left out, as PromQL's min skips them; -1 for an instance
-// without the series, which Stalled skips too).
-func gauges(t *testing.T, name string, regs ...*prometheus.Registry) []float64 {
-	t.Helper()
-	var out []float64
-	for _, reg := range regs {
-		mfs, err := reg.Gather()
-		require.NoError(t, err)
-		v := -1.0
-		for _, mf := range mfs {
-			if mf.GetName() == name {
-				for _, m := range mf.GetMetric() {
-					if g := m.GetGauge().GetValue(); !math.IsNaN(g) {
-						v = g
-					}
-				}
-			}
-		}
-		out = append(out, v)
-	}
-	return out
 }
 
 // TestAdv19eDeadDispatchBrokerDoesNotPage breaks "the clock-stalled alert
@@ -304,19 +272,19 @@ func TestAdv19eDeadDispatchBrokerDoesNotPage(t *testing.T) {
 	// An hour ago: the simulated seconds run faster than real ones, and a
 	// broker bounds each tick to its own time plus --clock-max-ahead.
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
-	clk := &simNow{t: t0}
+	clk := deploytest.NewSimNow(t0)
 	for i := range jobs {
 		env.Put(fmt.Sprintf("job-%03d", i), codecs.JobDef{Every: "1s"}, t0)
 	}
 	open := make(chan struct{})
-	var hangs []*hang
+	var hangs []*deploytest.Hang
 	var regs []*prometheus.Registry
 	var insts []*testenv.Instance
 	for range 2 {
-		h := &hang{Producer: scheduler.KgoProducer{Client: env.Client}, open: open}
+		h := &deploytest.Hang{Producer: scheduler.KgoProducer{Client: env.Client}, Open: open}
 		reg := prometheus.NewRegistry()
 		cfg := env.Config()
-		cfg.Producer, cfg.Registerer, cfg.Now = h, reg, clk.now
+		cfg.Producer, cfg.Registerer, cfg.Now = h, reg, clk.Now
 		insts = append(insts, env.Start(cfg))
 		hangs, regs = append(hangs, h), append(regs, reg)
 	}
@@ -328,21 +296,21 @@ func TestAdv19eDeadDispatchBrokerDoesNotPage(t *testing.T) {
 	at := t0
 	step := func() {
 		at = at.Add(time.Second)
-		clk.set(at)
+		clk.Set(at)
 		env.Tick(at)
 	}
 	step()
-	waitWatermarks(t, partitions, at, insts...)
-	require.False(t, clock.Stalled(ages(t, regs), []time.Duration{time.Second, time.Second}), "setup: on time, not stalled")
+	deploytest.WaitWatermarks(t, partitions, at, insts...)
+	require.False(t, clock.Stalled(deploytest.Ages(t, regs), []time.Duration{time.Second, time.Second}), "setup: on time, not stalled")
 
 	// The dispatch broker stops answering.
 	for _, h := range hangs {
-		h.armed.Store(true)
+		h.Armed.Store(true)
 	}
 	step()
 	testenv.Eventually(t, 60*time.Second, func() error {
 		for i, h := range hangs {
-			if h.blocked.Load() == 0 {
+			if h.Blocked.Load() == 0 {
 				return fmt.Errorf("pod %d not stuck yet", i)
 			}
 		}
@@ -359,11 +327,11 @@ func TestAdv19eDeadDispatchBrokerDoesNotPage(t *testing.T) {
 		if at.Sub(start)%eval != 0 {
 			continue
 		}
-		a := ages(t, regs)
+		a := deploytest.Ages(t, regs)
 		if m := minAge(a); m > worstMin {
 			worstMin = m
 		}
-		late = lateness(t, regs...)
+		late = deploytest.Lateness(t, regs...)
 		if clock.Stalled(a, []time.Duration{time.Second, time.Second}) {
 			if pending.IsZero() {
 				pending = at
@@ -382,17 +350,6 @@ func TestAdv19eDeadDispatchBrokerDoesNotPage(t *testing.T) {
 	require.Zero(t, dispatched, "setup: nothing is dispatched")
 	require.True(t, fired >= 0 && fired <= clock.StalledThreshold(time.Second)+forDur+2*eval,
 		"nothing fired for %v while the clock announced, but ChronosClockStalled did not fire (the smallest age read at most %.1f s: the clock table moves)", at.Sub(start), worstMin)
-}
-
-// ages is each instance's chronos_clock_announced_age_seconds as Stalled
-// takes it (negative: no series or NaN).
-func ages(t *testing.T, regs []*prometheus.Registry) []time.Duration {
-	t.Helper()
-	var out []time.Duration
-	for _, v := range gauges(t, clock.AnnouncedAgeMetric, regs...) {
-		out = append(out, time.Duration(v*float64(time.Second)))
-	}
-	return out
 }
 
 func minAge(a []time.Duration) float64 {
@@ -423,7 +380,7 @@ func minAge(a []time.Duration) float64 {
 // kubernetes-pods (the chart's default scrape). Measured: one group, not
 // stalled (its minimum 0.4 s); orders' pods alone would be.
 func TestAdv19eClockStalledHiddenByAnotherRelease(t *testing.T) {
-	expr := expressions(t)["alerts.yml ChronosClockStalled"]
+	expr := deploytest.Expressions(t)["alerts.yml ChronosClockStalled"]
 	require.Equal(t, clock.StalledExpr, strings.TrimSpace(expr), "setup: the rule is clock.StalledExpr")
 	m := regexp.MustCompile(`^min by \(([^)]*)\)`).FindStringSubmatch(expr)
 	require.NotNil(t, m, "setup: the rule groups with min by (...): %s", expr)
@@ -431,7 +388,7 @@ func TestAdv19eClockStalledHiddenByAnotherRelease(t *testing.T) {
 	for _, l := range strings.Split(m[1], ",") {
 		by = append(by, strings.TrimSpace(l))
 	}
-	values := yamlDoc(t, "deploy/helm/chronos/values.yaml")
+	values := deploytest.YAMLDoc(t, "deploy/helm/chronos/values.yaml")
 	require.Equal(t, true, values["scrapeAnnotations"], "setup: the chart's default scrape is by pod annotation")
 
 	type series struct {

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/deploy/deploytest"
 	"github.com/chronos-scheduler/chronos/processors/clock"
 	"github.com/chronos-scheduler/chronos/testenv"
 )
@@ -52,7 +53,7 @@ func TestAdv19fSlowPodClockRestartHidesStall(t *testing.T) {
 	const stall, skew = 3 * time.Minute, 10 * time.Minute
 	env := testenv.New(t, partitions)
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
-	clk := &simNow{t: t0}
+	clk := deploytest.NewSimNow(t0)
 	for i := range jobs {
 		env.Put(fmt.Sprintf("job-%03d", i), codecs.JobDef{Every: "1s"}, t0)
 	}
@@ -62,11 +63,11 @@ func TestAdv19fSlowPodClockRestartHidesStall(t *testing.T) {
 		cfg.Registerer, cfg.Now = reg, now
 		return env.Start(cfg), reg
 	}
-	a, regA := start(clk.now)
-	b, regB := start(clk.now)
+	a, regA := start(clk.Now)
+	b, regB := start(clk.Now)
 	env.WaitApplied()
 	at := t0
-	step := func() { at = at.Add(time.Second); clk.set(at); env.Tick(at) }
+	step := func() { at = at.Add(time.Second); clk.Set(at); env.Tick(at) }
 	for range 3 {
 		step()
 	}
@@ -87,12 +88,12 @@ func TestAdv19fSlowPodClockRestartHidesStall(t *testing.T) {
 	}
 	testenv.Eventually(t, 60*time.Second, func() error { return owned(a, b) })
 	res := []time.Duration{time.Second, time.Second}
-	require.False(t, clock.Stalled(ages(t, []*prometheus.Registry{regA, regB}), res), "setup: on time, not stalled")
+	require.False(t, clock.Stalled(deploytest.Ages(t, []*prometheus.Registry{regA, regB}), res), "setup: on time, not stalled")
 
 	// The clock stops announcing: the pods' clocks move on.
 	last := at
-	clk.set(last.Add(stall))
-	before := ages(t, []*prometheus.Registry{regA, regB})
+	clk.Set(last.Add(stall))
+	before := deploytest.Ages(t, []*prometheus.Registry{regA, regB})
 	require.True(t, clock.Stalled(before, res), "setup: %v without an announcement is a stall (ages %v)", stall, before)
 
 	restart := func(now func() time.Time) []time.Duration {
@@ -104,7 +105,7 @@ func TestAdv19fSlowPodClockRestartHidesStall(t *testing.T) {
 			if len(b.Scheduler().Watermarks()) == 0 {
 				return fmt.Errorf("restarted pod owns no recovered partition yet")
 			}
-			got = ages(t, []*prometheus.Registry{regA, reg})
+			got = deploytest.Ages(t, []*prometheus.Registry{regA, reg})
 			if got[1] < 0 {
 				return fmt.Errorf("restarted pod's age not known yet")
 			}
@@ -112,9 +113,9 @@ func TestAdv19fSlowPodClockRestartHidesStall(t *testing.T) {
 		})
 		return got
 	}
-	control := restart(clk.now)
+	control := restart(clk.Now)
 	stalledControl := clock.Stalled(control, res)
-	skewed := restart(func() time.Time { return clk.now().Add(-skew) })
+	skewed := restart(func() time.Time { return clk.Now().Add(-skew) })
 	stalledSkewed := clock.Stalled(skewed, res)
 	t.Logf("nothing announced for %v (last %s): ages before %v; pod B restarted with a right clock: ages %v, stalled %v; restarted with a clock %v slow: ages %v, stalled %v (the rule's min %.1f s)",
 		stall, last.Format(time.TimeOnly), before, control, stalledControl, skew, skewed, stalledSkewed, minAge(skewed))

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-scheduler/chronos/deploy/deploytest"
 	"github.com/chronos-scheduler/chronos/processors/clock"
 	"github.com/chronos-scheduler/chronos/testenv"
 )
@@ -59,14 +60,14 @@ func TestAdv19gClockAheadRestartResetsStalled(t *testing.T) {
 	const ahead, stall, restart = 10 * time.Minute, 4 * time.Minute, 10 * time.Second
 	env := testenv.New(t, partitions)
 	t0 := time.Now().Truncate(time.Second)
-	clk := &simNow{t: t0}
+	clk := deploytest.NewSimNow(t0)
 	start := func(dir string) (*testenv.Instance, *prometheus.Registry, string) {
 		reg := prometheus.NewRegistry()
 		cfg := env.Config()
 		if dir != "" {
 			cfg.DataDir = dir
 		}
-		cfg.Registerer, cfg.Now = reg, clk.now
+		cfg.Registerer, cfg.Now = reg, clk.Now
 		return env.Start(cfg), reg, cfg.DataDir
 	}
 	a, regA, _ := start("")
@@ -87,19 +88,19 @@ func TestAdv19gClockAheadRestartResetsStalled(t *testing.T) {
 	}
 	env.Tick(t0)
 	announced(t0, a, b)
-	ages(t, []*prometheus.Registry{regA, regB}) // a reading: the scrape drives the age
+	deploytest.Ages(t, []*prometheus.Registry{regA, regB}) // a reading: the scrape drives the age
 	future := t0.Add(ahead)
 	env.Tick(future) // a replay's future time, stamped so
 	announced(future, a, b)
-	ages(t, []*prometheus.Registry{regA, regB})
+	deploytest.Ages(t, []*prometheus.Registry{regA, regB})
 
 	// The stall: every tick is behind the table and dropped.
 	for k := 1; k <= 5; k++ {
 		env.Tick(t0.Add(time.Duration(k) * time.Second))
 	}
 	env.WaitConsumed(string(env.Layout.ClockGroup()), string(env.Layout.Clock()), time.Minute)
-	clk.set(t0.Add(stall))
-	before := ages(t, []*prometheus.Registry{regA, regB})
+	clk.Set(t0.Add(stall))
+	before := deploytest.Ages(t, []*prometheus.Registry{regA, regB})
 	res := []time.Duration{time.Second, time.Second}
 	require.True(t, clock.Stalled(before, res), "setup: after %v with every tick dropped the system is Stalled (ages %v)", stall, before)
 
@@ -107,8 +108,8 @@ func TestAdv19gClockAheadRestartResetsStalled(t *testing.T) {
 	b.Stop()
 	b2, regB2, _ := start(dirB)
 	_ = b2
-	clk.set(t0.Add(stall + restart))
-	after := ages(t, []*prometheus.Registry{regA, regB2})
+	clk.Set(t0.Add(stall + restart))
+	after := deploytest.Ages(t, []*prometheus.Registry{regA, regB2})
 	t.Logf("the clock table %v ahead of the ticks: after %v ages %v (Stalled %v); pod B restarted, %v later ages %v (Stalled %v, the rule's min %.0f s)",
 		ahead, stall, before, clock.Stalled(before, res), restart, after, clock.Stalled(after, res), minAge(after))
 	require.True(t, clock.Stalled(after, res),

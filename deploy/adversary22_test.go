@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/deploy/deploytest"
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/processors/scheduler"
 	"github.com/chronos-scheduler/chronos/testenv"
@@ -52,7 +53,7 @@ func TestAdv22StuckAfterScaleStepHiddenByScrapeInterval(t *testing.T) {
 			env.WaitApplied()
 			time.Sleep(3 * time.Second) // A on time, not a wait for an effect
 
-			prodB := &slow{Producer: scheduler.KgoProducer{Client: env.Client}}
+			prodB := &deploytest.Slow{Producer: scheduler.KgoProducer{Client: env.Client}}
 			regB := prometheus.NewRegistry()
 			cfgB := env.Config()
 			cfgB.Clock.NoTicker = false
@@ -65,15 +66,15 @@ func TestAdv22StuckAfterScaleStepHiddenByScrapeInterval(t *testing.T) {
 			max0 := 0.0
 			for time.Now().Before(readAt) {
 				if !stuck && time.Now().After(stuckAt) {
-					prodB.d.Store(int64(20 * time.Second))
+					prodB.SetDelay(20 * time.Second)
 					stuck = true
 				}
 				if frequent {
-					max0 = max(max0, lateness(t, regB))
+					max0 = max(max0, deploytest.Lateness(t, regB))
 				}
 				time.Sleep(100 * time.Millisecond) // a sampling rate
 			}
-			v := lateness(t, regB)
+			v := deploytest.Lateness(t, regB)
 			parts := b.Scheduler().Partitions()
 			for p, pt := range parts {
 				t.Logf("B partition %d: watermark %s, recovered %.1f s before the read, caught up %v, restore %s",
@@ -81,7 +82,7 @@ func TestAdv22StuckAfterScaleStepHiddenByScrapeInterval(t *testing.T) {
 			}
 			t.Logf("frequent scrapes %v: reading 9 s after B ready: %.1f s (max before %.1f), clock table %s",
 				frequent, v, max0, b.Scheduler().Announced().Format("15:04:05"))
-			prodB.d.Store(0)
+			prodB.SetDelay(0)
 			require.Greater(t, v, lag.LatenessThreshold(time.Second), "B's partition stuck since 7 s reads its backlog")
 		})
 	}

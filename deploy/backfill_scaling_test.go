@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/deploy/deploytest"
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/testenv"
 )
@@ -32,8 +33,8 @@ func TestBackfillsDoNotScaleOut(t *testing.T) {
 	t.Parallel()
 	const partitions, jobs = 4, 400
 	env := testenv.New(t, partitions)
-	so := shippedFor(t, env)
-	adm := admin(t, env)
+	so := deploytest.ShippedFor(t, env)
+	adm := deploytest.Admin(t, env)
 	now := time.Now().Truncate(time.Second)
 	keys, vals := make([]string, jobs), make([][]byte, jobs)
 	for i := range keys {
@@ -77,12 +78,12 @@ func TestBackfillsDoNotScaleOut(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		n, verdicts := so.ReplicasWith(parts, lag.Observed{Lateness: lateness(t, reg), FireRate: jobs}, 1)
+		n, verdicts := so.ReplicasWith(parts, lag.Observed{Lateness: deploytest.Lateness(t, reg), FireRate: jobs}, 1)
 		all++
 		if n > 1 {
 			over++
 			if n > seen {
-				seen, lags = n, byTopic(env, verdicts)
+				seen, lags = n, deploytest.ByTopic(env, verdicts)
 			}
 		}
 		bf, err := lag.Measure(context.Background(), adm, lag.Earliest, lag.Target{Group: string(env.Layout.SchedulerGroup()), Topic: backfill})
@@ -120,8 +121,8 @@ func TestFanoutInputsDoNotScaleOut(t *testing.T) {
 	t.Parallel()
 	const partitions = 4
 	env := testenv.New(t, partitions)
-	so := shippedFor(t, env)
-	adm := admin(t, env)
+	so := deploytest.ShippedFor(t, env)
+	adm := deploytest.Admin(t, env)
 	t0 := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC)
 	loop, backfill, shard := string(env.Layout.SchedulerLoop()), string(env.Layout.SchedulerBackfill()), string(env.Layout.ShardTriggers())
 	records := func(topic, kind string, n int) {

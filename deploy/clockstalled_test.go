@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/deploy/deploytest"
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/processors/clock"
 	"github.com/chronos-scheduler/chronos/testenv"
@@ -117,7 +118,7 @@ func TestClockStalledQuietOnIdleFineResolution(t *testing.T) {
 	t.Parallel()
 	const partitions, res = 2, 10 * time.Millisecond
 	env := testenv.New(t, partitions)
-	adm := admin(t, env)
+	adm := deploytest.Admin(t, env)
 	env.Put("every-second", codecs.JobDef{Every: "1s"}, time.Now())
 	var regs []*prometheus.Registry
 	for range 2 {
@@ -165,10 +166,10 @@ func TestClockStalledQuietOnIdleFineResolution(t *testing.T) {
 // clock.Stalled evaluates, and its threshold scales with the resolution.
 func TestClockStalledAlertIsStalledExpr(t *testing.T) {
 	t.Parallel()
-	for _, g := range list(yamlDoc(t, "deploy/prometheus/alerts.yml")["groups"]) {
-		for _, r := range list(get(g, "rules")) {
-			if str(get(r, "alert")) == "ChronosClockStalled" {
-				require.Equal(t, clock.StalledExpr, strings.TrimSpace(str(get(r, "expr"))))
+	for _, g := range deploytest.List(deploytest.YAMLDoc(t, "deploy/prometheus/alerts.yml")["groups"]) {
+		for _, r := range deploytest.List(deploytest.Get(g, "rules")) {
+			if deploytest.Str(deploytest.Get(r, "alert")) == "ChronosClockStalled" {
+				require.Equal(t, clock.StalledExpr, strings.TrimSpace(deploytest.Str(deploytest.Get(r, "expr"))))
 				return
 			}
 		}

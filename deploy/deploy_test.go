@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -26,94 +24,15 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"go.yaml.in/yaml/v3"
 
 	"github.com/chronos-scheduler/chronos/api"
 	"github.com/chronos-scheduler/chronos/clients"
+	"github.com/chronos-scheduler/chronos/deploy/deploytest"
 	"github.com/chronos-scheduler/chronos/embedded"
 	"github.com/chronos-scheduler/chronos/instance"
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/topology"
 )
-
-// root is the repository root (tests run in deploy/).
-const root = ".."
-
-// ---------------------------------------------------------------------------
-// Reading the files
-
-func readFile(t *testing.T, rel string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(root, rel))
-	require.NoError(t, err)
-	return b
-}
-
-// yamlDocs decodes every document of a YAML file.
-func yamlDocs(t *testing.T, rel string) []map[string]any {
-	t.Helper()
-	return parseYAMLDocs(t, rel, readFile(t, rel))
-}
-
-// parseYAMLDocs decodes every document of a YAML stream; where names it in
-// failures.
-func parseYAMLDocs(t *testing.T, rel string, b []byte) []map[string]any {
-	t.Helper()
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	var docs []map[string]any
-	for {
-		var d map[string]any
-		err := dec.Decode(&d)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		require.NoError(t, err, "%s does not parse", rel)
-		if d != nil {
-			docs = append(docs, d)
-		}
-	}
-	require.NotEmpty(t, docs, "%s is empty", rel)
-	return docs
-}
-
-func yamlDoc(t *testing.T, rel string) map[string]any {
-	t.Helper()
-	docs := yamlDocs(t, rel)
-	require.Len(t, docs, 1, rel)
-	return docs[0]
-}
-
-// get walks a decoded YAML/JSON value: keys of maps, indexes of lists.
-func get(v any, path ...any) any {
-	for _, p := range path {
-		switch k := p.(type) {
-		case string:
-			m, ok := v.(map[string]any)
-			if !ok {
-				return nil
-			}
-			v = m[k]
-		case int:
-			l, ok := v.([]any)
-			if !ok || k >= len(l) {
-				return nil
-			}
-			v = l[k]
-		}
-	}
-	return v
-}
-
-func str(v any) string {
-	if v == nil {
-		return ""
-	}
-	return fmt.Sprint(v)
-}
-
-func list(v any) []any { l, _ := v.([]any); return l }
-
-func dict(v any) map[string]any { m, _ := v.(map[string]any); return m }
 
 // ---------------------------------------------------------------------------
 // The Dockerfile
@@ -154,7 +73,7 @@ func dockerfile(t *testing.T) []stage {
 		require.NotEmpty(t, stages, "Dockerfile: %s before FROM", in.cmd)
 		stages[len(stages)-1].ins = append(stages[len(stages)-1].ins, in)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(readFile(t, "Dockerfile")))
+	sc := bufio.NewScanner(bytes.NewReader(deploytest.ReadFile(t, "Dockerfile")))
 	for sc.Scan() {
 		line := sc.Text()
 		if strings.HasPrefix(strings.TrimSpace(line), "#") {
@@ -322,7 +241,7 @@ func chronosBinary(t *testing.T) string {
 		args := slices.Clone(im.buildArgs)
 		args[slices.Index(args, "-o")+1] = binPath
 		cmd := exec.Command("go", args...)
-		cmd.Dir = root
+		cmd.Dir = deploytest.Root
 		cmd.Env = append(os.Environ(), im.buildEnv...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			binErr = fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -441,7 +360,7 @@ func TestDockerfile(t *testing.T) {
 	require.Equal(t, []string{im.env["CHRONOS_DATA_DIR"]}, im.volumes, "VOLUME is the data dir")
 	checkEnv(t, "Dockerfile ENV", im.cmd, im.env)
 
-	ignore := string(readFile(t, ".dockerignore"))
+	ignore := string(deploytest.ReadFile(t, ".dockerignore"))
 	for _, p := range []string{".git", ".chronos"} {
 		require.Regexp(t, `(?m)^(\*\*/)?`+regexp.QuoteMeta(p)+`$`, ignore, ".dockerignore excludes %s", p)
 	}
@@ -457,8 +376,8 @@ func TestDockerfile(t *testing.T) {
 func mounts(t *testing.T, svc map[string]any) map[string]string {
 	t.Helper()
 	out := map[string]string{}
-	for _, v := range list(svc["volumes"]) {
-		parts := strings.Split(str(v), ":")
+	for _, v := range deploytest.List(svc["volumes"]) {
+		parts := strings.Split(deploytest.Str(v), ":")
 		require.GreaterOrEqual(t, len(parts), 2, "volume %v: use SOURCE:TARGET", v)
 		out[parts[1]] = parts[0]
 	}
@@ -481,40 +400,40 @@ func hostFile(t *testing.T, svc map[string]any, path string) string {
 	if best == "" {
 		return ""
 	}
-	return filepath.Join(root, mounts(t, svc)[best], strings.TrimPrefix(path, best))
+	return filepath.Join(deploytest.Root, mounts(t, svc)[best], strings.TrimPrefix(path, best))
 }
 
 func composeEnv(svc map[string]any) map[string]string {
 	env := map[string]string{}
-	for k, v := range dict(svc["environment"]) {
-		env[k] = str(v)
+	for k, v := range deploytest.Dict(svc["environment"]) {
+		env[k] = deploytest.Str(v)
 	}
 	return env
 }
 
 func TestCompose(t *testing.T) {
 	t.Parallel()
-	c := yamlDoc(t, "docker-compose.yml")
-	services := dict(c["services"])
+	c := deploytest.YAMLDoc(t, "docker-compose.yml")
+	services := deploytest.Dict(c["services"])
 	for _, name := range []string{"kafka", "chronos-1", "chronos-2", "prometheus", "grafana"} {
 		require.Contains(t, services, name)
 	}
-	declared := dict(c["volumes"])
+	declared := deploytest.Dict(c["volumes"])
 
 	// depends_on: long form with a condition; service_healthy only on a
 	// service with a healthcheck.
 	for name, s := range services {
-		for dep, cond := range dict(dict(s)["depends_on"]) {
+		for dep, cond := range deploytest.Dict(deploytest.Dict(s)["depends_on"]) {
 			require.Contains(t, services, dep, "%s depends on %s", name, dep)
-			condition := str(dict(cond)["condition"])
+			condition := deploytest.Str(deploytest.Dict(cond)["condition"])
 			require.Contains(t, []string{"service_started", "service_healthy", "service_completed_successfully"}, condition, "%s -> %s", name, dep)
 			if condition == "service_healthy" {
-				require.NotNil(t, dict(services[dep])["healthcheck"], "%s waits for %s to be healthy, which has no healthcheck", name, dep)
+				require.NotNil(t, deploytest.Dict(services[dep])["healthcheck"], "%s waits for %s to be healthy, which has no healthcheck", name, dep)
 			}
 		}
-		for target, source := range mounts(t, dict(s)) {
+		for target, source := range mounts(t, deploytest.Dict(s)) {
 			if strings.HasPrefix(source, "./") {
-				_, err := os.Stat(filepath.Join(root, source))
+				_, err := os.Stat(filepath.Join(deploytest.Root, source))
 				require.NoError(t, err, "%s mounts %s on %s", name, source, target)
 			} else {
 				require.Contains(t, declared, source, "%s: named volume %s is declared", name, source)
@@ -522,12 +441,12 @@ func TestCompose(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"chronos-1", "chronos-2", "prometheus"} {
-		require.NotEmpty(t, dict(services[name])["depends_on"], "%s has depends_on", name)
+		require.NotEmpty(t, deploytest.Dict(services[name])["depends_on"], "%s has depends_on", name)
 	}
 
 	// Kafka: KRaft single node.
-	kafka := dict(services["kafka"])
-	require.Regexp(t, `^apache/kafka:\d`, str(kafka["image"]))
+	kafka := deploytest.Dict(services["kafka"])
+	require.Regexp(t, `^apache/kafka:\d`, deploytest.Str(kafka["image"]))
 	kenv := composeEnv(kafka)
 	for k, want := range map[string]string{
 		"KAFKA_PROCESS_ROLES":                            "broker,controller",
@@ -556,8 +475,8 @@ func TestCompose(t *testing.T) {
 	require.True(t, strings.Contains(kenv["KAFKA_LISTENERS"], kenv["KAFKA_INTER_BROKER_LISTENER_NAME"]+"://"))
 	require.Contains(t, strings.Join(shellWords(strings.Join(func() []string {
 		var s []string
-		for _, w := range list(dict(kafka["healthcheck"])["test"]) {
-			s = append(s, str(w))
+		for _, w := range deploytest.List(deploytest.Dict(kafka["healthcheck"])["test"]) {
+			s = append(s, deploytest.Str(w))
 		}
 		return s
 	}(), " ")), " "), "/opt/kafka/bin/kafka-broker-api-versions.sh --bootstrap-server localhost:9092")
@@ -567,11 +486,11 @@ func TestCompose(t *testing.T) {
 	dataVolumes := map[string]string{}
 	var targets []string
 	for _, name := range []string{"chronos-1", "chronos-2"} {
-		s := dict(services[name])
-		require.Equal(t, "service_healthy", str(get(s, "depends_on", "kafka", "condition")), "%s waits for a healthy kafka", name)
+		s := deploytest.Dict(services[name])
+		require.Equal(t, "service_healthy", deploytest.Str(deploytest.Get(s, "depends_on", "kafka", "condition")), "%s waits for a healthy kafka", name)
 		var command []string
-		for _, w := range list(s["command"]) {
-			command = append(command, str(w))
+		for _, w := range deploytest.List(s["command"]) {
+			command = append(command, deploytest.Str(w))
 		}
 		if command == nil {
 			command = im.cmd
@@ -585,9 +504,9 @@ func TestCompose(t *testing.T) {
 				"%s: broker %s is an advertised listener of kafka", name, b)
 		}
 		port := httpPort(t, env)
-		ports := list(s["ports"])
+		ports := deploytest.List(s["ports"])
 		require.Len(t, ports, 1)
-		published := str(ports[0]) // [host-ip:]host-port:container-port
+		published := deploytest.Str(ports[0]) // [host-ip:]host-port:container-port
 		container := published[strings.LastIndexByte(published, ':')+1:]
 		require.Equal(t, port, container, "%s publishes the HTTP port", name)
 		vol, ok := mounts(t, s)[env["CHRONOS_DATA_DIR"]]
@@ -596,51 +515,51 @@ func TestCompose(t *testing.T) {
 		dataVolumes[vol] = name
 		targets = append(targets, name+":"+port)
 	}
-	require.Equal(t, str(dict(services["chronos-1"])["image"]), str(dict(services["chronos-2"])["image"]))
-	require.Equal(t, ".", str(dict(services["chronos-1"])["build"]), "built from the Dockerfile")
+	require.Equal(t, deploytest.Str(deploytest.Dict(services["chronos-1"])["image"]), deploytest.Str(deploytest.Dict(services["chronos-2"])["image"]))
+	require.Equal(t, ".", deploytest.Str(deploytest.Dict(services["chronos-1"])["build"]), "built from the Dockerfile")
 
 	// Prometheus: its config and rules are the files of deploy/prometheus.
-	prom := dict(services["prometheus"])
+	prom := deploytest.Dict(services["prometheus"])
 	config := "/etc/prometheus/prometheus.yml"
-	for _, a := range list(prom["command"]) {
-		if v, ok := strings.CutPrefix(str(a), "--config.file="); ok {
+	for _, a := range deploytest.List(prom["command"]) {
+		if v, ok := strings.CutPrefix(deploytest.Str(a), "--config.file="); ok {
 			config = v
 		}
 	}
 	configFile := hostFile(t, prom, config)
-	require.Equal(t, filepath.Join(root, "deploy/prometheus/prometheus.yml"), configFile)
-	pcfg := yamlDoc(t, "deploy/prometheus/prometheus.yml")
+	require.Equal(t, filepath.Join(deploytest.Root, "deploy/prometheus/prometheus.yml"), configFile)
+	pcfg := deploytest.YAMLDoc(t, "deploy/prometheus/prometheus.yml")
 	var rules []string
-	for _, r := range list(pcfg["rule_files"]) {
-		rules = append(rules, hostFile(t, prom, str(r)))
+	for _, r := range deploytest.List(pcfg["rule_files"]) {
+		rules = append(rules, hostFile(t, prom, deploytest.Str(r)))
 	}
-	require.Equal(t, []string{filepath.Join(root, "deploy/prometheus/alerts.yml")}, rules)
-	jobs := list(pcfg["scrape_configs"])
+	require.Equal(t, []string{filepath.Join(deploytest.Root, "deploy/prometheus/alerts.yml")}, rules)
+	jobs := deploytest.List(pcfg["scrape_configs"])
 	require.Len(t, jobs, 1)
-	require.Equal(t, "chronos", str(get(jobs[0], "job_name")), "the rules and the dashboard select job=\"chronos\"")
-	if p := str(get(jobs[0], "metrics_path")); p != "" {
+	require.Equal(t, "chronos", deploytest.Str(deploytest.Get(jobs[0], "job_name")), "the rules and the dashboard select job=\"chronos\"")
+	if p := deploytest.Str(deploytest.Get(jobs[0], "metrics_path")); p != "" {
 		requireRoute(t, p)
 	}
 	var scraped []string
-	for _, sc := range list(get(jobs[0], "static_configs")) {
-		for _, tg := range list(get(sc, "targets")) {
-			scraped = append(scraped, str(tg))
+	for _, sc := range deploytest.List(deploytest.Get(jobs[0], "static_configs")) {
+		for _, tg := range deploytest.List(deploytest.Get(sc, "targets")) {
+			scraped = append(scraped, deploytest.Str(tg))
 		}
 	}
 	require.ElementsMatch(t, targets, scraped, "Prometheus scrapes every Chronos instance on its HTTP port")
 
 	// Grafana: the provisioned datasource is the Prometheus service, the
 	// provider reads the directory holding the dashboard.
-	graf := dict(services["grafana"])
-	require.Equal(t, filepath.Join(root, "deploy/grafana/provisioning"), hostFile(t, graf, "/etc/grafana/provisioning"))
-	dsDoc := yamlDoc(t, "deploy/grafana/provisioning/datasources/prometheus.yml")
-	ds := list(dsDoc["datasources"])
+	graf := deploytest.Dict(services["grafana"])
+	require.Equal(t, filepath.Join(deploytest.Root, "deploy/grafana/provisioning"), hostFile(t, graf, "/etc/grafana/provisioning"))
+	dsDoc := deploytest.YAMLDoc(t, "deploy/grafana/provisioning/datasources/prometheus.yml")
+	ds := deploytest.List(dsDoc["datasources"])
 	require.Len(t, ds, 1)
-	require.Equal(t, "prometheus", str(get(ds[0], "type")))
-	require.Equal(t, "http://prometheus:9090", str(get(ds[0], "url")))
-	prov := yamlDoc(t, "deploy/grafana/provisioning/dashboards/chronos.yml")
-	dir := hostFile(t, graf, str(get(prov, "providers", 0, "options", "path")))
-	require.Equal(t, filepath.Join(root, "deploy/grafana/dashboards"), dir)
+	require.Equal(t, "prometheus", deploytest.Str(deploytest.Get(ds[0], "type")))
+	require.Equal(t, "http://prometheus:9090", deploytest.Str(deploytest.Get(ds[0], "url")))
+	prov := deploytest.YAMLDoc(t, "deploy/grafana/provisioning/dashboards/chronos.yml")
+	dir := hostFile(t, graf, deploytest.Str(deploytest.Get(prov, "providers", 0, "options", "path")))
+	require.Equal(t, filepath.Join(deploytest.Root, "deploy/grafana/dashboards"), dir)
 	_, err := os.Stat(filepath.Join(dir, "chronos.json"))
 	require.NoError(t, err)
 	if home := composeEnv(graf)["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]; home != "" {
@@ -665,8 +584,8 @@ func kind(t *testing.T, docs []map[string]any, k string) map[string]any {
 
 func TestKubernetes(t *testing.T) {
 	t.Parallel()
-	docs := yamlDocs(t, "deploy/kubernetes/chronos.yaml")
-	require.Equal(t, "chronos", str(get(kind(t, docs, "Deployment"), "metadata", "name")))
+	docs := deploytest.YAMLDocs(t, "deploy/kubernetes/chronos.yaml")
+	require.Equal(t, "chronos", deploytest.Str(deploytest.Get(kind(t, docs, "Deployment"), "metadata", "name")))
 	checkKubernetes(t, "deploy/kubernetes/chronos.yaml", docs)
 }
 
@@ -676,26 +595,26 @@ func TestKubernetes(t *testing.T) {
 func checkKubernetes(t *testing.T, where string, docs []map[string]any) {
 	t.Helper()
 	dep := kind(t, docs, "Deployment")
-	podLabels := dict(get(dep, "spec", "template", "metadata", "labels"))
-	require.Equal(t, dict(get(dep, "spec", "selector", "matchLabels")), podLabels)
-	containers := list(get(dep, "spec", "template", "spec", "containers"))
+	podLabels := deploytest.Dict(deploytest.Get(dep, "spec", "template", "metadata", "labels"))
+	require.Equal(t, deploytest.Dict(deploytest.Get(dep, "spec", "selector", "matchLabels")), podLabels)
+	containers := deploytest.List(deploytest.Get(dep, "spec", "template", "spec", "containers"))
 	require.Len(t, containers, 1)
-	ctr := dict(containers[0])
+	ctr := deploytest.Dict(containers[0])
 
 	im := parseImage(t)
 	args := im.cmd
-	if a := list(ctr["args"]); a != nil {
+	if a := deploytest.List(ctr["args"]); a != nil {
 		args = nil
 		for _, w := range a {
-			args = append(args, str(w))
+			args = append(args, deploytest.Str(w))
 		}
 	}
 	require.Nil(t, ctr["command"], "keep the image's ENTRYPOINT")
 	require.Equal(t, []string{"run"}, args)
 	env := maps.Clone(im.env)
-	for _, e := range list(ctr["env"]) {
-		name := str(get(e, "name"))
-		if get(e, "valueFrom") != nil {
+	for _, e := range deploytest.List(ctr["env"]) {
+		name := deploytest.Str(deploytest.Get(e, "name"))
+		if deploytest.Get(e, "valueFrom") != nil {
 			env[name] = "" // not known here; only the name is checked
 			if strings.HasPrefix(name, "CHRONOS_") {
 				require.Contains(t, flagsOf(t, args), strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(name, "CHRONOS_"), "_", "-")), name)
@@ -703,82 +622,82 @@ func checkKubernetes(t *testing.T, where string, docs []map[string]any) {
 			delete(env, name)
 			continue
 		}
-		env[name] = str(get(e, "value"))
+		env[name] = deploytest.Str(deploytest.Get(e, "value"))
 	}
 	require.NotEmpty(t, env["CHRONOS_BROKERS"])
 	checkEnv(t, where, args, env)
 
 	port := httpPort(t, env)
-	ports := list(ctr["ports"])
+	ports := deploytest.List(ctr["ports"])
 	require.Len(t, ports, 1)
-	require.Equal(t, "http", str(get(ports[0], "name")))
-	require.Equal(t, port, str(get(ports[0], "containerPort")))
+	require.Equal(t, "http", deploytest.Str(deploytest.Get(ports[0], "name")))
+	require.Equal(t, port, deploytest.Str(deploytest.Get(ports[0], "containerPort")))
 	probe := func(name, path string) {
-		p := dict(ctr[name])
+		p := deploytest.Dict(ctr[name])
 		require.NotNil(t, p, name)
-		require.Equal(t, path, str(get(p, "httpGet", "path")), name)
+		require.Equal(t, path, deploytest.Str(deploytest.Get(p, "httpGet", "path")), name)
 		requireRoute(t, path)
-		require.Contains(t, []string{"http", port}, str(get(p, "httpGet", "port")), name)
+		require.Contains(t, []string{"http", port}, deploytest.Str(deploytest.Get(p, "httpGet", "port")), name)
 	}
 	probe("readinessProbe", "/readyz")
 	probe("livenessProbe", "/healthz")
 	if ctr["startupProbe"] != nil {
 		probe("startupProbe", "/healthz")
 	}
-	require.NotNil(t, get(ctr, "resources", "requests"))
-	require.NotNil(t, get(ctr, "resources", "limits"))
+	require.NotNil(t, deploytest.Get(ctr, "resources", "requests"))
+	require.NotNil(t, deploytest.Get(ctr, "resources", "limits"))
 
 	// The data dir is an emptyDir (state is rebuilt from the changelog).
 	vols := map[string]map[string]any{}
-	for _, v := range list(get(dep, "spec", "template", "spec", "volumes")) {
-		vols[str(get(v, "name"))] = dict(v)
+	for _, v := range deploytest.List(deploytest.Get(dep, "spec", "template", "spec", "volumes")) {
+		vols[deploytest.Str(deploytest.Get(v, "name"))] = deploytest.Dict(v)
 	}
 	var dataVol string
-	for _, m := range list(ctr["volumeMounts"]) {
-		if str(get(m, "mountPath")) == env["CHRONOS_DATA_DIR"] {
-			dataVol = str(get(m, "name"))
+	for _, m := range deploytest.List(ctr["volumeMounts"]) {
+		if deploytest.Str(deploytest.Get(m, "mountPath")) == env["CHRONOS_DATA_DIR"] {
+			dataVol = deploytest.Str(deploytest.Get(m, "name"))
 		}
 	}
 	require.NotEmpty(t, dataVol, "a volume is mounted on the data dir %s", env["CHRONOS_DATA_DIR"])
 	require.Contains(t, vols[dataVol], "emptyDir")
-	require.Equal(t, im.user, str(get(dep, "spec", "template", "spec", "securityContext", "runAsUser")), "runAsUser is the image's USER")
+	require.Equal(t, im.user, deploytest.Str(deploytest.Get(dep, "spec", "template", "spec", "securityContext", "runAsUser")), "runAsUser is the image's USER")
 
 	svc := kind(t, docs, "Service")
-	for k, v := range dict(get(svc, "spec", "selector")) {
+	for k, v := range deploytest.Dict(deploytest.Get(svc, "spec", "selector")) {
 		require.Equal(t, podLabels[k], v, "Service selector %s", k)
 	}
-	sp := list(get(svc, "spec", "ports"))
+	sp := deploytest.List(deploytest.Get(svc, "spec", "ports"))
 	require.Len(t, sp, 1)
-	require.Equal(t, "http", str(get(sp[0], "name")))
-	require.Equal(t, "8080", str(get(sp[0], "port")))
-	require.Contains(t, []string{"http", port}, str(get(sp[0], "targetPort")))
+	require.Equal(t, "http", deploytest.Str(deploytest.Get(sp[0], "name")))
+	require.Equal(t, "8080", deploytest.Str(deploytest.Get(sp[0], "port")))
+	require.Contains(t, []string{"http", port}, deploytest.Str(deploytest.Get(sp[0], "targetPort")))
 
 	pdb := kind(t, docs, "PodDisruptionBudget")
-	require.Equal(t, "1", str(get(pdb, "spec", "maxUnavailable")))
-	require.Equal(t, podLabels, dict(get(pdb, "spec", "selector", "matchLabels")))
+	require.Equal(t, "1", deploytest.Str(deploytest.Get(pdb, "spec", "maxUnavailable")))
+	require.Equal(t, podLabels, deploytest.Dict(deploytest.Get(pdb, "spec", "selector", "matchLabels")))
 }
 
 func TestKEDA(t *testing.T) {
 	t.Parallel()
 	n := topology.Names{}
 	groups := map[string]bool{string(n.SchedulerGroup()): true, string(n.ClockGroup()): true, string(n.RouterGroup()): true}
-	dep := kind(t, yamlDocs(t, "deploy/kubernetes/chronos.yaml"), "Deployment")
+	dep := kind(t, deploytest.YAMLDocs(t, "deploy/kubernetes/chronos.yaml"), "Deployment")
 	var brokers string
-	for _, e := range list(get(dep, "spec", "template", "spec", "containers", 0, "env")) {
-		if str(get(e, "name")) == "CHRONOS_BROKERS" {
-			brokers = str(get(e, "value"))
+	for _, e := range deploytest.List(deploytest.Get(dep, "spec", "template", "spec", "containers", 0, "env")) {
+		if deploytest.Str(deploytest.Get(e, "name")) == "CHRONOS_BROKERS" {
+			brokers = deploytest.Str(deploytest.Get(e, "value"))
 		}
 	}
 
 	byTarget := map[string]map[string]any{}
-	for _, so := range yamlDocs(t, "deploy/kubernetes/keda-scaledobject.yaml") {
+	for _, so := range deploytest.YAMLDocs(t, "deploy/kubernetes/keda-scaledobject.yaml") {
 		require.Equal(t, "keda.sh/v1alpha1", so["apiVersion"])
 		require.Equal(t, "ScaledObject", so["kind"])
-		byTarget[str(get(so, "spec", "scaleTargetRef", "name"))] = so
+		byTarget[deploytest.Str(deploytest.Get(so, "spec", "scaleTargetRef", "name"))] = so
 	}
 	replicas := func(so map[string]any) {
 		t.Helper()
-		lo, hi := get(so, "spec", "minReplicaCount"), get(so, "spec", "maxReplicaCount")
+		lo, hi := deploytest.Get(so, "spec", "minReplicaCount"), deploytest.Get(so, "spec", "maxReplicaCount")
 		require.IsType(t, 0, hi)
 		require.LessOrEqual(t, hi.(int), int(topology.DefaultPartitions), "maxReplicaCount above the partition count: the extra replicas are idle")
 		require.IsType(t, 0, lo)
@@ -786,18 +705,18 @@ func TestKEDA(t *testing.T) {
 		require.LessOrEqual(t, lo.(int), hi.(int))
 	}
 
-	so := byTarget[str(get(dep, "metadata", "name"))]
+	so := byTarget[deploytest.Str(deploytest.Get(dep, "metadata", "name"))]
 	require.NotNil(t, so, "a ScaledObject targets the chronos Deployment")
 	replicas(so)
-	shipped := scaledObject(t, so)
+	shipped := deploytest.ScaledObject(t, so)
 	require.Equal(t, lag.ScaledObjectFor(topology.Layout{Names: n}), shipped, "chronos lag evaluates what deploy/kubernetes ships")
 	require.Equal(t, int64(topology.DefaultPartitions), shipped.MaxReplicas, "one replica per partition at most")
-	for _, tr := range list(get(so, "spec", "triggers")) {
-		md := dict(get(tr, "metadata"))
-		if str(get(tr, "type")) != "kafka" {
+	for _, tr := range deploytest.List(deploytest.Get(so, "spec", "triggers")) {
+		md := deploytest.Dict(deploytest.Get(tr, "metadata"))
+		if deploytest.Str(deploytest.Get(tr, "type")) != "kafka" {
 			continue
 		}
-		require.Equal(t, brokers, str(md["bootstrapServers"]), "KEDA asks the brokers Chronos uses")
+		require.Equal(t, brokers, deploytest.Str(md["bootstrapServers"]), "KEDA asks the brokers Chronos uses")
 		require.NotEmpty(t, md["topic"], "topic pinned: without it KEDA sums every topic of the group under one threshold")
 	}
 	requireKEDAVersion(t, so)
@@ -805,11 +724,11 @@ func TestKEDA(t *testing.T) {
 	ex := byTarget["my-executor"]
 	require.NotNil(t, ex, "the executor example")
 	replicas(ex)
-	md := dict(get(ex, "spec", "triggers", 0, "metadata"))
-	require.Equal(t, "kafka", str(get(ex, "spec", "triggers", 0, "type")))
-	require.Equal(t, string(n.Dispatch()), str(md["topic"]))
-	require.Equal(t, "my-executor", str(md["consumerGroup"]))
-	require.False(t, groups[str(md["consumerGroup"])], "an executor must not use a Chronos group")
+	md := deploytest.Dict(deploytest.Get(ex, "spec", "triggers", 0, "metadata"))
+	require.Equal(t, "kafka", deploytest.Str(deploytest.Get(ex, "spec", "triggers", 0, "type")))
+	require.Equal(t, string(n.Dispatch()), deploytest.Str(md["topic"]))
+	require.Equal(t, "my-executor", deploytest.Str(md["consumerGroup"]))
+	require.False(t, groups[deploytest.Str(md["consumerGroup"])], "an executor must not use a Chronos group")
 }
 
 // ---------------------------------------------------------------------------
@@ -915,30 +834,6 @@ var (
 	matcherRE  = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"([^"]*)"`)
 )
 
-// expressions are the PromQL expressions of the manifests, by where they are.
-func expressions(t *testing.T) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	for _, g := range list(yamlDoc(t, "deploy/prometheus/alerts.yml")["groups"]) {
-		for _, r := range list(get(g, "rules")) {
-			out["alerts.yml "+str(get(r, "alert"))] = str(get(r, "expr"))
-		}
-	}
-	for i, tr := range list(get(shippedScaledObject(t), "spec", "triggers")) {
-		if str(get(tr, "type")) == "prometheus" {
-			out[fmt.Sprintf("keda-scaledobject.yaml #%d", i)] = str(get(tr, "metadata", "query"))
-		}
-	}
-	var dash map[string]any
-	require.NoError(t, json.Unmarshal(readFile(t, "deploy/grafana/dashboards/chronos.json"), &dash))
-	for _, p := range list(dash["panels"]) {
-		for i, tg := range list(get(p, "targets")) {
-			out[fmt.Sprintf("chronos.json %q #%d", str(get(p, "title")), i)] = str(get(tg, "expr"))
-		}
-	}
-	return out
-}
-
 func TestMetricsExist(t *testing.T) {
 	t.Parallel()
 	ms := registeredMetrics(t)
@@ -950,7 +845,7 @@ func TestMetricsExist(t *testing.T) {
 			string(n.Clock()): true, string(n.ShardTriggers()): true, string(n.SchedulerTable()): true,
 			string(n.SchedulerLoop()): true, string(n.SchedulerBackfill()): true, string(n.ClockTable()): true, string(n.Results()): true, string(n.HistoryTable()): true,
 			string(n.Calendars()): true},
-		"job": {str(get(yamlDoc(t, "deploy/prometheus/prometheus.yml"), "scrape_configs", 0, "job_name")): true},
+		"job": {deploytest.Str(deploytest.Get(deploytest.YAMLDoc(t, "deploy/prometheus/prometheus.yml"), "scrape_configs", 0, "job_name")): true},
 	}
 	for _, tp := range l.Topics() {
 		require.True(t, values["topic"][tp.Name], "topic %s missing from this test", tp.Name)
@@ -960,7 +855,7 @@ func TestMetricsExist(t *testing.T) {
 	// deploy docs) is a registered series.
 	for _, f := range []string{"deploy/prometheus/alerts.yml", "deploy/kubernetes/keda-scaledobject.yaml",
 		"deploy/grafana/dashboards/chronos.json", "docs/deploy.md"} {
-		names := nameRE.FindAllString(string(readFile(t, f)), -1)
+		names := nameRE.FindAllString(string(deploytest.ReadFile(t, f)), -1)
 		require.NotEmpty(t, names, f)
 		for _, name := range names {
 			if _, ok := ms.exists(name); !ok {
@@ -971,7 +866,7 @@ func TestMetricsExist(t *testing.T) {
 
 	// Label matchers of the expressions name labels the metric has, and
 	// groups and topics that exist.
-	for where, e := range expressions(t) {
+	for where, e := range deploytest.Expressions(t) {
 		require.NotEmpty(t, strings.TrimSpace(e), where)
 		require.Regexp(t, selectorRE.String()+`|`+nameRE.String(), e, "%s: %s uses no Chronos, Go or process metric", where, e)
 		for _, sel := range selectorRE.FindAllStringSubmatch(e, -1) {
@@ -1013,26 +908,26 @@ func TestMetricsExist(t *testing.T) {
 
 func TestAlerts(t *testing.T) {
 	t.Parallel()
-	doc := yamlDoc(t, "deploy/prometheus/alerts.yml")
+	doc := deploytest.YAMLDoc(t, "deploy/prometheus/alerts.yml")
 	seen := map[string]bool{}
-	for _, g := range list(doc["groups"]) {
-		require.NotEmpty(t, str(get(g, "name")))
-		for _, r := range list(get(g, "rules")) {
-			name := str(get(r, "alert"))
+	for _, g := range deploytest.List(doc["groups"]) {
+		require.NotEmpty(t, deploytest.Str(deploytest.Get(g, "name")))
+		for _, r := range deploytest.List(deploytest.Get(g, "rules")) {
+			name := deploytest.Str(deploytest.Get(r, "alert"))
 			require.NotEmpty(t, name, "only alerting rules here")
 			require.False(t, seen[name], "alert %s twice", name)
 			seen[name] = true
-			require.NotEmpty(t, strings.TrimSpace(str(get(r, "expr"))), name)
-			if f := get(r, "for"); f != nil {
-				_, err := time.ParseDuration(str(f))
+			require.NotEmpty(t, strings.TrimSpace(deploytest.Str(deploytest.Get(r, "expr"))), name)
+			if f := deploytest.Get(r, "for"); f != nil {
+				_, err := time.ParseDuration(deploytest.Str(f))
 				require.NoError(t, err, "%s: for", name)
 			}
-			require.NotEmpty(t, str(get(r, "labels", "severity")), "%s: severity", name)
-			require.NotEmpty(t, str(get(r, "annotations", "summary")), "%s: summary", name)
-			require.NotEmpty(t, str(get(r, "annotations", "description")), "%s: description (what to do)", name)
+			require.NotEmpty(t, deploytest.Str(deploytest.Get(r, "labels", "severity")), "%s: severity", name)
+			require.NotEmpty(t, deploytest.Str(deploytest.Get(r, "annotations", "summary")), "%s: summary", name)
+			require.NotEmpty(t, deploytest.Str(deploytest.Get(r, "annotations", "description")), "%s: description (what to do)", name)
 		}
 	}
-	deployDoc := string(readFile(t, "docs/deploy.md"))
+	deployDoc := string(deploytest.ReadFile(t, "docs/deploy.md"))
 	for _, want := range []string{"ChronosFiresLate", "ChronosLagGrowing", "ChronosClockStalled", "ChronosRejectsRising", "ChronosLagScrapeFailing"} {
 		require.True(t, seen[want], "alert %s", want)
 	}
@@ -1044,25 +939,25 @@ func TestAlerts(t *testing.T) {
 func TestDashboard(t *testing.T) {
 	t.Parallel()
 	var dash map[string]any
-	require.NoError(t, json.Unmarshal(readFile(t, "deploy/grafana/dashboards/chronos.json"), &dash))
+	require.NoError(t, json.Unmarshal(deploytest.ReadFile(t, "deploy/grafana/dashboards/chronos.json"), &dash))
 	require.Equal(t, "chronos", dash["uid"])
-	dsUID := str(get(yamlDoc(t, "deploy/grafana/provisioning/datasources/prometheus.yml"), "datasources", 0, "uid"))
+	dsUID := deploytest.Str(deploytest.Get(deploytest.YAMLDoc(t, "deploy/grafana/provisioning/datasources/prometheus.yml"), "datasources", 0, "uid"))
 	require.NotEmpty(t, dsUID)
 	ids := map[float64]bool{}
 	var all strings.Builder
-	for _, p := range list(dash["panels"]) {
-		id, _ := get(p, "id").(float64)
+	for _, p := range deploytest.List(dash["panels"]) {
+		id, _ := deploytest.Get(p, "id").(float64)
 		require.False(t, ids[id], "panel id %v twice", id)
 		ids[id] = true
-		if str(get(p, "type")) == "row" {
+		if deploytest.Str(deploytest.Get(p, "type")) == "row" {
 			continue
 		}
-		title := str(get(p, "title"))
-		require.Equal(t, dsUID, str(get(p, "datasource", "uid")), "panel %q datasource", title)
-		require.NotEmpty(t, list(get(p, "targets")), "panel %q has no query", title)
-		for _, tg := range list(get(p, "targets")) {
-			require.Equal(t, dsUID, str(get(tg, "datasource", "uid")), "panel %q target datasource", title)
-			all.WriteString(str(get(tg, "expr")) + "\n")
+		title := deploytest.Str(deploytest.Get(p, "title"))
+		require.Equal(t, dsUID, deploytest.Str(deploytest.Get(p, "datasource", "uid")), "panel %q datasource", title)
+		require.NotEmpty(t, deploytest.List(deploytest.Get(p, "targets")), "panel %q has no query", title)
+		for _, tg := range deploytest.List(deploytest.Get(p, "targets")) {
+			require.Equal(t, dsUID, deploytest.Str(deploytest.Get(tg, "datasource", "uid")), "panel %q target datasource", title)
+			all.WriteString(deploytest.Str(deploytest.Get(tg, "expr")) + "\n")
 		}
 	}
 	// The panels the brief promises.

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/deploy/deploytest"
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/testenv"
 )
@@ -51,8 +52,8 @@ import (
 func TestBucketTriggersDoNotScaleOut(t *testing.T) {
 	const partitions, jobs, perSecond = 4, 4, 20
 	env := testenv.New(t, partitions)
-	so := shippedFor(t, env)
-	adm := admin(t, env)
+	so := deploytest.ShippedFor(t, env)
+	adm := deploytest.Admin(t, env)
 	now := time.Now()
 	for i := range jobs {
 		env.Put(fmt.Sprintf("job-%03d", i), codecs.JobDef{Every: "24h", Bucket: "tenant-a"}, now)
@@ -101,14 +102,14 @@ func TestBucketTriggersDoNotScaleOut(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		late := lateness(t, reg)
+		late := deploytest.Lateness(t, reg)
 		worstLate = max(worstLate, late)
 		n, verdicts := so.ReplicasWith(parts, lag.Observed{Lateness: late, FireRate: perSecond * jobs}, 1)
 		all++
 		if n > 1 {
 			over++
 			if n > seen {
-				seen, lags = n, byTopic(env, verdicts)
+				seen, lags = n, deploytest.ByTopic(env, verdicts)
 			}
 		}
 	}
@@ -157,10 +158,10 @@ func TestBucketTriggersDoNotScaleOut(t *testing.T) {
 func TestScaleUpRestoreAsksForTheMinimum(t *testing.T) {
 	const partitions, jobs = 2, 20000
 	env := testenv.New(t, partitions)
-	so := shippedFor(t, env)
-	adm := admin(t, env)
+	so := deploytest.ShippedFor(t, env)
+	adm := deploytest.Admin(t, env)
 	now := time.Now()
-	putBigJobs(env, jobs, now)
+	deploytest.PutBigJobs(env, jobs, now)
 	regA := prometheus.NewRegistry()
 	cfg := env.Config()
 	cfg.Clock.NoTicker = false
@@ -188,9 +189,9 @@ func TestScaleUpRestoreAsksForTheMinimum(t *testing.T) {
 		for ctx.Err() == nil {
 			parts, err := lag.Measure(ctx, adm, lag.Earliest, so.Targets()...)
 			if err == nil {
-				late := max(lateness(t, regA), lateness(t, regB))
+				late := max(deploytest.Lateness(t, regA), deploytest.Lateness(t, regB))
 				n, verdicts := so.ReplicasWith(parts, lag.Observed{Lateness: late}, 1)
-				samples <- sample{time.Since(start), n, late, byTopic(env, verdicts), ready.Load()}
+				samples <- sample{time.Since(start), n, late, deploytest.ByTopic(env, verdicts), ready.Load()}
 			}
 			time.Sleep(50 * time.Millisecond) // a sampling rate, not a wait for an effect
 		}
@@ -243,8 +244,8 @@ func TestScaleUpRestoreAsksForTheMinimum(t *testing.T) {
 func TestOneShotJobsDoNotScaleOut(t *testing.T) {
 	const partitions, perSecond, seconds = 4, 600, 20
 	env := testenv.New(t, partitions)
-	so := shippedFor(t, env)
-	adm := admin(t, env)
+	so := deploytest.ShippedFor(t, env)
+	adm := deploytest.Admin(t, env)
 	first := time.Now().Truncate(time.Second).Add(15 * time.Second)
 	for s := range seconds {
 		keys, vals := make([]string, perSecond), make([][]byte, perSecond)
@@ -273,14 +274,14 @@ func TestOneShotJobsDoNotScaleOut(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		late := lateness(t, reg)
+		late := deploytest.Lateness(t, reg)
 		worstLate = max(worstLate, late)
 		n, verdicts := so.ReplicasWith(parts, lag.Observed{Lateness: late, FireRate: perSecond}, 1)
 		all++
 		if n > 1 {
 			over++
 			if n > seen {
-				seen, lags = n, byTopic(env, verdicts)
+				seen, lags = n, deploytest.ByTopic(env, verdicts)
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-scheduler/chronos/deploy/deploytest"
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/topology"
 )
@@ -44,7 +45,7 @@ func helmBin(t *testing.T) string {
 func helm(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command(helmBin(t), args...)
-	cmd.Dir = root
+	cmd.Dir = deploytest.Root
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -59,13 +60,13 @@ func render(t *testing.T, release string, set ...string) []map[string]any {
 	}
 	out, err := helm(t, args...)
 	require.NoError(t, err, "helm %s:\n%s", strings.Join(args, " "), out)
-	return parseYAMLDocs(t, "helm "+strings.Join(args, " "), []byte(out))
+	return deploytest.ParseYAMLDocs(t, "helm "+strings.Join(args, " "), []byte(out))
 }
 
 func kinds(docs []map[string]any) []string {
 	var ks []string
 	for _, d := range docs {
-		ks = append(ks, str(d["kind"]))
+		ks = append(ks, deploytest.Str(d["kind"]))
 	}
 	slices.Sort(ks)
 	return ks
@@ -117,28 +118,28 @@ func TestHelmMatchesManifests(t *testing.T) {
 	require.Equal(t, []string{"Deployment", "PodDisruptionBudget", "Service"}, kinds(docs))
 	checkKubernetes(t, "helm template chronos "+chart, docs)
 
-	plain := yamlDocs(t, "deploy/kubernetes/chronos.yaml")
+	plain := deploytest.YAMLDocs(t, "deploy/kubernetes/chronos.yaml")
 	for _, k := range []string{"Deployment", "Service", "PodDisruptionBudget"} {
-		require.Equal(t, "chronos", str(get(kind(t, docs, k), "metadata", "name")), k)
+		require.Equal(t, "chronos", deploytest.Str(deploytest.Get(kind(t, docs, k), "metadata", "name")), k)
 	}
 	hd, pd := kind(t, docs, "Deployment"), kind(t, plain, "Deployment")
-	require.Equal(t, get(pd, "spec", "replicas"), get(hd, "spec", "replicas"))
-	require.Equal(t, get(pd, "spec", "strategy"), get(hd, "spec", "strategy"))
-	require.Equal(t, get(pd, "spec", "template", "metadata", "annotations"), get(hd, "spec", "template", "metadata", "annotations"))
+	require.Equal(t, deploytest.Get(pd, "spec", "replicas"), deploytest.Get(hd, "spec", "replicas"))
+	require.Equal(t, deploytest.Get(pd, "spec", "strategy"), deploytest.Get(hd, "spec", "strategy"))
+	require.Equal(t, deploytest.Get(pd, "spec", "template", "metadata", "annotations"), deploytest.Get(hd, "spec", "template", "metadata", "annotations"))
 	// The pod spec, field for field: probes, resources, GOMEMLIMIT, security
 	// contexts, volumes, the grace period.
 	require.Equal(t,
-		withoutKeys(get(pd, "spec", "template", "spec"), "imagePullPolicy", "items"),
-		withoutKeys(get(hd, "spec", "template", "spec"), "imagePullPolicy", "items"))
+		withoutKeys(deploytest.Get(pd, "spec", "template", "spec"), "imagePullPolicy", "items"),
+		withoutKeys(deploytest.Get(hd, "spec", "template", "spec"), "imagePullPolicy", "items"))
 	// The chart picks the tokens file by key; the plain Secret has key "tokens".
 	require.Equal(t, []any{map[string]any{"key": "tokens", "path": "tokens"}},
-		get(hd, "spec", "template", "spec", "volumes", 2, "secret", "items"))
+		deploytest.Get(hd, "spec", "template", "spec", "volumes", 2, "secret", "items"))
 
 	hs, ps := kind(t, docs, "Service"), kind(t, plain, "Service")
-	require.Equal(t, get(ps, "spec", "ports"), get(hs, "spec", "ports"))
+	require.Equal(t, deploytest.Get(ps, "spec", "ports"), deploytest.Get(hs, "spec", "ports"))
 	hp, pp := kind(t, docs, "PodDisruptionBudget"), kind(t, plain, "PodDisruptionBudget")
-	require.Equal(t, get(pp, "spec", "maxUnavailable"), get(hp, "spec", "maxUnavailable"))
-	require.Equal(t, dict(get(hd, "spec", "selector", "matchLabels")), dict(get(hp, "spec", "selector", "matchLabels")))
+	require.Equal(t, deploytest.Get(pp, "spec", "maxUnavailable"), deploytest.Get(hp, "spec", "maxUnavailable"))
+	require.Equal(t, deploytest.Dict(deploytest.Get(hd, "spec", "selector", "matchLabels")), deploytest.Dict(deploytest.Get(hp, "spec", "selector", "matchLabels")))
 }
 
 // TestHelmOptions renders the chart with KEDA, the ServiceMonitor and a
@@ -150,59 +151,59 @@ func TestHelmOptions(t *testing.T) {
 	require.Equal(t, []string{"Deployment", "PodDisruptionBudget", "ScaledObject", "Secret", "Service", "ServiceMonitor"}, kinds(docs))
 	checkKubernetes(t, "helm template sched (options)", docs)
 	dep := kind(t, docs, "Deployment")
-	name := str(get(dep, "metadata", "name"))
+	name := deploytest.Str(deploytest.Get(dep, "metadata", "name"))
 	require.Equal(t, "sched-chronos", name)
-	require.Nil(t, get(dep, "spec", "replicas"), "with KEDA the Deployment sets no replica count (an upgrade would reset KEDA's)")
+	require.Nil(t, deploytest.Get(dep, "spec", "replicas"), "with KEDA the Deployment sets no replica count (an upgrade would reset KEDA's)")
 
 	// The Secret from values is the one the pods mount, under the key asked.
 	sec := kind(t, docs, "Secret")
-	require.Equal(t, tokens, str(get(sec, "stringData", "file")))
-	vol := get(dep, "spec", "template", "spec", "volumes", 2, "secret")
-	require.Equal(t, str(get(sec, "metadata", "name")), str(get(vol, "secretName")))
-	require.Equal(t, []any{map[string]any{"key": "file", "path": "tokens"}}, get(vol, "items"))
-	require.NotEmpty(t, get(dep, "spec", "template", "metadata", "annotations", "checksum/api-tokens"))
+	require.Equal(t, tokens, deploytest.Str(deploytest.Get(sec, "stringData", "file")))
+	vol := deploytest.Get(dep, "spec", "template", "spec", "volumes", 2, "secret")
+	require.Equal(t, deploytest.Str(deploytest.Get(sec, "metadata", "name")), deploytest.Str(deploytest.Get(vol, "secretName")))
+	require.Equal(t, []any{map[string]any{"key": "file", "path": "tokens"}}, deploytest.Get(vol, "items"))
+	require.NotEmpty(t, deploytest.Get(dep, "spec", "template", "metadata", "annotations", "checksum/api-tokens"))
 
 	// The ScaledObject is the plain one, aimed at this Deployment.
 	so := kind(t, docs, "ScaledObject")
 	var plainSO map[string]any
-	for _, d := range yamlDocs(t, "deploy/kubernetes/keda-scaledobject.yaml") {
-		if str(get(d, "spec", "scaleTargetRef", "name")) == "chronos" {
+	for _, d := range deploytest.YAMLDocs(t, "deploy/kubernetes/keda-scaledobject.yaml") {
+		if deploytest.Str(deploytest.Get(d, "spec", "scaleTargetRef", "name")) == "chronos" {
 			plainSO = d
 		}
 	}
 	require.NotNil(t, plainSO)
-	require.Equal(t, name, str(get(so, "spec", "scaleTargetRef", "name")))
+	require.Equal(t, name, deploytest.Str(deploytest.Get(so, "spec", "scaleTargetRef", "name")))
 	// but for the Prometheus queries, which the chart scopes to the release
 	// (adversary round 19b: two releases on one Prometheus scaled on each
 	// other's series).
-	require.Equal(t, withoutKeys(get(plainSO, "spec"), "scaleTargetRef", "query"), withoutKeys(get(so, "spec"), "scaleTargetRef", "query"))
-	require.Equal(t, scoped(lag.ScaledObjectFor(topology.Layout{}), "sched"), scaledObject(t, so))
+	require.Equal(t, withoutKeys(deploytest.Get(plainSO, "spec"), "scaleTargetRef", "query"), withoutKeys(deploytest.Get(so, "spec"), "scaleTargetRef", "query"))
+	require.Equal(t, scoped(lag.ScaledObjectFor(topology.Layout{}), "sched"), deploytest.ScaledObject(t, so))
 	requireKEDAVersion(t, so)
 
 	// With a topic prefix the pods and the trigger agree on the names.
 	prefixed := render(t, "sched", "keda.enabled=true", "topicPrefix=staging.")
 	env := map[string]string{}
-	for _, e := range list(get(kind(t, prefixed, "Deployment"), "spec", "template", "spec", "containers", 0, "env")) {
-		env[str(get(e, "name"))] = str(get(e, "value"))
+	for _, e := range deploytest.List(deploytest.Get(kind(t, prefixed, "Deployment"), "spec", "template", "spec", "containers", 0, "env")) {
+		env[deploytest.Str(deploytest.Get(e, "name"))] = deploytest.Str(deploytest.Get(e, "value"))
 	}
 	require.Equal(t, "staging.", env["CHRONOS_TOPIC_PREFIX"])
 	var topics []string
-	for _, tr := range list(get(kind(t, prefixed, "ScaledObject"), "spec", "triggers")) {
-		if str(get(tr, "type")) != "kafka" {
+	for _, tr := range deploytest.List(deploytest.Get(kind(t, prefixed, "ScaledObject"), "spec", "triggers")) {
+		if deploytest.Str(deploytest.Get(tr, "type")) != "kafka" {
 			continue
 		}
-		md := dict(get(tr, "metadata"))
+		md := deploytest.Dict(deploytest.Get(tr, "metadata"))
 		require.Equal(t, "staging.chronos-scheduler", md["consumerGroup"])
-		topics = append(topics, str(md["topic"]))
+		topics = append(topics, deploytest.Str(md["topic"]))
 	}
 	require.Equal(t, []string{"staging.chronos-jobs"}, topics)
 
 	// With --partitions 48 the cap follows: the ScaledObject is
 	// lag.ScaledObjectFor of that layout. Without Prometheus, no lateness
 	// trigger.
-	wide := scaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.partitions=48"), "ScaledObject"))
+	wide := deploytest.ScaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.partitions=48"), "ScaledObject"))
 	require.Equal(t, scoped(lag.ScaledObjectFor(topology.Layout{Partitions: 48}), "sched"), wide)
-	agreed := scaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.partitions=48",
+	agreed := deploytest.ScaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.partitions=48",
 		"extraEnv[0].name=CHRONOS_PARTITIONS", "extraEnv[0].value=48"), "ScaledObject"))
 	require.Equal(t, wide, agreed, "pods and ScaledObject agree on 48 partitions")
 	require.Equal(t, []string{"48"}, envValues(t, render(t, "sched", "keda.enabled=true", "keda.partitions=48",
@@ -217,12 +218,12 @@ func TestHelmOptions(t *testing.T) {
 	// 19c: pods set through extraEnv drifted from the thresholds).
 	for _, ms := range []int{10, 50, 1000, 2700, 20000, 60000} {
 		docs := render(t, "sched", "keda.enabled=true", "keda.partitions=48", fmt.Sprintf("keda.resolutionMillis=%d", ms))
-		got := scaledObject(t, kind(t, docs, "ScaledObject"))
+		got := deploytest.ScaledObject(t, kind(t, docs, "ScaledObject"))
 		require.Equal(t, scoped(lag.ScaledObjectAt(topology.Layout{Partitions: 48}, time.Duration(ms)*time.Millisecond), "sched"), got, "resolutionMillis %d", ms)
 		var res []string
-		for _, e := range list(get(kind(t, docs, "Deployment"), "spec", "template", "spec", "containers", 0, "env")) {
-			if str(get(e, "name")) == "CHRONOS_RESOLUTION" {
-				res = append(res, str(get(e, "value")))
+		for _, e := range deploytest.List(deploytest.Get(kind(t, docs, "Deployment"), "spec", "template", "spec", "containers", 0, "env")) {
+			if deploytest.Str(deploytest.Get(e, "name")) == "CHRONOS_RESOLUTION" {
+				res = append(res, deploytest.Str(deploytest.Get(e, "value")))
 			}
 		}
 		require.Len(t, res, 1, "resolutionMillis %d: one CHRONOS_RESOLUTION in the pods", ms)
@@ -231,25 +232,25 @@ func TestHelmOptions(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, time.Duration(ms)*time.Millisecond, d, "the pods' --resolution is the thresholds'")
 	}
-	noProm := scaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.prometheusServerAddress="), "ScaledObject"))
+	noProm := deploytest.ScaledObject(t, kind(t, render(t, "sched", "keda.enabled=true", "keda.prometheusServerAddress="), "ScaledObject"))
 	require.Nil(t, noProm.Lateness)
 	require.Nil(t, noProm.FireRate)
 	require.Len(t, noProm.Triggers, 1)
 
 	// The ServiceMonitor selects the Service and scrapes its named port.
 	sm, svc := kind(t, docs, "ServiceMonitor"), kind(t, docs, "Service")
-	sel := dict(get(sm, "spec", "selector", "matchLabels"))
+	sel := deploytest.Dict(deploytest.Get(sm, "spec", "selector", "matchLabels"))
 	require.NotEmpty(t, sel)
-	labels := dict(get(svc, "metadata", "labels"))
+	labels := deploytest.Dict(deploytest.Get(svc, "metadata", "labels"))
 	for k, v := range sel {
 		require.Equal(t, v, labels[k], "ServiceMonitor selector %s", k)
 	}
 	var portNames []string
-	for _, p := range list(get(svc, "spec", "ports")) {
-		portNames = append(portNames, str(get(p, "name")))
+	for _, p := range deploytest.List(deploytest.Get(svc, "spec", "ports")) {
+		portNames = append(portNames, deploytest.Str(deploytest.Get(p, "name")))
 	}
-	require.Contains(t, portNames, str(get(sm, "spec", "endpoints", 0, "port")))
-	require.Equal(t, "/metrics", str(get(sm, "spec", "endpoints", 0, "path")))
+	require.Contains(t, portNames, deploytest.Str(deploytest.Get(sm, "spec", "endpoints", 0, "port")))
+	require.Equal(t, "/metrics", deploytest.Str(deploytest.Get(sm, "spec", "endpoints", 0, "path")))
 	requireRoute(t, "/metrics")
 }
 
@@ -286,9 +287,9 @@ func scoped(so lag.ScaledObject, release string) lag.ScaledObject {
 func TestHelmPrometheusTriggersAreScopedToTheRelease(t *testing.T) {
 	queries := func(release string, set ...string) []string {
 		var qs []string
-		for _, tr := range list(get(kind(t, render(t, release, append([]string{"keda.enabled=true", "serviceMonitor.enabled=true"}, set...)...), "ScaledObject"), "spec", "triggers")) {
-			if str(get(tr, "type")) == "prometheus" {
-				qs = append(qs, str(get(tr, "metadata", "query")))
+		for _, tr := range deploytest.List(deploytest.Get(kind(t, render(t, release, append([]string{"keda.enabled=true", "serviceMonitor.enabled=true"}, set...)...), "ScaledObject"), "spec", "triggers")) {
+			if deploytest.Str(deploytest.Get(tr, "type")) == "prometheus" {
+				qs = append(qs, deploytest.Str(deploytest.Get(tr, "metadata", "query")))
 			}
 		}
 		return qs
@@ -303,7 +304,7 @@ func TestHelmPrometheusTriggersAreScopedToTheRelease(t *testing.T) {
 	// set hash>-<suffix>), a label both annotation scraping and a
 	// ServiceMonitor give; the job would differ between them.
 	docs := render(t, "prod", "keda.enabled=true", "serviceMonitor.enabled=true")
-	dep := str(get(kind(t, docs, "Deployment"), "metadata", "name"))
+	dep := deploytest.Str(deploytest.Get(kind(t, docs, "Deployment"), "metadata", "name"))
 	for _, q := range prod {
 		m := regexp.MustCompile(`pod=~"([^"]*)"`).FindStringSubmatch(q)
 		require.NotNil(t, m, "the query selects pods: %s", q)
@@ -385,12 +386,12 @@ func TestHelmMemoryAccepted(t *testing.T) {
 	} {
 		var got string
 		for _, d := range render(t, "r", c.set...) {
-			if str(d["kind"]) != "Deployment" {
+			if deploytest.Str(d["kind"]) != "Deployment" {
 				continue
 			}
-			for _, e := range get(d, "spec", "template", "spec", "containers", 0, "env").([]any) {
+			for _, e := range deploytest.Get(d, "spec", "template", "spec", "containers", 0, "env").([]any) {
 				if ev := e.(map[string]any); ev["name"] == "GOMEMLIMIT" {
-					got = str(ev["value"])
+					got = deploytest.Str(ev["value"])
 				}
 			}
 		}
@@ -401,8 +402,8 @@ func TestHelmMemoryAccepted(t *testing.T) {
 // TestHelmValuesDocumented checks that every top-level value has a comment
 // in values.yaml (the chart's documentation).
 func TestHelmValuesDocumented(t *testing.T) {
-	b := readFile(t, filepath.Join(chart, "values.yaml"))
-	values := yamlDoc(t, filepath.Join(chart, "values.yaml"))
+	b := deploytest.ReadFile(t, filepath.Join(chart, "values.yaml"))
+	values := deploytest.YAMLDoc(t, filepath.Join(chart, "values.yaml"))
 	lines := strings.Split(string(b), "\n")
 	for _, k := range slices.Sorted(maps.Keys(values)) {
 		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, k+":") })
@@ -415,9 +416,9 @@ func TestHelmValuesDocumented(t *testing.T) {
 func envValues(t *testing.T, docs []map[string]any, name string) []string {
 	t.Helper()
 	var vals []string
-	for _, e := range list(get(kind(t, docs, "Deployment"), "spec", "template", "spec", "containers", 0, "env")) {
-		if str(get(e, "name")) == name {
-			vals = append(vals, str(get(e, "value")))
+	for _, e := range deploytest.List(deploytest.Get(kind(t, docs, "Deployment"), "spec", "template", "spec", "containers", 0, "env")) {
+		if deploytest.Str(deploytest.Get(e, "name")) == name {
+			vals = append(vals, deploytest.Str(deploytest.Get(e, "value")))
 		}
 	}
 	return vals

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,46 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/deploy/deploytest"
 	"github.com/chronos-scheduler/chronos/instance"
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/processors/scheduler"
 	"github.com/chronos-scheduler/chronos/testenv"
 	"github.com/chronos-scheduler/chronos/topology"
 )
-
-// slow is a dispatch producer that takes d per produce while d is set: a
-// slow broker (or a CPU-bound fan-out), not a stuck one.
-type slow struct {
-	scheduler.Producer
-	d atomic.Int64 // nanoseconds
-}
-
-func (s *slow) ProduceSync(ctx context.Context, topic string, msgs []scheduler.Msg) error {
-	time.Sleep(time.Duration(s.d.Load())) // the slowness simulated, not a wait for an effect
-	return s.Producer.ProduceSync(ctx, topic, msgs)
-}
-
-// lateness is what the shipped lateness trigger's query
-// (max(chronos_fanout_lateness_seconds) or vector(0)) returns over the
-// instances whose registries are given, as Prometheus would over their
-// scrapes.
-func lateness(t *testing.T, regs ...*prometheus.Registry) float64 {
-	t.Helper()
-	worst := 0.0
-	for _, reg := range regs {
-		mfs, err := reg.Gather()
-		require.NoError(t, err)
-		for _, mf := range mfs {
-			if mf.GetName() != lag.LatenessMetric {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				worst = max(worst, m.GetGauge().GetValue())
-			}
-		}
-	}
-	return worst
-}
 
 // TestShippedScaledObjectSeesASlowFanOut (issue 19): a fan-out that is
 // slow, not stuck, with no command backlog, makes the shipped ScaledObject
@@ -71,15 +36,15 @@ func TestShippedScaledObjectSeesASlowFanOut(t *testing.T) {
 	t.Parallel()
 	const partitions, jobs = 4, 40
 	env := testenv.New(t, partitions)
-	so := shippedFor(t, env)
-	adm := admin(t, env)
+	so := deploytest.ShippedFor(t, env)
+	adm := deploytest.Admin(t, env)
 	names := topology.Names{}
 	t0 := time.Now().Truncate(time.Second)
 	for i := range jobs {
 		env.Put(fmt.Sprintf("job-%03d", i), codecs.JobDef{Every: "1s"}, t0)
 	}
-	prod := &slow{Producer: scheduler.KgoProducer{Client: env.Client}}
-	prod.d.Store(int64(time.Second))
+	prod := &deploytest.Slow{Producer: scheduler.KgoProducer{Client: env.Client}}
+	prod.SetDelay(time.Second)
 	reg := prometheus.NewRegistry()
 	cfg := env.Config()
 	cfg.Clock.NoTicker = false // a live clock: the instance ticks every second
@@ -98,13 +63,13 @@ func TestShippedScaledObjectSeesASlowFanOut(t *testing.T) {
 	}
 	asks := func() poll {
 		t.Helper()
-		parts := measure(t, adm, so)
-		late := lateness(t, reg)
+		parts := deploytest.Measure(t, adm, so)
+		late := deploytest.Lateness(t, reg)
 		// The fire rate (a few fires per second) is far under a replica's
 		// share: 0 here.
 		all, _ := so.ReplicasWith(parts, lag.Observed{Lateness: late}, 0)
 		kafka, verdicts := so.Replicas(parts, 0)
-		return poll{all: all, kafka: kafka, late: late, lags: byTopic(env, verdicts)}
+		return poll{all: all, kafka: kafka, late: late, lags: deploytest.ByTopic(env, verdicts)}
 	}
 	var last poll
 	testenv.Eventually(t, 120*time.Second, func() error {
@@ -124,7 +89,7 @@ func TestShippedScaledObjectSeesASlowFanOut(t *testing.T) {
 	require.Less(t, dispatch.Len(), due-jobs, "fires really are behind: more than a second of them waits (%d of about %d due dispatched)", dispatch.Len(), due)
 
 	// The dispatch is fast again: the fan-out catches up, back to 1.
-	prod.d.Store(0)
+	prod.SetDelay(0)
 	testenv.Eventually(t, 120*time.Second, func() error {
 		if p := asks(); p.all != 1 || p.late > 2 {
 			return fmt.Errorf("still %d replicas at %.1f s of lateness", p.all, p.late)
@@ -160,7 +125,7 @@ func TestShippedScaledObjectSeesASlowFanOut(t *testing.T) {
 func TestRecoveringOwnerReportsNoStaleWatermark(t *testing.T) {
 	const partitions, jobs = 4, 20000
 	env := testenv.New(t, partitions)
-	so := shippedFor(t, env)
+	so := deploytest.ShippedFor(t, env)
 	now := time.Now().Truncate(time.Second)
 
 	a := env.Start(env.Config())
@@ -294,7 +259,7 @@ func TestFastHostClockIdleAsksForTheMinimum(t *testing.T) {
 	t.Parallel()
 	const partitions, skew = 12, 30 * time.Second
 	env := testenv.New(t, partitions)
-	so := shippedFor(t, env)
+	so := deploytest.ShippedFor(t, env)
 	for i := range partitions {
 		env.Put(fmt.Sprintf("job-%03d", i), codecs.JobDef{Every: "1s"}, time.Now())
 	}
@@ -315,7 +280,7 @@ func TestFastHostClockIdleAsksForTheMinimum(t *testing.T) {
 	require.Less(t, first.Sub(time.Now()), 2*time.Second, "the announced time is bounded by the broker's clock, not the pod's")
 	worst, samples := 0.0, 0
 	testenv.Eventually(t, 60*time.Second, func() error {
-		worst = max(worst, lateness(t, reg))
+		worst = max(worst, deploytest.Lateness(t, reg))
 		samples++
 		if a := inst.Scheduler().Announced(); a.Sub(first) < 5*time.Second {
 			return fmt.Errorf("announced %s, %s after the first", a, a.Sub(first))
@@ -347,8 +312,8 @@ func TestStalledClockDoesNotScaleOut(t *testing.T) {
 	t.Parallel()
 	const partitions = 4
 	env := testenv.New(t, partitions)
-	so := shippedFor(t, env)
-	adm := admin(t, env)
+	so := deploytest.ShippedFor(t, env)
+	adm := deploytest.Admin(t, env)
 	reg := prometheus.NewRegistry()
 	cfg := env.Config() // no ticker: the test is the clock, and it stalls
 	cfg.Registerer = reg
@@ -361,58 +326,20 @@ func TestStalledClockDoesNotScaleOut(t *testing.T) {
 	env.Tick(tick)
 	// The advance completed on every partition: the watermark is the
 	// announced time, every fire due up to it dispatched.
-	waitWatermarks(t, partitions, tick.Truncate(time.Second), inst)
+	deploytest.WaitWatermarks(t, partitions, tick.Truncate(time.Second), inst)
 	// The clock stalls: wait until its owner's gauge shows it, past two
 	// lateness thresholds, reading the lateness all along.
 	worst := 0.0
 	testenv.Eventually(t, 60*time.Second, func() error {
-		worst = max(worst, lateness(t, reg))
+		worst = max(worst, deploytest.Lateness(t, reg))
 		if c := gauge(t, reg, "chronos_clock_lag_seconds"); !(c > 2*lag.FanoutSecondsPerReplica) {
 			return fmt.Errorf("chronos_clock_lag_seconds %.1f", c)
 		}
 		return nil
 	})
-	n, verdicts := so.ReplicasWith(measure(t, adm, so), lag.Observed{Lateness: worst}, 1)
+	n, verdicts := so.ReplicasWith(deploytest.Measure(t, adm, so), lag.Observed{Lateness: worst}, 1)
 	require.Zero(t, worst, "every announced fire dispatched: nothing is late by the announced time")
 	require.Equal(t, int64(1), n, "the clock stalled %.0f s ago, every fire due up to then dispatched (lags %v)",
-		gauge(t, reg, "chronos_clock_lag_seconds"), byTopic(env, verdicts))
+		gauge(t, reg, "chronos_clock_lag_seconds"), deploytest.ByTopic(env, verdicts))
 
-}
-
-// waitWatermarks waits until insts together own every partition and each
-// owned partition's watermark is want (zero want: any completed advance).
-func waitWatermarks(t *testing.T, partitions int, want time.Time, insts ...*testenv.Instance) {
-	t.Helper()
-	testenv.Eventually(t, 60*time.Second, func() error {
-		n := 0
-		for _, in := range insts {
-			for p, w := range in.Scheduler().Watermarks() {
-				if want.IsZero() && w.IsZero() {
-					return fmt.Errorf("partition %d has no watermark yet", p)
-				}
-				if !want.IsZero() && !w.Equal(want) {
-					return fmt.Errorf("partition %d watermark %s, want %s", p, w, want)
-				}
-				n++
-			}
-		}
-		if n != partitions {
-			return fmt.Errorf("%d of %d partitions owned and recovered", n, partitions)
-		}
-		return nil
-	})
-}
-
-// putBigJobs registers jobs job-000000... every 24h with a 1 KB payload,
-// commands produced in batches of 1,000 stamped at.
-func putBigJobs(env *testenv.Env, jobs int, at time.Time) {
-	payload := []byte(`{"blob":"` + strings.Repeat("x", 1000) + `"}`)
-	for i := 0; i < jobs; i += 1000 {
-		keys, vals := make([]string, min(1000, jobs-i)), make([][]byte, min(1000, jobs-i))
-		for k := range keys {
-			keys[k] = fmt.Sprintf("job-%06d", i+k)
-			vals[k] = testenv.PutCommand(keys[k], codecs.JobDef{Every: "24h", Payload: payload})
-		}
-		env.ProduceMany(string(env.Layout.Jobs()), keys, vals, at)
-	}
 }

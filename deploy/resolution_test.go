@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chronos-scheduler/chronos/deploy/deploytest"
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/testenv"
 )
@@ -30,7 +31,7 @@ import (
 func TestCoarseResolutionIdleAsksForTheMinimum(t *testing.T) {
 	const partitions, res = 12, 20 * time.Second
 	env := testenv.New(t, partitions)
-	shippedFor(t, env)
+	deploytest.ShippedFor(t, env)
 	so := lag.ScaledObjectAt(env.Layout, res)
 	reg := prometheus.NewRegistry()
 	cfg := env.Config()
@@ -47,7 +48,7 @@ func TestCoarseResolutionIdleAsksForTheMinimum(t *testing.T) {
 	})
 	worst := 0.0
 	testenv.Eventually(t, 3*res, func() error {
-		worst = max(worst, lateness(t, reg))
+		worst = max(worst, deploytest.Lateness(t, reg))
 		if !inst.Scheduler().Announced().After(first) {
 			return fmt.Errorf("one step not announced yet")
 		}
@@ -72,9 +73,9 @@ func TestCoarseResolutionIdleAsksForTheMinimum(t *testing.T) {
 func TestFineResolutionIdleAsksForTheMinimum(t *testing.T) {
 	const partitions, res = 4, 50 * time.Millisecond
 	env := testenv.New(t, partitions)
-	shippedFor(t, env)
+	deploytest.ShippedFor(t, env)
 	so := lag.ScaledObjectAt(env.Layout, res)
-	adm := admin(t, env)
+	adm := deploytest.Admin(t, env)
 	reg := prometheus.NewRegistry()
 	cfg := env.Config()
 	cfg.Clock.NoTicker = false
@@ -94,12 +95,12 @@ func TestFineResolutionIdleAsksForTheMinimum(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		n, verdicts := so.ReplicasWith(parts, lag.Observed{Lateness: lateness(t, reg)}, 0)
+		n, verdicts := so.ReplicasWith(parts, lag.Observed{Lateness: deploytest.Lateness(t, reg)}, 0)
 		all++
 		if n > 1 {
 			over++
 			if n > seen {
-				seen, lags = n, byTopic(env, verdicts)
+				seen, lags = n, deploytest.ByTopic(env, verdicts)
 			}
 		}
 	}

@@ -15,117 +15,29 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/deploy/deploytest"
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/processors/scheduler"
 	"github.com/chronos-scheduler/chronos/testenv"
 	"github.com/chronos-scheduler/chronos/topology"
 )
 
-// scaledObject reads a ScaledObject manifest as KEDA does: its bounds, its
-// Kafka triggers and its lateness (prometheus) trigger; any other trigger
-// fails the test (lag.ScaledObject would not evaluate it).
-func scaledObject(t *testing.T, so map[string]any) lag.ScaledObject {
-	t.Helper()
-	out := lag.ScaledObject{MinReplicas: int64(get(so, "spec", "minReplicaCount").(int)), MaxReplicas: int64(get(so, "spec", "maxReplicaCount").(int))}
-	for _, tr := range list(get(so, "spec", "triggers")) {
-		md := map[string]string{}
-		for k, v := range dict(get(tr, "metadata")) {
-			require.IsType(t, "", v, "trigger metadata %s: KEDA takes strings", k)
-			md[k] = v.(string)
-		}
-		switch typ := str(get(tr, "type")); typ {
-		case "kafka":
-			kt, err := lag.ParseKafkaTrigger(md)
-			require.NoError(t, err)
-			out.Triggers = append(out.Triggers, kt)
-		case "prometheus":
-			mt, _ := get(tr, "metricType").(string)
-			pt, err := lag.ParsePrometheusTrigger(mt, md)
-			require.NoError(t, err)
-			switch {
-			case strings.Contains(pt.Query, lag.LatenessMetric):
-				require.Nil(t, out.Lateness, "one lateness trigger")
-				out.Lateness = &pt
-			case strings.Contains(pt.Query, "chronos_fires_total"):
-				require.Nil(t, out.FireRate, "one fire-rate trigger")
-				out.FireRate = &pt
-			default:
-				t.Fatalf("prometheus query %s: not evaluated by lag.ScaledObject", pt.Query)
-			}
-		default:
-			t.Fatalf("trigger type %s: not evaluated by lag.ScaledObject", typ)
-		}
-	}
-	return out
-}
-
-// shippedScaledObject is the ScaledObject of
-// deploy/kubernetes/keda-scaledobject.yaml aimed at the chronos Deployment.
-func shippedScaledObject(t *testing.T) map[string]any {
-	t.Helper()
-	for _, d := range yamlDocs(t, "deploy/kubernetes/keda-scaledobject.yaml") {
-		if str(get(d, "spec", "scaleTargetRef", "name")) == "chronos" {
-			return d
-		}
-	}
-	t.Fatal("deploy/kubernetes/keda-scaledobject.yaml: no ScaledObject for the chronos Deployment")
-	return nil
-}
-
-// shippedFor is the shipped ScaledObject for env's partitions and prefix:
-// lag.ScaledObjectFor(env.Layout), after checking the manifest is
-// lag.ScaledObjectFor of the default layout it is written for.
-func shippedFor(t *testing.T, env *testenv.Env) lag.ScaledObject {
-	t.Helper()
-	require.Equal(t, lag.ScaledObjectFor(topology.Layout{}), scaledObject(t, shippedScaledObject(t)), "the manifest is ScaledObjectFor(12 partitions)")
-	return lag.ScaledObjectFor(env.Layout)
-}
-
-// admin is an admin client on env with its own metadata cache (env.Client's
-// saw the topics missing).
-func admin(t *testing.T, env *testenv.Env) *kadm.Client {
-	t.Helper()
-	cl, err := env.Kafka.NewKgo()
-	require.NoError(t, err)
-	t.Cleanup(cl.Close)
-	return kadm.NewClient(cl)
-}
-
-// measure is the lag of so's Kafka triggers now.
-func measure(t *testing.T, adm *kadm.Client, so lag.ScaledObject) []lag.Partition {
-	t.Helper()
-	var parts []lag.Partition
-	testenv.Eventually(t, 60*time.Second, func() (err error) { // a fresh broker's coordinator may not be up yet
-		parts, err = lag.Measure(context.Background(), adm, lag.Earliest, so.Targets()...)
-		return err
-	})
-	return parts
-}
-
 // kafkaAsks is the replica count so's Kafka triggers ask for now (without
 // the lateness trigger, as with Prometheus down), and each trigger's lag by
 // unprefixed topic.
 func kafkaAsks(t *testing.T, env *testenv.Env, adm *kadm.Client, so lag.ScaledObject) (int64, map[string]int64) {
 	t.Helper()
-	n, verdicts := so.Replicas(measure(t, adm, so), 0)
-	return n, byTopic(env, verdicts)
-}
-
-func byTopic(env *testenv.Env, verdicts []lag.Verdict) map[string]int64 {
-	out := map[string]int64{}
-	for _, v := range verdicts {
-		out[strings.TrimPrefix(v.Trigger.Topic, env.Layout.Prefix)] = v.Lag
-	}
-	return out
+	n, verdicts := so.Replicas(deploytest.Measure(t, adm, so), 0)
+	return n, deploytest.ByTopic(env, verdicts)
 }
 
 // requireKEDAVersion: the version a manifest names is the one the parity
 // test (testenv/keda) runs.
 func requireKEDAVersion(t *testing.T, so map[string]any) {
 	t.Helper()
-	m := regexp.MustCompile(`(?m)^\s*github.com/kedacore/keda/v2 (v\S+)$`).FindSubmatch(readFile(t, "testenv/keda/go.mod"))
+	m := regexp.MustCompile(`(?m)^\s*github.com/kedacore/keda/v2 (v\S+)$`).FindSubmatch(deploytest.ReadFile(t, "testenv/keda/go.mod"))
 	require.NotNil(t, m, "testenv/keda/go.mod requires no KEDA")
-	require.Equal(t, string(m[1]), str(get(so, "metadata", "annotations", "chronos-scheduler.io/keda-version")))
+	require.Equal(t, string(m[1]), deploytest.Str(deploytest.Get(so, "metadata", "annotations", "chronos-scheduler.io/keda-version")))
 }
 
 // gate is a dispatch producer that, once armed, blocks the first fire
@@ -174,8 +86,8 @@ func TestShippedScaledObjectSeesTheFanOut(t *testing.T) {
 	t.Parallel()
 	const partitions = 4
 	env := testenv.New(t, partitions)
-	so := shippedFor(t, env)
-	adm := admin(t, env)
+	so := deploytest.ShippedFor(t, env)
+	adm := deploytest.Admin(t, env)
 	names := topology.Names{}
 	asks := func() (int64, map[string]int64) {
 		t.Helper()
@@ -222,8 +134,8 @@ func TestShippedScaledObjectSeesTheFanOut(t *testing.T) {
 	require.Equal(t, int64(1), n)
 	all := func() (int64, float64) {
 		t.Helper()
-		late := lateness(t, reg)
-		n, _ := so.ReplicasWith(measure(t, adm, so), lag.Observed{Lateness: late}, 0)
+		late := deploytest.Lateness(t, reg)
+		n, _ := so.ReplicasWith(deploytest.Measure(t, adm, so), lag.Observed{Lateness: late}, 0)
 		return n, late
 	}
 	at := t0
@@ -233,7 +145,7 @@ func TestShippedScaledObjectSeesTheFanOut(t *testing.T) {
 	}
 	tick()
 	first := at
-	waitWatermarks(t, partitions, first, inst)
+	deploytest.WaitWatermarks(t, partitions, first, inst)
 	n, late := all()
 	require.Equal(t, int64(1), n, "caught up: the minimum (lateness %.1f)", late)
 
@@ -301,18 +213,18 @@ func TestFireRateThresholdFollowsThePodsCPU(t *testing.T) {
 		return n
 	}
 	var found bool
-	for _, d := range yamlDocs(t, "deploy/kubernetes/chronos.yaml") {
-		if str(get(d, "kind")) != "Deployment" {
+	for _, d := range deploytest.YAMLDocs(t, "deploy/kubernetes/chronos.yaml") {
+		if deploytest.Str(deploytest.Get(d, "kind")) != "Deployment" {
 			continue
 		}
 		found = true
-		require.Equal(t, lag.PodCPURequest, cores(str(get(d, "spec", "template", "spec", "containers", 0, "resources", "requests", "cpu"))))
+		require.Equal(t, lag.PodCPURequest, cores(deploytest.Str(deploytest.Get(d, "spec", "template", "spec", "containers", 0, "resources", "requests", "cpu"))))
 	}
 	require.True(t, found, "chronos.yaml has a Deployment")
-	require.Equal(t, lag.PodCPURequest, cores(str(get(yamlDoc(t, "deploy/helm/chronos/values.yaml"), "resources", "requests", "cpu"))))
+	require.Equal(t, lag.PodCPURequest, cores(deploytest.Str(deploytest.Get(deploytest.YAMLDoc(t, "deploy/helm/chronos/values.yaml"), "resources", "requests", "cpu"))))
 	require.Equal(t, float64(lag.FiresPerCore)*lag.PodCPURequest/4, float64(lag.FiresPerReplica))
-	require.Equal(t, float64(lag.FiresPerReplica), scaledObject(t, shippedScaledObject(t)).FireRate.Threshold)
-	require.Equal(t, int64(lag.CommandsPerReplica), scaledObject(t, shippedScaledObject(t)).Triggers[0].LagThreshold)
-	require.Equal(t, fmt.Sprint(lag.CommandsPerReplica), get(yamlDoc(t, "deploy/helm/chronos/values.yaml"), "keda", "lagThreshold"))
-	require.Equal(t, float64(lag.FiresPerReplica), float64(get(yamlDoc(t, "deploy/helm/chronos/values.yaml"), "keda", "firesPerReplica").(int)))
+	require.Equal(t, float64(lag.FiresPerReplica), deploytest.ScaledObject(t, deploytest.ShippedScaledObject(t)).FireRate.Threshold)
+	require.Equal(t, int64(lag.CommandsPerReplica), deploytest.ScaledObject(t, deploytest.ShippedScaledObject(t)).Triggers[0].LagThreshold)
+	require.Equal(t, fmt.Sprint(lag.CommandsPerReplica), deploytest.Get(deploytest.YAMLDoc(t, "deploy/helm/chronos/values.yaml"), "keda", "lagThreshold"))
+	require.Equal(t, float64(lag.FiresPerReplica), float64(deploytest.Get(deploytest.YAMLDoc(t, "deploy/helm/chronos/values.yaml"), "keda", "firesPerReplica").(int)))
 }

@@ -1,10 +1,10 @@
-package deploy
+package autoscaling
 
 // Adversary round 19g on issue 19 (autoscaling on what makes fires late):
 // the reproductions of the breaks that are fixed, run by every go test.
 // Each test names the promise it broke and what it measured before the
 // fix; TestAdv19gClockAheadRestartResetsStalled, still open (a documented
-// limit), is in adversary19g_test.go under its tag.
+// limit), is in deploy/adversary19g_test.go under its tag.
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/deploy/deploytest"
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/processors/scheduler"
 	"github.com/chronos-scheduler/chronos/testenv"
@@ -43,7 +44,7 @@ import (
 // lag.RebalancePause; the bucket's is the whole wait). Here (embedded
 // broker): 2 partitions, pod A with a live clock, 160 jobs in bucket
 // tenant-a (every 24h: none due by schedule), one job per chunk, a
-// dispatch taking 1 s per produce (deploy/lateness_test.go slow, as in
+// dispatch taking 1 s per produce (deploytest.Slow, as in
 // TestAdv19fSlowBucketFanOutAsksForTheMinimum); one bucket trigger; a
 // second pod C (as slow) joins 6 s later, runs 3 s, leaves, and comes back
 // 8 s later (a crash loop), 3 times. Samples every 500 ms: the time the
@@ -59,7 +60,7 @@ import (
 // 26 s late asked for 1 replica (with 4 cycles, 85 s: 116 of 170, at most
 // 12.0 s, 79 asking for 1).
 //
-//	go test -tags adversary19g -count=1 -v -run TestAdv19gRebalancesHideSlowBucketFanOut ./deploy/
+//	go test -count=1 -v -run TestAdv19gRebalancesHideSlowBucketFanOut ./deploy/autoscaling/
 func TestAdv19gRebalancesHideSlowBucketFanOut(t *testing.T) {
 	// Parallel: it mostly sleeps, and compares the gauge with the backlog
 	// it measures, both slowed alike by other tests.
@@ -72,7 +73,7 @@ func TestAdv19gRebalancesHideSlowBucketFanOut(t *testing.T) {
 	for i := range jobs {
 		env.Put(fmt.Sprintf("job-%03d", i), codecs.JobDef{Every: "24h", Bucket: "tenant-a"}, now)
 	}
-	prodA := &slow{Producer: scheduler.KgoProducer{Client: env.Client}}
+	prodA := &deploytest.Slow{Producer: scheduler.KgoProducer{Client: env.Client}}
 	regA := prometheus.NewRegistry()
 	cfgA := env.Config()
 	cfgA.Clock.NoTicker = false // a live clock: one advance per partition per second
@@ -94,7 +95,7 @@ func TestAdv19gRebalancesHideSlowBucketFanOut(t *testing.T) {
 		return nil
 	})
 	dispatch := env.Collect(string(env.Layout.Dispatch()))
-	prodA.d.Store(int64(time.Second))
+	prodA.SetDelay(time.Second)
 	sent := time.Now()
 	env.Produce(string(env.Layout.BucketTriggers()), "tenant-a", []byte(`{"v":1,"bucket":"tenant-a","trigger_id":"t-1"}`), sent)
 
@@ -126,17 +127,17 @@ func TestAdv19gRebalancesHideSlowBucketFanOut(t *testing.T) {
 			if series(t, lag.LatenessMetric, regs...) != partitions {
 				continue // a partition moving (revoked, or restoring on its new owner): left out of the gauge, as documented
 			}
-			samples = append(samples, sample{time.Since(sent).Seconds(), lateness(t, regs...), dispatch.Len()})
+			samples = append(samples, sample{time.Since(sent).Seconds(), deploytest.Lateness(t, regs...), dispatch.Len()})
 		}
 	}()
 	time.Sleep(6 * time.Second) // the fan-out under way before the first rebalance, not a wait for an effect
 	mu.Lock()
-	control := lateness(t, regA) // before any rebalance: the gauge reads the wait
+	control := deploytest.Lateness(t, regA) // before any rebalance: the gauge reads the wait
 	mu.Unlock()
 	controlWait := time.Since(sent).Seconds()
 	for range cycles {
-		prodC := &slow{Producer: scheduler.KgoProducer{Client: env.Client}}
-		prodC.d.Store(int64(time.Second))
+		prodC := &deploytest.Slow{Producer: scheduler.KgoProducer{Client: env.Client}}
+		prodC.SetDelay(time.Second)
 		reg := prometheus.NewRegistry()
 		cfgC := env.Config()
 		cfgC.Clock.NoTicker = false
@@ -151,7 +152,7 @@ func TestAdv19gRebalancesHideSlowBucketFanOut(t *testing.T) {
 		mu.Lock()
 		regC = nil
 		mu.Unlock()
-		prodC.d.Store(0) // let the stopping pod finish its chunk quickly
+		prodC.SetDelay(0) // let the stopping pod finish its chunk quickly
 		c.Stop()
 		time.Sleep(8 * time.Second) // its restart back-off, not a wait for an effect
 	}
@@ -210,7 +211,7 @@ func TestAdv19gRebalancesHideSlowBucketFanOut(t *testing.T) {
 // under the second fan-out's wait minus 5 s, the worst 0.0 s with its
 // fires waiting 21.0 s.
 //
-//	go test -tags adversary19g -count=1 -v -run TestAdv19gRepeatedTriggerIDHidesSlowBucketFanOut ./deploy/
+//	go test -count=1 -v -run TestAdv19gRepeatedTriggerIDHidesSlowBucketFanOut ./deploy/autoscaling/
 func TestAdv19gRepeatedTriggerIDHidesSlowBucketFanOut(t *testing.T) {
 	// Parallel: it mostly sleeps, and compares the gauge with the backlog
 	// it measures, both slowed alike by other tests.
@@ -221,7 +222,7 @@ func TestAdv19gRepeatedTriggerIDHidesSlowBucketFanOut(t *testing.T) {
 	for i := range jobs {
 		env.Put(fmt.Sprintf("job-%03d", i), codecs.JobDef{Every: "24h", Bucket: "tenant-a"}, now)
 	}
-	prod := &slow{Producer: scheduler.KgoProducer{Client: env.Client}}
+	prod := &deploytest.Slow{Producer: scheduler.KgoProducer{Client: env.Client}}
 	reg := prometheus.NewRegistry()
 	cfg := env.Config()
 	cfg.Clock.NoTicker = false // a live clock: one advance per partition per second
@@ -243,7 +244,7 @@ func TestAdv19gRepeatedTriggerIDHidesSlowBucketFanOut(t *testing.T) {
 		return nil
 	})
 	dispatch := env.Collect(string(env.Layout.Dispatch()))
-	prod.d.Store(int64(time.Second))
+	prod.SetDelay(time.Second)
 	trigger := []byte(`{"v":1,"bucket":"tenant-a","trigger_id":"t-1"}`)
 	first := time.Now()
 	env.Produce(string(env.Layout.BucketTriggers()), "tenant-a", trigger, first)
@@ -261,7 +262,7 @@ func TestAdv19gRepeatedTriggerIDHidesSlowBucketFanOut(t *testing.T) {
 		}
 		all++
 		waited := time.Since(second).Seconds() // the second fan-out's oldest undispatched fire
-		late := lateness(t, reg)
+		late := deploytest.Lateness(t, reg)
 		if gap := waited - late; gap > lag.LatenessThreshold(time.Second) {
 			hidden++
 			if gap > worstGap {
@@ -302,7 +303,7 @@ func TestAdv19gRepeatedTriggerIDHidesSlowBucketFanOut(t *testing.T) {
 // to 4 (chronos-jobs committed lag 360): probability 0.65 in a 60 s
 // window. At 300 a second: 335 of 483 (69%), up to 3 (lag 210), 0.23.
 //
-//	go test -tags adversary19g -count=1 -v -run TestAdv19gSteadyCommandsScaleOut ./deploy/
+//	go test -count=1 -v -run TestAdv19gSteadyCommandsScaleOut ./deploy/autoscaling/
 func TestAdv19gSteadyCommandsScaleOut(t *testing.T) {
 	const partitions, tick = 4, 100 * time.Millisecond
 	perTick := 60
@@ -314,8 +315,8 @@ func TestAdv19gSteadyCommandsScaleOut(t *testing.T) {
 		perTick = 30
 	}
 	env := testenv.New(t, partitions)
-	so := shippedFor(t, env)
-	adm := admin(t, env)
+	so := deploytest.ShippedFor(t, env)
+	adm := deploytest.Admin(t, env)
 	reg := prometheus.NewRegistry()
 	cfg := env.Config()
 	cfg.Clock.NoTicker = false
@@ -361,7 +362,7 @@ func TestAdv19gSteadyCommandsScaleOut(t *testing.T) {
 		if err != nil {
 			continue
 		}
-		late := lateness(t, reg)
+		late := deploytest.Lateness(t, reg)
 		worstLate = max(worstLate, late)
 		// Commands sent but not yet applied, as the pod counts them.
 		worstBehind = max(worstBehind, float64(sent.Load())-counterSum(t, reg, "chronos_commands_total"))
@@ -370,7 +371,7 @@ func TestAdv19gSteadyCommandsScaleOut(t *testing.T) {
 		if n > 1 {
 			over++
 			if n > seen {
-				seen, lags = n, byTopic(env, verdicts)
+				seen, lags = n, deploytest.ByTopic(env, verdicts)
 			}
 		}
 	}
@@ -430,7 +431,7 @@ func TestAdv19gSteadyCommandsScaleOut(t *testing.T) {
 // reached the clock table too (Scheduler.SetClockTable;
 // TestCaughtUpWaitsForTheQueuedAdvances).
 //
-//	go test -tags adversary19g -count=1 -v -run TestAdv19gScaleStepWaitNotExcused ./deploy/
+//	go test -count=1 -v -run TestAdv19gScaleStepWaitNotExcused ./deploy/autoscaling/
 func TestAdv19gScaleStepWaitNotExcused(t *testing.T) {
 	const partitions = 8
 	perBusy, idleJobs := 1250, 20000
@@ -477,7 +478,7 @@ func TestAdv19gScaleStepWaitNotExcused(t *testing.T) {
 	base := 0.0
 	for range 100 {
 		time.Sleep(50 * time.Millisecond) // a sampling rate, not a wait for an effect
-		base = max(base, lateness(t, regA))
+		base = max(base, deploytest.Lateness(t, regA))
 	}
 	require.Less(t, base, lag.LatenessThreshold(time.Second), "setup: the load is on time on one pod")
 
@@ -512,7 +513,7 @@ func TestAdv19gScaleStepWaitNotExcused(t *testing.T) {
 					ps[p] = pt
 				}
 			}
-			samples = append(samples, sample{time.Now(), lateness(t, rs...), ps})
+			samples = append(samples, sample{time.Now(), deploytest.Lateness(t, rs...), ps})
 		}
 	}()
 	var wg sync.WaitGroup

@@ -1,10 +1,10 @@
-package deploy
+package autoscaling
 
 // Adversary round 19f on issue 19 (autoscaling on what makes fires late):
 // the reproductions of the breaks that are fixed, run by every go test.
 // Each test names the promise it broke and what it measured before the
 // fix; TestAdv19fSlowPodClockRestartHidesStall, still open (a documented
-// limit), is in adversary19f_test.go under its tag.
+// limit), is in deploy/adversary19f_test.go under its tag.
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/deploy/deploytest"
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/processors/clock"
 	"github.com/chronos-scheduler/chronos/processors/scheduler"
@@ -40,27 +41,27 @@ import (
 // chunking). Here (embedded broker): 2 partitions, 1 pod with a live
 // clock, 40 jobs in bucket tenant-a (every 24h: none due by schedule), one
 // job per chunk, a dispatch taking 1 s per produce (the project's model of
-// a slow broker or a CPU-bound fan-out, deploy/lateness_test.go slow); one
+// a slow broker or a CPU-bound fan-out, deploytest.Slow); one
 // bucket trigger. Expected: once the oldest undispatched bucket fire has
 // waited over two lateness thresholds (10 s), the shipped ScaledObject asks
 // for more than 1 replica. Measured: after 15.1 s 28 of 40 fires
 // dispatched, 12 waiting 15.1 s; the lateness gauge at most 1.00 s; 1
 // replica asked at every sample.
 //
-//	go test -tags adversary19f -count=1 -v -run TestAdv19fSlowBucketFanOutAsksForTheMinimum ./deploy/
+//	go test -count=1 -v -run TestAdv19fSlowBucketFanOutAsksForTheMinimum ./deploy/autoscaling/
 func TestAdv19fSlowBucketFanOutAsksForTheMinimum(t *testing.T) {
 	// Parallel: it mostly sleeps, and compares the gauge with the backlog
 	// it measures, both slowed alike by other tests.
 	t.Parallel()
 	const partitions, jobs = 2, 40
 	env := testenv.New(t, partitions)
-	so := shippedFor(t, env)
-	adm := admin(t, env)
+	so := deploytest.ShippedFor(t, env)
+	adm := deploytest.Admin(t, env)
 	now := time.Now()
 	for i := range jobs {
 		env.Put(fmt.Sprintf("job-%03d", i), codecs.JobDef{Every: "24h", Bucket: "tenant-a"}, now)
 	}
-	prod := &slow{Producer: scheduler.KgoProducer{Client: env.Client}}
+	prod := &deploytest.Slow{Producer: scheduler.KgoProducer{Client: env.Client}}
 	reg := prometheus.NewRegistry()
 	cfg := env.Config()
 	cfg.Clock.NoTicker = false // a live clock: one advance per partition per second
@@ -69,9 +70,9 @@ func TestAdv19fSlowBucketFanOutAsksForTheMinimum(t *testing.T) {
 	cfg.Fanout.Budget = 50 * time.Millisecond
 	a := env.Start(cfg)
 	env.WaitApplied()
-	waitWatermarks(t, partitions, time.Time{}, a)
+	deploytest.WaitWatermarks(t, partitions, time.Time{}, a)
 	dispatch := env.Collect(string(env.Layout.Dispatch()))
-	prod.d.Store(int64(time.Second))
+	prod.SetDelay(time.Second)
 	sent := time.Now()
 	env.Produce(string(env.Layout.BucketTriggers()), "tenant-a", []byte(`{"v":1,"bucket":"tenant-a","trigger_id":"t-1"}`), sent)
 
@@ -84,10 +85,10 @@ func TestAdv19fSlowBucketFanOutAsksForTheMinimum(t *testing.T) {
 		time.Sleep(250 * time.Millisecond) // a sampling rate, not a wait for an effect
 		out = dispatch.Len()
 		waited = time.Since(sent).Seconds()
-		late = lateness(t, reg)
+		late = deploytest.Lateness(t, reg)
 		worstLate = max(worstLate, late)
 		rate := float64(out) / waited // the fires per second so far, the load trigger's input
-		n, _ = so.ReplicasWith(measure(t, adm, so), lag.Observed{Lateness: late, FireRate: rate}, 1)
+		n, _ = so.ReplicasWith(deploytest.Measure(t, adm, so), lag.Observed{Lateness: late, FireRate: rate}, 1)
 		worstN = max(worstN, n)
 		if out >= jobs || waited >= 15 {
 			break
@@ -127,35 +128,35 @@ func TestAdv19fSlowBucketFanOutAsksForTheMinimum(t *testing.T) {
 // recovered) read NaN, the rest 5m0s: a restore of R minutes of the first
 // partition is R minutes with no sample in the rule's min.
 //
-//	go test -tags adversary19f -count=1 -v -run TestAdv19fRestoreAfterRestartDoesNotPage ./deploy/
+//	go test -count=1 -v -run TestAdv19fRestoreAfterRestartDoesNotPage ./deploy/autoscaling/
 func TestAdv19fRestoreAfterRestartDoesNotPage(t *testing.T) {
 	const partitions, jobs = 2, 20000
 	const restore = 5 * time.Minute
 	env := testenv.New(t, partitions)
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
-	clk := &simNow{t: t0}
-	putBigJobs(env, jobs, t0)
+	clk := deploytest.NewSimNow(t0)
+	deploytest.PutBigJobs(env, jobs, t0)
 	regA := prometheus.NewRegistry()
 	cfgA := env.Config()
-	cfgA.Registerer, cfgA.Now = regA, clk.now
+	cfgA.Registerer, cfgA.Now = regA, clk.Now
 	a := env.Start(cfgA)
 	env.WaitApplied()
 	at := t0
 	step := func() { at = at.Add(time.Second); env.Tick(at) }
 	for range 3 {
 		step()
-		clk.set(at)
+		clk.Set(at)
 	}
-	waitWatermarks(t, partitions, at, a)
+	deploytest.WaitWatermarks(t, partitions, at, a)
 	last := at
 	a.Stop()
 
 	// The restart: an empty data dir; the pod's clock is restore past the
 	// last announcement while it restores, the clock announcing on.
-	clk.set(last.Add(restore))
+	clk.Set(last.Add(restore))
 	regR := prometheus.NewRegistry()
 	cfgR := env.Config()
-	cfgR.Registerer, cfgR.Now = regR, clk.now
+	cfgR.Registerer, cfgR.Now = regR, clk.Now
 	var (
 		mu      sync.Mutex
 		samples []time.Duration
@@ -180,7 +181,7 @@ func TestAdv19fRestoreAfterRestartDoesNotPage(t *testing.T) {
 				time.Sleep(time.Millisecond) // a sampling rate, not a wait for an effect
 				continue
 			}
-			a := ages(t, []*prometheus.Registry{regR})[0]
+			a := deploytest.Ages(t, []*prometheus.Registry{regR})[0]
 			mu.Lock()
 			samples = append(samples, a)
 			mu.Unlock()
@@ -257,7 +258,7 @@ func TestAdv19fRestoreAfterRestartDoesNotPage(t *testing.T) {
 // window of 4 polls all reading the backlog: probability about 0.00.
 // With C back after 8 s instead: 37 of 41 samples (90%).
 //
-//	go test -tags adversary19f -count=1 -v -run TestAdv19fRepeatedRebalancesHideTheBacklog ./deploy/
+//	go test -count=1 -v -run TestAdv19fRepeatedRebalancesHideTheBacklog ./deploy/autoscaling/
 func TestAdv19fRepeatedRebalancesHideTheBacklog(t *testing.T) {
 	// Parallel: it mostly sleeps, and compares the gauge with the backlog
 	// it measures, both slowed alike by other tests.
@@ -270,7 +271,7 @@ func TestAdv19fRepeatedRebalancesHideTheBacklog(t *testing.T) {
 	for i := range jobs {
 		env.Put(fmt.Sprintf("job-%03d", i), codecs.JobDef{Every: "1s"}, t0)
 	}
-	prodA := &slow{Producer: scheduler.KgoProducer{Client: env.Client}}
+	prodA := &deploytest.Slow{Producer: scheduler.KgoProducer{Client: env.Client}}
 	regA := prometheus.NewRegistry()
 	cfgA := env.Config()
 	cfgA.Producer, cfgA.Registerer = prodA, regA
@@ -281,13 +282,13 @@ func TestAdv19fRepeatedRebalancesHideTheBacklog(t *testing.T) {
 	tick := func() { mu.Lock(); at = at.Add(time.Second); x := at; mu.Unlock(); env.Tick(x) }
 	tick()
 	first := at
-	waitWatermarks(t, partitions, first, a)
-	prodA.d.Store(int64(time.Second))
+	deploytest.WaitWatermarks(t, partitions, first, a)
+	prodA.SetDelay(time.Second)
 	for range burst {
 		tick()
 	}
 	testenv.Eventually(t, 60*time.Second, func() error {
-		if l := lateness(t, regA); l < burst/2 {
+		if l := deploytest.Lateness(t, regA); l < burst/2 {
 			return fmt.Errorf("gauge %.1f s, the backlog not read yet", l)
 		}
 		return nil
@@ -341,12 +342,12 @@ func TestAdv19fRepeatedRebalancesHideTheBacklog(t *testing.T) {
 			for _, w := range ws {
 				behind = max(behind, now.Sub(w).Seconds())
 			}
-			samples = append(samples, sample{behind, lateness(t, regs...)})
+			samples = append(samples, sample{behind, deploytest.Lateness(t, regs...)})
 		}
 	}()
 	for range cycles {
-		prodC := &slow{Producer: scheduler.KgoProducer{Client: env.Client}}
-		prodC.d.Store(int64(time.Second))
+		prodC := &deploytest.Slow{Producer: scheduler.KgoProducer{Client: env.Client}}
+		prodC.SetDelay(time.Second)
 		reg := prometheus.NewRegistry()
 		cfgC := env.Config()
 		cfgC.Producer, cfgC.Registerer = prodC, reg
@@ -358,7 +359,7 @@ func TestAdv19fRepeatedRebalancesHideTheBacklog(t *testing.T) {
 		mu.Lock()
 		c = nil
 		mu.Unlock()
-		prodC.d.Store(0) // let the stopping pod finish its chunk quickly
+		prodC.SetDelay(0) // let the stopping pod finish its chunk quickly
 		ci.Stop()
 		time.Sleep(10 * time.Second) // its restart back-off (CrashLoopBackOff's first), not a wait for an effect
 	}

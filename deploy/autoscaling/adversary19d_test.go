@@ -1,4 +1,4 @@
-package deploy
+package autoscaling
 
 // Adversary round 19d on issue 19 (autoscaling on what makes fires late).
 // Each test names the promise the round broke and kept its measurement;
@@ -8,17 +8,15 @@ package deploy
 // the broker's time to pass max(10 s, 3 x resolution) without an
 // announcement; the stalled rule groups by namespace and job.
 //
-//	go test -count=1 -v -run TestAdv19d ./deploy/
+//	go test -count=1 -v -run TestAdv19d ./deploy/autoscaling/
 //
 // (and on Apache Kafka with CHRONOS_TEST_BROKERS=host:port).
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,34 +24,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/deploy/deploytest"
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/processors/clock"
 	"github.com/chronos-scheduler/chronos/processors/scheduler"
 	"github.com/chronos-scheduler/chronos/testenv"
 )
-
-// hang is a dispatch producer that, once armed, blocks every produce until
-// released: a pod whose path to the dispatch broker hangs (a half-open
-// connection, a partitioned node), so every partition it owns is stuck in
-// its fan-out, while the other pods dispatch.
-type hang struct {
-	scheduler.Producer
-	armed   atomic.Bool
-	open    chan struct{}
-	blocked atomic.Int64
-}
-
-func (h *hang) ProduceSync(ctx context.Context, topic string, msgs []scheduler.Msg) error {
-	if h.armed.Load() {
-		h.blocked.Add(1)
-		select {
-		case <-h.open:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return h.Producer.ProduceSync(ctx, topic, msgs)
-}
 
 // TestAdv19dStuckPodAsksForTheMinimum breaks "a fan-out that is truly
 // behind (stuck callback, one slow partition) asks for more replicas"
@@ -78,19 +54,19 @@ func TestAdv19dStuckPodAsksForTheMinimum(t *testing.T) {
 	t.Parallel()
 	const partitions, jobs = 4, 40
 	env := testenv.New(t, partitions)
-	so := shippedFor(t, env)
-	adm := admin(t, env)
+	so := deploytest.ShippedFor(t, env)
+	adm := deploytest.Admin(t, env)
 	t0 := time.Date(2026, 7, 1, 12, 0, 0, 0, time.UTC) // simulated time
 	for i := range jobs {
 		env.Put(fmt.Sprintf("job-%03d", i), codecs.JobDef{Every: "1s"}, t0)
 	}
-	h := &hang{Producer: scheduler.KgoProducer{Client: env.Client}, open: make(chan struct{})}
+	h := &deploytest.Hang{Producer: scheduler.KgoProducer{Client: env.Client}, Open: make(chan struct{})}
 	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
 	cfgA := env.Config()
 	cfgA.Producer, cfgA.Registerer = h, regA
 	a := env.Start(cfgA)
 	var released sync.Once
-	t.Cleanup(func() { released.Do(func() { close(h.open) }) })
+	t.Cleanup(func() { released.Do(func() { close(h.Open) }) })
 	cfgB := env.Config()
 	cfgB.Registerer = regB
 	b := env.Start(cfgB)
@@ -117,12 +93,12 @@ func TestAdv19dStuckPodAsksForTheMinimum(t *testing.T) {
 		}
 		return nil
 	})
-	late := lateness(t, regA, regB)
-	n, _ := so.ReplicasWith(measure(t, adm, so), lag.Observed{Lateness: late}, 2)
+	late := deploytest.Lateness(t, regA, regB)
+	n, _ := so.ReplicasWith(deploytest.Measure(t, adm, so), lag.Observed{Lateness: late}, 2)
 	require.Equal(t, int64(1), n, "caught up: the minimum (lateness %.1f)", late)
 
 	// Pod A's dispatch hangs; the clock advances 30 s, pod B keeps up.
-	h.armed.Store(true)
+	h.Armed.Store(true)
 	pace := time.NewTicker(time.Second) // the clock moves with real time, as in production
 	for range 30 {
 		<-pace.C
@@ -140,37 +116,19 @@ func TestAdv19dStuckPodAsksForTheMinimum(t *testing.T) {
 		}
 		return nil
 	})
-	require.Positive(t, h.blocked.Load(), "setup: pod A's fan-out is stuck")
+	require.Positive(t, h.Blocked.Load(), "setup: pod A's fan-out is stuck")
 	wa, _ := owned()
 	behind := 0.0
 	for _, w := range wa {
 		behind = max(behind, at.Sub(w).Seconds())
 	}
-	late = lateness(t, regA, regB)
-	n, _ = so.ReplicasWith(measure(t, adm, so), lag.Observed{Lateness: late}, 2)
+	late = deploytest.Lateness(t, regA, regB)
+	n, _ = so.ReplicasWith(deploytest.Measure(t, adm, so), lag.Observed{Lateness: late}, 2)
 	t.Logf("pod A's %d partitions up to %.0f s behind the announced time %s (watermarks %v); A announced %s; gauge's worst %.1f s; %d replicas asked",
 		len(wa), behind, at.Format(time.TimeOnly), wa, a.Scheduler().Announced().Format(time.TimeOnly), late, n)
 	require.GreaterOrEqual(t, behind, 29.0, "setup: pod A's partitions are behind")
 	require.Greater(t, n, int64(1), "pod A's partitions are %.0f s behind the announced time, but the lateness trigger reads %.1f s (A's own announced time froze with its fan-out): %d replica asked",
 		behind, late, n)
-}
-
-// gaugeMax is the largest value of the gauge name in regs (0 when absent).
-func gaugeMax(t *testing.T, name string, regs ...*prometheus.Registry) float64 {
-	t.Helper()
-	worst := 0.0
-	for _, reg := range regs {
-		mfs, err := reg.Gather()
-		require.NoError(t, err)
-		for _, mf := range mfs {
-			if mf.GetName() == name {
-				for _, m := range mf.GetMetric() {
-					worst = max(worst, m.GetGauge().GetValue())
-				}
-			}
-		}
-	}
-	return worst
 }
 
 // TestAdv19dSkewedPodRaisesClockAhead breaks "an on-time system with clock
@@ -219,7 +177,7 @@ func TestAdv19dSkewedPodRaisesClockAhead(t *testing.T) {
 	prev, moves := announced(), 0
 	for time.Since(start) < 20*time.Second {
 		time.Sleep(50 * time.Millisecond) // a sampling rate, not a wait for an effect
-		ahead := gaugeMax(t, "chronos_clock_ahead_seconds", regA, regB)
+		ahead := deploytest.GaugeMax(t, "chronos_clock_ahead_seconds", regA, regB)
 		worst = max(worst, ahead)
 		all++
 		if ahead > 60 {
@@ -258,7 +216,7 @@ func TestAdv19dSkewedPodRaisesClockAhead(t *testing.T) {
 // Measured: with job kubernetes-pods and with job chronos, the only group
 // is not stalled (its minimum 0.4 s); prod's pods alone would be.
 func TestAdv19dClockStalledHiddenByAnotherSystem(t *testing.T) {
-	expr := expressions(t)["alerts.yml ChronosClockStalled"]
+	expr := deploytest.Expressions(t)["alerts.yml ChronosClockStalled"]
 	require.Equal(t, clock.StalledExpr, strings.TrimSpace(expr), "setup: the rule is clock.StalledExpr")
 	m := regexp.MustCompile(`^min by \(([^)]*)\)`).FindStringSubmatch(expr)
 	require.NotNil(t, m, "setup: the rule groups with min by (...): %s", expr)
@@ -268,12 +226,12 @@ func TestAdv19dClockStalledHiddenByAnotherSystem(t *testing.T) {
 	}
 	var svc string
 	var annotated bool
-	for _, d := range yamlDocs(t, "deploy/kubernetes/chronos.yaml") {
-		switch str(get(d, "kind")) {
+	for _, d := range deploytest.YAMLDocs(t, "deploy/kubernetes/chronos.yaml") {
+		switch deploytest.Str(deploytest.Get(d, "kind")) {
 		case "Service":
-			svc = str(get(d, "metadata", "name"))
+			svc = deploytest.Str(deploytest.Get(d, "metadata", "name"))
 		case "Deployment":
-			annotated = str(get(d, "spec", "template", "metadata", "annotations", "prometheus.io/scrape")) == "true"
+			annotated = deploytest.Str(deploytest.Get(d, "spec", "template", "metadata", "annotations", "prometheus.io/scrape")) == "true"
 		}
 	}
 	require.True(t, annotated, "setup: the shipped pods are scraped by annotation")
@@ -350,13 +308,13 @@ func TestAdv19dSlowFanOutAtDefaultChunkingAsksForTheMinimum(t *testing.T) {
 	t.Parallel()
 	const partitions, jobs = 4, 40
 	env := testenv.New(t, partitions)
-	so := shippedFor(t, env)
-	adm := admin(t, env)
+	so := deploytest.ShippedFor(t, env)
+	adm := deploytest.Admin(t, env)
 	t0 := time.Now().Truncate(time.Second)
 	for i := range jobs {
 		env.Put(fmt.Sprintf("job-%03d", i), codecs.JobDef{Every: "1s"}, t0)
 	}
-	prod := &slow{Producer: scheduler.KgoProducer{Client: env.Client}}
+	prod := &deploytest.Slow{Producer: scheduler.KgoProducer{Client: env.Client}}
 	reg := prometheus.NewRegistry()
 	cfg := env.Config()
 	cfg.Clock.NoTicker = false // a live clock: the instance ticks every second
@@ -366,13 +324,13 @@ func TestAdv19dSlowFanOutAtDefaultChunkingAsksForTheMinimum(t *testing.T) {
 	env.WaitApplied()
 	dispatch := env.Collect(string(env.Layout.Dispatch()))
 	time.Sleep(3 * time.Second) // on time first
-	prod.d.Store(int64(1500 * time.Millisecond))
+	prod.SetDelay(1500 * time.Millisecond)
 	slowFrom, before := time.Now(), dispatch.Len()
 	worst, behind := 0.0, 0.0
 	var n int64
 	for time.Since(slowFrom) < 60*time.Second {
 		time.Sleep(500 * time.Millisecond) // a sampling rate, not a wait for an effect
-		late := lateness(t, reg)
+		late := deploytest.Lateness(t, reg)
 		worst = max(worst, late)
 		oldest := time.Now()
 		for _, w := range inst.Scheduler().Watermarks() {
@@ -382,7 +340,7 @@ func TestAdv19dSlowFanOutAtDefaultChunkingAsksForTheMinimum(t *testing.T) {
 		}
 		behind = time.Since(oldest).Seconds()
 		rate := float64(dispatch.Len()-before) / time.Since(slowFrom).Seconds()
-		n, _ = so.ReplicasWith(measure(t, adm, so), lag.Observed{Lateness: late, FireRate: rate}, 1)
+		n, _ = so.ReplicasWith(deploytest.Measure(t, adm, so), lag.Observed{Lateness: late, FireRate: rate}, 1)
 		if n > 1 {
 			break
 		}
