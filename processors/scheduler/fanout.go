@@ -220,10 +220,22 @@ func (s *Scheduler) pass(ctx goka.Context, st *store.Store, tr codecs.ShardTrigg
 	// while another was under way has no cursor (fromStart), and read as
 	// a fresh pass its store was never marked as following it from the
 	// middle (adversary 15b, seed 20476 x 1500 operations).
+	began := time.Now()
 	inherited := s.passes.note(p, st, tr.T, continuation, rebuilt)
-	if inherited && !shard.PassAt.IsZero() && s.passes.restoring(p) {
-		if err := s.restoreCuts(st, shard); err != nil {
+	if after, ok := s.passes.restoreFrom(p); ok && !shard.PassAt.IsZero() {
+		next, done, err := s.restoreCuts(st, shard, after, began)
+		if err != nil {
 			return nil, err
+		}
+		s.passes.restoredTo(p, st, next, done)
+		if !done {
+			// Bounded work per callback here too: the pass continues,
+			// from the same cursor, once every entry behind it is read.
+			// The advances waiting wait on (queueAdvance).
+			shard.QueuedWaits = 0
+			s.setValue(ctx, codecs.EncodeShardRecord(shard))
+			ctx.Loopback(ctx.Key(), codecs.EncodeInternal(tr))
+			return nil, nil
 		}
 	}
 	// Each pass (a trigger, then its continuations) fires up to its own T
@@ -244,7 +256,6 @@ func (s *Scheduler) pass(ctx goka.Context, st *store.Store, tr codecs.ShardTrigg
 	// behind it, a rebuilt entry is one it fired (a clean rebalance repeats
 	// nothing).
 	t := tr.T
-	began := time.Now()
 	cuts := passCuts(shard, t) // the jobs the pass to t has cut short and not handled again
 	horizon := &purgeHorizon{shard: shard, purged: shard.Purged}
 	for {
@@ -253,38 +264,37 @@ func (s *Scheduler) pass(ctx goka.Context, st *store.Store, tr codecs.ShardTrigg
 			return nil, err
 		}
 		if !more {
+			if last != (store.Due{}) {
+				cursor = last
+			}
 			break
 		}
 		cursor = last
 		if time.Since(began) >= s.cfg.ChunkBudget {
 			// Bounded work per callback: the rest continues through the
 			// loopback, so commands and other triggers of this shard run.
-			// Before they do, the table says an advance to t is under way
-			// and how far it got (passYield): a command applied between its
-			// callbacks first sends what its job owes up to t, and one on
-			// another owner after a rebalance reads which jobs the pass
-			// handled (passedThrough), so no fire_id goes out twice with two
-			// payloads. Each yield writes the shard record; an advance done
-			// in one callback, the common case, writes it once, at its end.
-			mark, next := passYield(shard, t, last, fromStart, cuts)
-			if mark != nil {
-				// It continues: the advances waiting wait on.
-				mark.QueuedWaits, mark.Purged = 0, horizon.purged
-				s.setValue(ctx, codecs.EncodeShardRecord(*mark))
-			}
-			ctx.Loopback(ctx.Key(), codecs.EncodeInternal(next))
+			s.yieldPass(ctx, shard, t, last, fromStart, cuts, horizon)
 			return nil, nil
 		}
 	}
 	if inherited {
 		// This store followed the pass only from the middle: what the pass
-		// fired behind its cursor may be due again here (see rederive.go).
-		moved, err := rederive(st, t, s.schedules)
+		// fired behind its cursor may be due again here (see rederive.go),
+		// and is moved where its record says, within the budget too.
+		after, _ := s.passes.rederiveFrom(p)
+		moved, next, all, err := s.rederive(st, t, after, began)
 		if err != nil {
 			return nil, fmt.Errorf("scheduler: re-deriving the due index after a pass: %w", err)
 		}
 		if moved > 0 {
 			s.cfg.Logger.Info("re-derived due entries a pass fired before this store followed it", "partition", p, "t", t, "moved", moved)
+		}
+		if !all {
+			// The pass has handled everything up to t: the table says so
+			// (its cursor at the last entry handled) until it completes.
+			s.passes.rederivedTo(p, st, next)
+			s.yieldPass(ctx, shard, t, cursor, fromStart, cuts, horizon)
+			return nil, nil
 		}
 	}
 	done := passDone(shard, t)
@@ -293,6 +303,25 @@ func (s *Scheduler) pass(ctx goka.Context, st *store.Store, tr codecs.ShardTrigg
 	s.noteCaughtUp(p, done.Watermark)
 	stepBackfills(ctx, s.cfg.Layout.SchedulerBackfill(), done.Backfills, t)
 	return &done, nil
+}
+
+// yieldPass ends a callback of the pass to t on shard (the shard record as
+// read) whose cursor is last: the rest continues through the loopback.
+// Before the shard's other inputs run, the table says an advance to t is
+// under way and how far it got (passYield): a command applied between its
+// callbacks first sends what its job owes up to t, and one on another
+// owner after a rebalance reads which jobs the pass handled
+// (passedThrough), so no fire_id goes out twice with two payloads. Each
+// yield writes the shard record; an advance done in one callback, the
+// common case, writes it once, at its end.
+func (s *Scheduler) yieldPass(ctx goka.Context, shard codecs.ShardRecord, t time.Time, last store.Due, fromStart bool, cuts map[string]time.Time, horizon *purgeHorizon) {
+	mark, next := passYield(shard, t, last, fromStart, cuts)
+	if mark != nil {
+		// It continues: the advances waiting wait on.
+		mark.QueuedWaits, mark.Purged = 0, horizon.purged
+		s.setValue(ctx, codecs.EncodeShardRecord(*mark))
+	}
+	ctx.Loopback(ctx.Key(), codecs.EncodeInternal(next))
 }
 
 // advanceChunk fires one chunk of the jobs due up to t after cursor, then

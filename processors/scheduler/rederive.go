@@ -33,7 +33,14 @@ type passState struct {
 	st        *store.Store
 	t         time.Time
 	inherited bool
-	restored  bool // restoreCuts has run on st for this pass
+	// restored: restoreCuts has gone through every entry behind the
+	// cursor on st for this pass; until then, restoreAfter is the last
+	// entry it read (restoreCuts resumes after it).
+	restored     bool
+	restoreAfter store.Due
+	// rederiveAfter is the last entry rederive read on st for this pass,
+	// when it took more than one callback.
+	rederiveAfter store.Due
 }
 
 // note records a callback of the pass to t on partition p's store st
@@ -56,35 +63,67 @@ func (ps *passes) note(p int32, st *store.Store, t time.Time, continuation, rebu
 	return cur.inherited
 }
 
-// restoring reports, the first time only for partition p's store and the
-// pass it notes now (note), that the store's entries of jobs the pass cut
-// short are to be put back (restoreCuts): once is enough, since the store
-// follows the pass from then on, and with more than codecs.MaxPassCuts cut
-// jobs it reads every entry behind the cursor (2-3 µs each, adversary
-// round 24b: 102-154 ms for 50,000), which every later callback of the
-// pass would otherwise read again.
-func (ps *passes) restoring(p int32) bool {
+// restoreFrom reports whether partition p's store, for the pass it notes
+// now (note), still has entries of jobs the pass cut short to put back
+// (restoreCuts), and after which entry to resume. Once through is enough,
+// since the store follows the pass from then on; with more than
+// codecs.MaxPassCuts cut jobs it reads every entry behind the cursor (2-6
+// µs each, adversary rounds 24b and 25b: 102-154 ms for 50,000), which
+// every later callback of the pass would otherwise read again. It takes as
+// many callbacks as the chunk budget needs (restoredTo).
+func (ps *passes) restoreFrom(p int32) (after store.Due, ok bool) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	cur := ps.by[p]
-	if !cur.inherited || cur.restored {
-		return false
+	return cur.restoreAfter, cur.inherited && !cur.restored
+}
+
+// restoredTo records how far restoreCuts got on partition p's store for
+// the pass it notes: through every entry (done), or up to after.
+func (ps *passes) restoredTo(p int32, st *store.Store, after store.Due, done bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	cur, ok := ps.by[p]
+	if !ok || cur.st != st {
+		return
 	}
-	cur.restored = true
+	cur.restoreAfter, cur.restored = after, done
 	ps.by[p] = cur
-	return true
+}
+
+// rederiveFrom is the entry after which rederive resumes on partition p's
+// store for the pass it notes (zero: from the start).
+func (ps *passes) rederiveFrom(p int32) (store.Due, bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	cur, ok := ps.by[p]
+	return cur.rederiveAfter, ok
+}
+
+// rederivedTo records how far rederive got on partition p's store st.
+func (ps *passes) rederivedTo(p int32, st *store.Store, after store.Due) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if cur, ok := ps.by[p]; ok && cur.st == st {
+		cur.rederiveAfter = after
+		ps.by[p] = cur
+	}
 }
 
 // rederive moves every due entry at or before t whose record, under the
-// watermark t, is due elsewhere (codecs.JobRecord.Due), in batches, each
-// stored with indexedUpTo t. Called when a pass to t completes on a store
-// that followed it only from the middle.
-func rederive(st *store.Store, t time.Time, schedules *schedule.Cache) (moved int, err error) {
-	after := store.Due{}
+// watermark t, is due elsewhere (codecs.JobRecord.Due), recordGroup
+// records at a time from the entry after, each group stored with
+// indexedUpTo t, until the callback's budget (began) is spent: all is false
+// when entries may remain after next, where the pass's next callback
+// resumes (a moved entry goes past t, out of the range read). Called when
+// a pass to t has handled everything up to t on a store that followed it
+// only from the middle; the pass completes once all is true.
+func (s *Scheduler) rederive(st *store.Store, t time.Time, after store.Due, began time.Time) (moved int, next store.Due, all bool, err error) {
+	const group = recordGroup
 	for {
-		due, err := st.DueUpTo(t, after, recordGroup)
+		due, err := st.DueUpTo(t, after, group)
 		if err != nil || len(due) == 0 {
-			return moved, err
+			return moved, after, err == nil, err
 		}
 		keys := make([]string, len(due))
 		for i, d := range due {
@@ -92,7 +131,7 @@ func rederive(st *store.Store, t time.Time, schedules *schedule.Cache) (moved in
 		}
 		values, err := st.GetMany(keys)
 		if err != nil {
-			return moved, err
+			return moved, after, false, err
 		}
 		var moves []store.Move
 		for i, d := range due {
@@ -101,18 +140,24 @@ func rederive(st *store.Store, t time.Time, schedules *schedule.Cache) (moved in
 				continue // the advance that reaches it removes it
 			}
 			var sched schedule.Schedule
-			if s, err := jobSchedule(schedules, d.Key, rec); err == nil {
-				sched = s
+			if sc, err := jobSchedule(s.schedules, d.Key, rec); err == nil {
+				sched = sc
 			}
 			if to := rec.Due(t, sched); !to.Equal(d.At) {
 				moves = append(moves, store.Move{Key: d.Key, To: to})
 			}
 		}
 		if err := st.ApplyMoves(moves, t); err != nil {
-			return moved, err
+			return moved, after, false, err
 		}
 		moved += len(moves)
 		after = due[len(due)-1]
+		if len(due) < group {
+			return moved, after, true, nil
+		}
+		if time.Since(began) >= s.cfg.ChunkBudget {
+			return moved, after, false, nil
+		}
 	}
 }
 
@@ -147,26 +192,37 @@ func rederive(st *store.Store, t time.Time, schedules *schedule.Cache) (moved in
 // to the watermark may have been lost, seed 190 x 800). Every entry behind
 // the cursor is read, once per store and pass; the others, handled through
 // T, stay for rederive.
-func (s *Scheduler) restoreCuts(st *store.Store, shard codecs.ShardRecord) error {
-	// Every entry behind the cursor, a group at a time: the moved ones go
-	// past the cursor, where the scan stops.
+//
+// The entries are read after the entry after, recordGroup records at a
+// time, until the callback's budget (began) is spent (a group is a few
+// hundred µs, far below a budget; with a 1 ns budget, as in the
+// simulations, each group is a callback): done is
+// false when entries behind the cursor may remain after next, where the
+// pass's next callback resumes (an entry moved goes past the cursor, out
+// of the range read; one a command writes meanwhile is one the pass did
+// not handle, which stays wherever it is read).
+func (s *Scheduler) restoreCuts(st *store.Store, shard codecs.ShardRecord, after store.Due, began time.Time) (next store.Due, done bool, err error) {
 	cursor := store.Due{At: shard.PassAt, Key: shard.PassKey}
-	for after := (store.Due{}); ; {
-		due, err := st.DueUpTo(shard.PassAt, after, recordGroup)
+	const group = recordGroup
+	for {
+		due, err := st.DueUpTo(shard.PassAt, after, group)
 		if err != nil {
-			return err
+			return after, false, err
 		}
 		n := len(due)
 		for len(due) > 0 && !due[len(due)-1].NotAfter(cursor) {
 			due = due[:len(due)-1]
 		}
 		if err := s.restore(st, shard, due); err != nil {
-			return err
+			return after, false, err
 		}
-		if len(due) < recordGroup || n < recordGroup {
-			return nil
+		if len(due) < group || n < group {
+			return after, true, nil
 		}
 		after = due[len(due)-1]
+		if time.Since(began) >= s.cfg.ChunkBudget {
+			return after, false, nil
+		}
 	}
 }
 

@@ -65,7 +65,7 @@ type Config struct {
 	// Calendars answers for the named calendars jobs exclude
 	// (exclude.calendars), at each fire; nil: they exclude nothing.
 	Calendars schedule.CalendarSource
-	// ChunkSize is the most due jobs fired per callback (default 5000);
+	// ChunkSize is the most due jobs fired per callback (default 25000);
 	// the rest continues through a loopback message.
 	ChunkSize int
 	// ChunkBudget is how long one callback keeps firing chunks before it

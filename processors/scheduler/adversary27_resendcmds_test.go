@@ -1,0 +1,94 @@
+package scheduler
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-scheduler/chronos/codecs"
+)
+
+// TestAdv27ResentContinuationCommands: as
+// TestAdv27ResentContinuationAfterHandover (R delivered while the new
+// owner re-derives), with commands on jobs the old owner fired between
+// R's cursor and its own: before the handover (on the old owner) and after
+// it (on the new one, before R). Other jobs between the two cursors
+// repeat (open, adversary27_resend_test.go under the tag adversary27open);
+// a commanded job never does, and no fire_id goes out with two payloads.
+func TestAdv27ResentContinuationCommands(t *testing.T) {
+	T := adv24Base.Add(20 * time.Second)
+	for _, when := range []string{"before", "after"} {
+		for name, cmds := range adv27Cmds {
+			t.Run(when+"/"+name, func(t *testing.T) {
+				h := adv24Harness(t)
+				keys := adv27Keys(200)
+				for _, k := range keys {
+					h.command(k, adv24Base, `{"v":1,"op":"put","job":{"every":"20s"}}`)
+				}
+				h.drain()
+				h.advance(T)
+				pop := func() simOut { l := h.loops[0]; h.loops = h.loops[1:]; return l }
+				run := func(l simOut) { h.deliver(h.s.onLoop, h.s.cfg.Layout.SchedulerLoop(), l.Key, h.now, l.Value) }
+				for h.shard().PassKey <= "j040" {
+					run(pop())
+				}
+				for i := 1; i <= 61; i++ {
+					a := T.Add(time.Duration(i) * 100 * time.Millisecond)
+					h.now = a
+					h.deliver(h.s.onTrigger, h.s.cfg.Layout.ShardTriggers(), h.shardKey(), a, codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: a}))
+				}
+				require.Len(t, h.loops, 2, "the continuation sent again")
+				L, R := h.loops[0], h.loops[1]
+				h.loops = nil
+				run(L)
+				for h.shard().PassKey <= "j140" {
+					run(pop())
+				}
+				apply := func() {
+					for _, k := range []string{"j080", "j120"} {
+						for _, c := range cmds {
+							h.command(k, h.now, c)
+						}
+					}
+				}
+				if when == "before" {
+					apply()
+				}
+				adv24Restore(h, keys...)
+				if when == "after" {
+					apply()
+				}
+				held := true
+				for steps := 0; len(h.loops) > 0 || held; steps++ {
+					require.Less(t, steps, 10000)
+					if held && (adv27Phase(h) == "rederive" || len(h.loops) == 0) {
+						held = false
+						run(R)
+						continue
+					}
+					run(pop())
+				}
+				for _, a := range []time.Time{T.Add(20 * time.Second), T.Add(40 * time.Second)} {
+					h.advance(a)
+					h.drain()
+				}
+				h.requireOnePayload()
+				got := h.fired()
+				for id, ps := range got {
+					if len(ps) > 1 && (id[:4] == "j080" || id[:4] == "j120") {
+						t.Errorf("commanded job's fire %s went out %d times: %q", id, len(ps), ps)
+					}
+				}
+				t.Logf("%d fire_ids repeated", len(adv27Dups(got)))
+				for _, k := range []string{"j080", "j120"} {
+					for id := range got {
+						if id[:4] == k {
+							t.Logf("%s: %q", id, got[id])
+						}
+					}
+				}
+			})
+		}
+	}
+}
