@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -22,13 +23,27 @@ func adv27Keys(n int) []string {
 }
 
 // adv27Phase says where the pass stands on h's store: "restore" while
-// restoreCuts has entries left, "rederive" once rederive has yielded.
+// restoreCuts has entries left, "rederive" once rederive has yielded,
+// "loop" between two callbacks of the fan-out of a pass this store
+// inherited, once the restore is done. Since the restore moves the
+// entries the pass handled through its T (round 27's fix), the rederive
+// of adv27Run's passes has nothing to move and never yields: "loop" is
+// where commands and advances meet the new owner between callbacks.
 func adv27Phase(h *partitionHarness) string {
 	if _, pending := h.s.passes.restoreFrom(0); pending && !h.shard().PassAt.IsZero() {
 		return "restore"
 	}
-	if after, _ := h.s.passes.rederiveFrom(0); after != (store.Due{}) && !h.shard().Advancing.IsZero() {
+	if h.shard().Advancing.IsZero() {
+		return ""
+	}
+	if after, _ := h.s.passes.rederiveFrom(0); after != (store.Due{}) {
 		return "rederive"
+	}
+	h.s.passes.mu.Lock()
+	cur := h.s.passes.by[0]
+	h.s.passes.mu.Unlock()
+	if cur.inherited && cur.restored {
+		return "loop"
 	}
 	return ""
 }
@@ -95,11 +110,19 @@ func adv27RequireDerived(t *testing.T, h *partitionHarness) {
 }
 
 // TestAdv27SecondHandover: a second clean handover while the new owner
-// restores or re-derives.
+// restores, or between two callbacks of its fan-out: after the first
+// callback in that phase and after the last.
 func TestAdv27SecondHandover(t *testing.T) {
 	for _, cuts := range []bool{false, true} {
-		for _, at := range []string{"restore", "rederive"} {
-			for _, nth := range []int{1, 2} {
+		for _, at := range []string{"restore", "loop"} {
+			in := 0 // callbacks in phase at, without the second handover
+			adv27Run(t, 200, cuts, true, func(h *partitionHarness, phase string) {
+				if phase == at {
+					in++
+				}
+			})
+			require.Positive(t, in, "cuts=%v: no callback in phase %s", cuts, at)
+			for _, nth := range slices.Compact([]int{1, in}) {
 				t.Run(fmt.Sprintf("cuts=%v/%s/%d", cuts, at, nth), func(t *testing.T) {
 					_, ctrl := adv27Run(t, 200, cuts, false, nil)
 					seen, done := 0, false
@@ -116,7 +139,7 @@ func TestAdv27SecondHandover(t *testing.T) {
 					})
 					t.Logf("phases: %v", strings.Join(phases, ","))
 					if !done {
-						t.Skipf("no %d-th callback in phase %s", nth, at)
+						t.Fatalf("no %d-th callback in phase %s", nth, at)
 					}
 					require.Empty(t, adv24Missing(ctrl, got), "lost")
 					h.requireOnePayload()

@@ -13,11 +13,11 @@ import (
 // TestAdv27AdvancesDuringRestore: advances from the trigger topic (n of
 // them, one a second after T; 61 of them resend the continuation) and the
 // advance to T delivered again, between two callbacks of the new owner's
-// restore or rederive.
+// restore or fan-out.
 func TestAdv27AdvancesDuringRestore(t *testing.T) {
 	T := adv24Base.Add(20 * time.Second)
 	for _, cuts := range []bool{false, true} {
-		for _, phaseAt := range []string{"rederive", "restore"} {
+		for _, phaseAt := range []string{"loop", "restore"} {
 			for _, n := range []int{0, 3, 61, 62, 125} {
 				for _, again := range []bool{false, true} {
 					t.Run(fmt.Sprintf("cuts=%v/%s/n=%d/again=%v", cuts, phaseAt, n, again), func(t *testing.T) {

@@ -1,5 +1,3 @@
-//go:build adversary27open
-
 package scheduler
 
 import (
@@ -20,13 +18,14 @@ import (
 // "rederive"). With handover=true all four repeated fires after a clean
 // rebalance (adversary round 27): "first" and "loop" on the code before the
 // bounded restore too, "restore" and "rederive" windows it added (see
-// TestAdv27ResentContinuationDuringRederive). Open (tag adversary27open):
-// R starting after the later of its cursor and the shard record's fixes
-// these, but broke the simulation (seeds 110066 x 3000 and 8200125 x 1500
-// with -sim.crashkeep: an index entry left behind, fires repeated), even
-// when only on a store that did not follow the pass.
-//
-//	go test -tags adversary27open -run TestAdv27Resent ./processors/scheduler/
+// TestAdv27ResentContinuationDuringRederive). R starting after the later
+// of its cursor and the shard record's fixed these, but broke the
+// simulation (seeds 110066 x 3000 and 8200125 x 1500 with
+// -sim.crashkeep: an index entry left behind, fires repeated). Fixed
+// instead where the repeats come from: the new owner's restore moves
+// every entry behind the cursor that the pass handled through its T
+// (passedThrough, as commands read it) to where rederive would put it,
+// so no continuation of the pass finds it due on the new store.
 func TestAdv27ResentContinuationAfterHandover(t *testing.T) {
 	T := adv24Base.Add(20 * time.Second)
 	for _, handover := range []bool{false, true} {

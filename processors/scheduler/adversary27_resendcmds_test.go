@@ -11,11 +11,11 @@ import (
 
 // TestAdv27ResentContinuationCommands: as
 // TestAdv27ResentContinuationAfterHandover (R delivered while the new
-// owner re-derives), with commands on jobs the old owner fired between
-// R's cursor and its own: before the handover (on the old owner) and after
-// it (on the new one, before R). Other jobs between the two cursors
-// repeat (open, adversary27_resend_test.go under the tag adversary27open);
-// a commanded job never does, and no fire_id goes out with two payloads.
+// owner fans out), with commands on jobs the old owner fired between R's
+// cursor and its own: before the handover (on the old owner) and after it
+// (on the new one, before R). No fire_id goes out twice (before round
+// 27's fix the other jobs between the two cursors repeated, a commanded
+// job never did), nor with two payloads.
 func TestAdv27ResentContinuationCommands(t *testing.T) {
 	T := adv24Base.Add(20 * time.Second)
 	for _, when := range []string{"before", "after"} {
@@ -62,7 +62,7 @@ func TestAdv27ResentContinuationCommands(t *testing.T) {
 				held := true
 				for steps := 0; len(h.loops) > 0 || held; steps++ {
 					require.Less(t, steps, 10000)
-					if held && (adv27Phase(h) == "rederive" || len(h.loops) == 0) {
+					if held && (adv27Phase(h) == "loop" || len(h.loops) == 0) {
 						held = false
 						run(R)
 						continue
@@ -80,7 +80,7 @@ func TestAdv27ResentContinuationCommands(t *testing.T) {
 						t.Errorf("commanded job's fire %s went out %d times: %q", id, len(ps), ps)
 					}
 				}
-				t.Logf("%d fire_ids repeated", len(adv27Dups(got)))
+				require.Empty(t, adv27Dups(got), "repeated after a clean handover")
 				for _, k := range []string{"j080", "j120"} {
 					for id := range got {
 						if id[:4] == k {

@@ -1,5 +1,3 @@
-//go:build adversary27open
-
 package scheduler
 
 import (
@@ -25,7 +23,8 @@ import (
 // partition's other inputs are meant to run between them), continues from
 // c1 over entries the old owner fired, not yet re-derived: it sent them
 // again, after a clean rebalance (4-21 repeats, adversary round 27), with
-// the same payload. Open: see TestAdv27ResentContinuationAfterHandover.
+// the same payload. Fixed: the restore moves the entries the pass handled
+// through T, before any continuation runs on the new owner.
 func TestAdv27ResentContinuationDuringRederive(t *testing.T) {
 	T := adv24Base.Add(20 * time.Second)
 	for _, after := range []int{1, 2, 3, 4, 5, 6} {

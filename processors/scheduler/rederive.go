@@ -191,7 +191,9 @@ func (s *Scheduler) rederive(st *store.Store, t time.Time, after store.Due, bega
 // time after the cursor's time too (restoredThrough: the settle of the pass
 // to the watermark may have been lost, seed 190 x 800). Every entry behind
 // the cursor is read, once per store and pass; the others, handled through
-// T, stay for rederive.
+// T, move where rederive would put them when the pass completes (before
+// adversary round 27 they stayed for it, and a continuation sent twice,
+// the copy behind the other's cursor, fired them again).
 //
 // The entries are read after the entry after, recordGroup records at a
 // time, until the callback's budget (began) is spent (a group is a few
@@ -228,7 +230,8 @@ func (s *Scheduler) restoreCuts(st *store.Store, shard codecs.ShardRecord, after
 
 // restore moves each of the due entries cands, at or behind the cursor of
 // the pass under way, to the first of its job's times the pass may not
-// have sent (see restoreCuts).
+// have sent (see restoreCuts): after the pass's T for a job it handled
+// through T.
 func (s *Scheduler) restore(st *store.Store, shard codecs.ShardRecord, cands []store.Due) error {
 	if len(cands) == 0 {
 		return nil
@@ -249,10 +252,27 @@ func (s *Scheduler) restore(st *store.Store, shard codecs.ShardRecord, cands []s
 			continue
 		}
 		through, ok := restoredThrough(shard, rec, d.Key, d.At)
-		if !ok || !through.Before(shard.Advancing) {
-			continue // not handled by the pass, or through its T: it stays for rederive
+		if !ok {
+			continue // not handled by the pass: it stays
 		}
 		sched, err := jobSchedule(s.schedules, d.Key, rec)
+		if !through.Before(shard.Advancing) {
+			// Handled through the pass's T: it goes where rederive puts it
+			// when the pass completes, now, before any continuation of the
+			// pass runs on this store. Left behind the cursor, it was due
+			// again for a continuation sent twice (after maxQueuedWaits
+			// advances waited), the copy behind the other one's cursor:
+			// after a clean rebalance it fired the jobs between the two
+			// cursors again (adversary round 27).
+			var sc schedule.Schedule
+			if err == nil {
+				sc = sched
+			}
+			if to := rec.Due(shard.Advancing, sc); !to.Equal(d.At) {
+				moves = append(moves, store.Move{Key: d.Key, To: to})
+			}
+			continue
+		}
 		if err != nil {
 			continue
 		}
