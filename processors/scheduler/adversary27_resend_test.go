@@ -31,26 +31,9 @@ func TestAdv27ResentContinuationAfterHandover(t *testing.T) {
 	for _, handover := range []bool{false, true} {
 		for _, at := range []string{"first", "restore", "loop", "rederive"} {
 			t.Run(fmt.Sprintf("handover=%v/%s", handover, at), func(t *testing.T) {
-				h := adv24Harness(t)
-				keys := adv27Keys(200)
-				for _, k := range keys {
-					h.command(k, adv24Base, `{"v":1,"op":"put","job":{"every":"20s"}}`)
-				}
-				h.drain()
-				h.advance(T)
-				pop := func() simOut { l := h.loops[0]; h.loops = h.loops[1:]; return l }
-				run := func(l simOut) { h.deliver(h.s.onLoop, h.s.cfg.Layout.SchedulerLoop(), l.Key, h.now, l.Value) }
-				for h.shard().PassKey <= "j040" {
-					run(pop())
-				}
-				require.Len(t, h.loops, 1)
-				for i := 1; i <= 61; i++ {
-					a := T.Add(time.Duration(i) * 100 * time.Millisecond)
-					h.deliver(h.s.onTrigger, h.s.cfg.Layout.ShardTriggers(), h.shardKey(), a, codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: a}))
-				}
-				require.Len(t, h.loops, 2, "the continuation sent again")
-				L, R := h.loops[0], h.loops[1]
-				h.loops = nil
+				h, keys, L, R := adv27Resend(t, false)
+				pop := func() simOut { return adv27Pop(h) }
+				run := func(l simOut) { adv27Deliver(h, l) }
 				run(L)
 				for h.shard().PassKey <= "j140" {
 					require.Len(t, h.loops, 1)
@@ -91,4 +74,49 @@ func mustTrigger(t *testing.T, v []byte) codecs.ShardTrigger {
 	tr, err := codecs.DecodeShardTrigger(v)
 	require.NoError(t, err)
 	return tr
+}
+
+// adv27Resend: 200 jobs every 20s on adv24Harness (1 KiB chunks, 1 ns
+// budget), the pass to adv24Base+20s until its cursor is past j040, then
+// 61 advances (one every 100 ms after it, the clock following them if
+// setNow) wait for it, the 61st sending its continuation again. It
+// returns the harness (no loopback pending), the jobs, and the two
+// continuations: L, the first, and R, the copy, both from the same cursor.
+func adv27Resend(t *testing.T, setNow bool) (h *partitionHarness, keys []string, L, R simOut) {
+	t.Helper()
+	T := adv24Base.Add(20 * time.Second)
+	h = adv24Harness(t)
+	keys = adv27Keys(200)
+	for _, k := range keys {
+		h.command(k, adv24Base, `{"v":1,"op":"put","job":{"every":"20s"}}`)
+	}
+	h.drain()
+	h.advance(T)
+	for h.shard().PassKey <= "j040" {
+		adv27Deliver(h, adv27Pop(h))
+	}
+	require.Len(t, h.loops, 1)
+	for i := 1; i <= 61; i++ {
+		a := T.Add(time.Duration(i) * 100 * time.Millisecond)
+		if setNow {
+			h.now = a
+		}
+		h.deliver(h.s.onTrigger, h.s.cfg.Layout.ShardTriggers(), h.shardKey(), a, codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: a}))
+	}
+	require.Len(t, h.loops, 2, "the continuation sent again")
+	L, R = h.loops[0], h.loops[1]
+	h.loops = nil
+	return h, keys, L, R
+}
+
+// adv27Pop takes the first loopback message h has pending.
+func adv27Pop(h *partitionHarness) simOut {
+	l := h.loops[0]
+	h.loops = h.loops[1:]
+	return l
+}
+
+// adv27Deliver delivers loopback message l to h's scheduler.
+func adv27Deliver(h *partitionHarness, l simOut) {
+	h.deliver(h.s.onLoop, h.s.cfg.Layout.SchedulerLoop(), l.Key, h.now, l.Value)
 }

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/chronos-scheduler/chronos/codecs"
 )
 
 // TestAdv27ResentContinuationDuringRederive: 200 jobs every 20s, the pass
@@ -29,25 +27,9 @@ func TestAdv27ResentContinuationDuringRederive(t *testing.T) {
 	T := adv24Base.Add(20 * time.Second)
 	for _, after := range []int{1, 2, 3, 4, 5, 6} {
 		t.Run(fmt.Sprintf("R after %d callbacks", after), func(t *testing.T) {
-			h := adv24Harness(t)
-			keys := adv27Keys(200)
-			for _, k := range keys {
-				h.command(k, adv24Base, `{"v":1,"op":"put","job":{"every":"20s"}}`)
-			}
-			h.drain()
-			h.advance(T)
-			pop := func() simOut { l := h.loops[0]; h.loops = h.loops[1:]; return l }
-			run := func(l simOut) { h.deliver(h.s.onLoop, h.s.cfg.Layout.SchedulerLoop(), l.Key, h.now, l.Value) }
-			for h.shard().PassKey <= "j040" {
-				run(pop())
-			}
-			for i := 1; i <= 61; i++ {
-				a := T.Add(time.Duration(i) * 100 * time.Millisecond)
-				h.deliver(h.s.onTrigger, h.s.cfg.Layout.ShardTriggers(), h.shardKey(), a, codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: a}))
-			}
-			require.Len(t, h.loops, 2, "the continuation sent again")
-			L, R := h.loops[0], h.loops[1]
-			h.loops = nil
+			h, keys, L, R := adv27Resend(t, false)
+			pop := func() simOut { return adv27Pop(h) }
+			run := func(l simOut) { adv27Deliver(h, l) }
 			run(L)
 			for h.shard().PassKey < "j195" {
 				require.Len(t, h.loops, 1)
