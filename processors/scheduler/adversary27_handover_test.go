@@ -36,7 +36,7 @@ func adv27Phase(h *partitionHarness) string {
 	if h.shard().Advancing.IsZero() {
 		return ""
 	}
-	if after, _ := h.s.passes.rederiveFrom(0); after != (store.Due{}) {
+	if after := h.s.passes.rederiveFrom(0); after != (store.Due{}) {
 		return "rederive"
 	}
 	h.s.passes.mu.Lock()

@@ -16,11 +16,15 @@ import (
 // restore or fan-out.
 func TestAdv27AdvancesDuringRestore(t *testing.T) {
 	T := adv24Base.Add(20 * time.Second)
+	// Every case but under -race -short, where a fifth of them run (306 s
+	// for all 40 under the race detector, 2026-12-03).
+	m := matrixShare{every: 1, short: 1, raceShort: 5}
+	defer m.flush(t)
 	for _, cuts := range []bool{false, true} {
 		for _, phaseAt := range []string{"loop", "restore"} {
 			for _, n := range []int{0, 3, 61, 62, 125} {
 				for _, again := range []bool{false, true} {
-					t.Run(fmt.Sprintf("cuts=%v/%s/n=%d/again=%v", cuts, phaseAt, n, again), func(t *testing.T) {
+					m.run(t, fmt.Sprintf("cuts=%v/%s/n=%d/again=%v", cuts, phaseAt, n, again), func(t *testing.T) {
 						apply := func(h *partitionHarness) {
 							if again {
 								h.deliver(h.s.onTrigger, h.s.cfg.Layout.ShardTriggers(), h.shardKey(), T, codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: T}))

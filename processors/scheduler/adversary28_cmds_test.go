@@ -39,7 +39,7 @@ func adv28PrePause(h *partitionHarness) {
 // in the mix (some paused before the pass), compared with the same history
 // without the handover.
 func TestAdv28CommandsMix(t *testing.T) {
-	var m adv28Matrix
+	var m matrixShare
 	defer m.flush(t)
 	keys := []string{"j001", "j002", "j003", "j004", "j005", "j007", "j008", "j009", "j011", "j100", "j118"}
 	for _, at := range []int{0, 1, 3} {
@@ -64,7 +64,7 @@ func TestAdv28CommandsMix(t *testing.T) {
 // (j010), one not yet (j200, j290), and one past the cursor (j390), the
 // continuation sent twice.
 func TestAdv28CommandsDuringRestore(t *testing.T) {
-	var m adv28Matrix
+	var m matrixShare
 	defer m.flush(t)
 	for _, at := range []int{0, 1, 2} {
 		for _, name := range slices.Sorted(maps.Keys(adv28Cmds)) {
@@ -88,7 +88,7 @@ func TestAdv28CommandsDuringRestore(t *testing.T) {
 // at the pass's time or late (ts before the watermark), then a clean
 // handover in the middle of the pass, the continuation sent twice.
 func TestAdv28CommandsBeforeHandover(t *testing.T) {
-	var m adv28Matrix
+	var m matrixShare
 	defer m.flush(t)
 	for _, late := range []bool{false, true} {
 		for _, name := range slices.Sorted(maps.Keys(adv28Cmds)) {
@@ -122,7 +122,7 @@ func TestAdv28CommandsBeforeHandover(t *testing.T) {
 // 400 jobs every 20s; the handover mid-pass; resume, put, pause again or
 // delete between the new owner's restore callbacks.
 func TestAdv28PausedDuringRestore(t *testing.T) {
-	var m adv28Matrix
+	var m matrixShare
 	defer m.flush(t)
 	paused := []string{"j010", "j200", "j290", "j390"}
 	pre := func(h *partitionHarness) {

@@ -80,7 +80,7 @@ func adv28Interleave(t *testing.T, mix string, n, k1, rOld, lateAt, k2 int, hand
 // interleaved on the old owner (with late puts of new cut jobs between),
 // then a clean handover: nothing lost or repeated.
 func TestAdv28InterleavedCopies(t *testing.T) {
-	var m adv28Matrix
+	var m matrixShare
 	defer m.flush(t)
 	for _, mix := range []string{"cuts", "mix"} {
 		for _, k1 := range []int{1} {

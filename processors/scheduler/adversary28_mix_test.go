@@ -227,7 +227,7 @@ func adv28Compare(t *testing.T, h *partitionHarness, ctrl, got map[string][]stri
 // a mix of job kinds (cut fire_all jobs, cron, jitter, at, 2s), R at every
 // phase, the handover at several points of the pass.
 func TestAdv28ResendMix(t *testing.T) {
-	var m adv28Matrix
+	var m matrixShare
 	defer m.flush(t)
 	for _, mix := range []string{"plain", "cuts", "mix"} {
 		ks := [][2]int{{1, 3}, {3, 10}, {5, 25}, {2, 32}, {2, 36}}
@@ -253,7 +253,7 @@ func TestAdv28ResendMix(t *testing.T) {
 // input consumed again), with the continuation sent twice: fires may
 // repeat, never with two payloads, none lost.
 func TestAdv28CrashMix(t *testing.T) {
-	var m adv28Matrix
+	var m matrixShare
 	defer m.flush(t)
 	for _, mix := range []string{"plain", "cuts", "mix"} {
 		ks := [][2]int{{1, 3}, {3, 10}, {5, 25}, {2, 32}, {2, 36}}
@@ -281,7 +281,7 @@ func TestAdv28CrashMix(t *testing.T) {
 // callback of the new owner (in its restore, or its fan-out), the
 // continuation sent twice.
 func TestAdv28SecondHandoverMix(t *testing.T) {
-	var m adv28Matrix
+	var m matrixShare
 	defer m.flush(t)
 	for _, mix := range []string{"plain", "mix"} {
 		for _, k := range [][2]int{{2, 32}, {2, 36}, {5, 25}, {2, 80}} {
@@ -315,7 +315,7 @@ func TestAdv28SecondHandoverMix(t *testing.T) {
 // the continuation sent twice, a clean handover or a crash at several
 // points.
 func TestAdv28FarPass(t *testing.T) {
-	var m adv28Matrix
+	var m matrixShare
 	defer m.flush(t)
 	for _, crash := range []bool{false, true} {
 		for _, k := range [][2]int{{1, 3}, {3, 30}, {10, 200}, {50, 1000}} {
@@ -336,7 +336,7 @@ func TestAdv28FarPass(t *testing.T) {
 // completing during the pass, the continuation sent twice, a clean
 // handover or a crash.
 func TestAdv28LimitedJobs(t *testing.T) {
-	var m adv28Matrix
+	var m matrixShare
 	defer m.flush(t)
 	for _, crash := range []bool{false, true} {
 		for _, k := range [][2]int{{1, 3}, {3, 12}, {2, 30}, {2, 60}} {

@@ -281,7 +281,7 @@ func (s *Scheduler) pass(ctx goka.Context, st *store.Store, tr codecs.ShardTrigg
 		// This store followed the pass only from the middle: what the pass
 		// fired behind its cursor may be due again here (see rederive.go),
 		// and is moved where its record says, within the budget too.
-		after, _ := s.passes.rederiveFrom(p)
+		after := s.passes.rederiveFrom(p)
 		moved, next, all, err := s.rederive(st, t, after, began)
 		if err != nil {
 			return nil, fmt.Errorf("scheduler: re-deriving the due index after a pass: %w", err)

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/chronos-scheduler/chronos/codecs"
-	"github.com/chronos-scheduler/chronos/schedule"
 	"github.com/chronos-scheduler/chronos/store"
 )
 
@@ -93,11 +92,10 @@ func (ps *passes) restoredTo(p int32, st *store.Store, after store.Due, done boo
 
 // rederiveFrom is the entry after which rederive resumes on partition p's
 // store for the pass it notes (zero: from the start).
-func (ps *passes) rederiveFrom(p int32) (store.Due, bool) {
+func (ps *passes) rederiveFrom(p int32) store.Due {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	cur, ok := ps.by[p]
-	return cur.rederiveAfter, ok
+	return ps.by[p].rederiveAfter
 }
 
 // rederivedTo records how far rederive got on partition p's store st.
@@ -139,10 +137,7 @@ func (s *Scheduler) rederive(st *store.Store, t time.Time, after store.Due, bega
 			if err != nil {
 				continue // the advance that reaches it removes it
 			}
-			var sched schedule.Schedule
-			if sc, err := jobSchedule(s.schedules, d.Key, rec); err == nil {
-				sched = sc
-			}
+			sched, _ := jobSchedule(s.schedules, d.Key, rec) // nil if its spec no longer parses
 			if to := rec.Due(t, sched); !to.Equal(d.At) {
 				moves = append(moves, store.Move{Key: d.Key, To: to})
 			}
@@ -264,11 +259,7 @@ func (s *Scheduler) restore(st *store.Store, shard codecs.ShardRecord, cands []s
 			// advances waited), the copy behind the other one's cursor:
 			// after a clean rebalance it fired the jobs between the two
 			// cursors again (adversary round 27).
-			var sc schedule.Schedule
-			if err == nil {
-				sc = sched
-			}
-			if to := rec.Due(shard.Advancing, sc); !to.Equal(d.At) {
+			if to := rec.Due(shard.Advancing, sched); !to.Equal(d.At) {
 				moves = append(moves, store.Move{Key: d.Key, To: to})
 			}
 			continue

@@ -72,7 +72,7 @@ func testRestoreCutsSpansCallbacks(t *testing.T, cuts bool) {
 			l := h.loops[0]
 			h.loops = h.loops[1:]
 			h.deliver(h.s.onLoop, h.s.cfg.Layout.SchedulerLoop(), l.Key, h.now, l.Value)
-			if after, _ := h.s.passes.rederiveFrom(0); after != (store.Due{}) && !h.shard().Advancing.IsZero() {
+			if after := h.s.passes.rederiveFrom(0); after != (store.Due{}) && !h.shard().Advancing.IsZero() {
 				rederiving++ // a callback that re-derived entries and left the pass under way
 			}
 		}

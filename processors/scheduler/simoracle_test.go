@@ -711,8 +711,18 @@ func (o *simOracle) resume(id string, p int32, ts time.Time) {
 		o.notes = append(o.notes, fmt.Sprintf("op %d: resume of %s, paused while it owed fires: its paused interval may be dispatched", o.step, id))
 		j.owedAtPause = false
 	}
-	if j.owedFrom.IsZero() && simLater(o.wm[p], o.busyT(p)).After(from) {
-		j.owedFrom = from // a late resume: its catch-up owes the times after from
+	// A late resume's catch-up owes the times after from; one of a job
+	// that took over a paused interval (resumedFrom: where its pause found
+	// it) may start there, far behind F (seed 8200176 x 1500 crashkeep: a
+	// late put on a paused job, then a pause and a resume; the catch-up got
+	// 10:16:15-10:18:55 of 10:16:15-10:40:42 before a late pause, and the
+	// delete and re-put that followed owed the times after that).
+	start := from
+	if !j.resumedFrom.IsZero() && j.resumedFrom.Before(start) {
+		start = j.resumedFrom
+	}
+	if j.owedFrom.IsZero() && simLater(o.wm[p], o.busyT(p)).After(start) {
+		j.owedFrom = start
 	}
 	o.bucketMay(j)
 	o.advanceMay(j, from, "resume during an advance in progress")
