@@ -1,4 +1,4 @@
-//go:build passstartopen
+//go:build passlostopen
 
 package scheduler
 
@@ -16,7 +16,7 @@ import (
 // 2026-12-03 reading the code for the mid-pass crash of docs/reliability.md,
 // confirmed here; fails today, hence the tag):
 //
-//	go test -tags passstartopen -count=1 -run TestPassStartLostPutBeforeRedelivery ./processors/scheduler/
+//	go test -tags passlostopen -count=1 -run TestPassStartLostPutBeforeRedelivery ./processors/scheduler/
 //
 // An advance's first callback dispatches its fires (acknowledged by the
 // broker: ProduceSync) and writes the shard record that says the pass to T
@@ -67,5 +67,57 @@ func TestPassStartLostPutBeforeRedelivery(t *testing.T) {
 		l.run(l.s.onLoop, l.s.cfg.Layout.SchedulerLoop(), lp.Key, l.now, l.off, lp.Value, false)
 	}
 	l.advance(now.Add(5 * time.Second))
+	l.requireOnePayload()
+}
+
+// TestPassChunkLostPauseAndPut is the mid-pass crash of docs/reliability.md
+// ("Still open", simulation seed 30042 x 3000) in a harness (open; fails
+// today):
+//
+//	go test -tags passlostopen -count=1 -run TestPassChunkLostPauseAndPut ./processors/scheduler/
+//
+// A pass to 12:00:01 fires one job a callback (a, b, c). Its first
+// callback's shard record (cursor after a) reaches the changelog; the
+// second sends b@12:00:01 and its record (cursor after b) does not: the
+// process dies. The new owner restores cursor a, so b's entry is after the
+// cursor, not yet handled as far as its table knows. A pause of b (ts
+// 12:00:00.5, before the fire) then handles b only through just before
+// 12:00:01, and a put (payload B) owes 12:00:01 again: the continuation,
+// delivered again, sends b@12:00:01 with B after it went out with A.
+//
+// Expected: each fire_id with one payload (with a put alone, the pass under
+// way sends b@12:00:01 again under A first: a repeat, as promised).
+func TestPassChunkLostPauseAndPut(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	l := &adv17Log{partitionHarness: newPartitionHarnessBudget(t, 1, time.Nanosecond, now), changelog: map[string][]byte{}}
+	l.advance(now)
+	for i, id := range []string{"a", "b", "c"} {
+		l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), id, now, int64(i), []byte(`{"v":1,"op":"put","job":{"every":"1s","payload":{"p":"A"}}}`), false)
+	}
+	t1 := now.Add(time.Second)
+	l.now = t1
+	l.off++
+	adv := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t1})
+	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), t1, l.off, adv, false)
+	require.Len(t, l.loops, 1, "one job a callback")
+	cont := l.loops[0]
+	l.loops = nil
+	l.off++
+	l.run(l.s.onLoop, l.s.cfg.Layout.SchedulerLoop(), cont.Key, t1, l.off, cont.Value, true)
+	require.Contains(t, l.fired(), "b@2026-03-01T12:00:01Z")
+	l.loops = nil
+
+	l.moveToNewOwner()
+	l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), "b", now.Add(500*time.Millisecond), 3, []byte(`{"v":1,"op":"pause"}`), false)
+	l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), "b", now.Add(600*time.Millisecond), 4, []byte(`{"v":1,"op":"put","job":{"every":"1s","payload":{"p":"B"}}}`), false)
+	l.loops = append(l.loops, cont) // the continuation delivered again
+	for len(l.loops) > 0 {
+		lp := l.loops[0]
+		l.loops = l.loops[1:]
+		l.off++
+		l.run(l.s.onLoop, l.s.cfg.Layout.SchedulerLoop(), lp.Key, l.now, l.off, lp.Value, false)
+	}
+	l.advance(now.Add(3 * time.Second))
 	l.requireOnePayload()
 }
