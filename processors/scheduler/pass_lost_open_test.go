@@ -121,3 +121,39 @@ func TestPassChunkLostPauseAndPut(t *testing.T) {
 	l.advance(now.Add(3 * time.Second))
 	l.requireOnePayload()
 }
+
+// TestBucketTriggerLostPutBeforeRedelivery is the same gap for a bucket
+// trigger (open; fails today):
+//
+//	go test -tags passlostopen -count=1 -run TestBucketTriggerLostPutBeforeRedelivery ./processors/scheduler/
+//
+// The trigger's one callback fires both members (j0@t46, j1@t46) with
+// payload v1; the shard record that names the fan-out (codecs.FanoutRef)
+// never reaches the changelog. On the new owner a put of j0 (payload v2) is
+// applied before the trigger is delivered again, which fires j0@t46 with
+// v2 (and j1@t46 again with v1: a repeat, as promised).
+func TestBucketTriggerLostPutBeforeRedelivery(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	l := &adv17Log{partitionHarness: newPartitionHarness(t, 100, at), changelog: map[string][]byte{}}
+	l.advance(at)
+	for i, id := range []string{"j0", "j1"} {
+		l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), id, at, int64(i), []byte(`{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"v":1}}}`), false)
+	}
+	tr := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindBucket, T: at, Bucket: "b", TriggerID: "t46"})
+	l.off++
+	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), at, l.off, tr, true)
+	require.Len(t, l.fired(), 2, "both members fired")
+	l.loops = nil
+
+	l.moveToNewOwner()
+	l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), "j0", at, 5, []byte(`{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"v":2}}}`), false)
+	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), at, l.off, tr, false)
+	for len(l.loops) > 0 {
+		lp := l.loops[0]
+		l.loops = l.loops[1:]
+		l.off++
+		l.run(l.s.onLoop, l.s.cfg.Layout.SchedulerLoop(), lp.Key, l.now, l.off, lp.Value, false)
+	}
+	l.requireOnePayload()
+}
