@@ -60,12 +60,7 @@ func TestPassStartLostPutBeforeRedelivery(t *testing.T) {
 	l.moveToNewOwner()
 	l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), "j", t3, 1, []byte(`{"v":1,"op":"put","job":{"every":"1s","payload":{"p":"B"}}}`), false)
 	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), t3, l.off, adv, false)
-	for len(l.loops) > 0 {
-		lp := l.loops[0]
-		l.loops = l.loops[1:]
-		l.off++
-		l.run(l.s.onLoop, l.s.cfg.Layout.SchedulerLoop(), lp.Key, l.now, l.off, lp.Value, false)
-	}
+	l.drainLoops()
 	l.advance(now.Add(5 * time.Second))
 	l.requireOnePayload()
 }
@@ -112,12 +107,7 @@ func TestPassChunkLostPauseAndPut(t *testing.T) {
 	l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), "b", now.Add(500*time.Millisecond), 3, []byte(`{"v":1,"op":"pause"}`), false)
 	l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), "b", now.Add(600*time.Millisecond), 4, []byte(`{"v":1,"op":"put","job":{"every":"1s","payload":{"p":"B"}}}`), false)
 	l.loops = append(l.loops, cont) // the continuation delivered again
-	for len(l.loops) > 0 {
-		lp := l.loops[0]
-		l.loops = l.loops[1:]
-		l.off++
-		l.run(l.s.onLoop, l.s.cfg.Layout.SchedulerLoop(), lp.Key, l.now, l.off, lp.Value, false)
-	}
+	l.drainLoops()
 	l.advance(now.Add(3 * time.Second))
 	l.requireOnePayload()
 }
@@ -149,11 +139,6 @@ func TestBucketTriggerLostPutBeforeRedelivery(t *testing.T) {
 	l.moveToNewOwner()
 	l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), "j0", at, 5, []byte(`{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"v":2}}}`), false)
 	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), at, l.off, tr, false)
-	for len(l.loops) > 0 {
-		lp := l.loops[0]
-		l.loops = l.loops[1:]
-		l.off++
-		l.run(l.s.onLoop, l.s.cfg.Layout.SchedulerLoop(), lp.Key, l.now, l.off, lp.Value, false)
-	}
+	l.drainLoops()
 	l.requireOnePayload()
 }

@@ -47,6 +47,12 @@ func (l *adv17Log) advance(t time.Time) {
 	l.now = t
 	l.off++
 	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), t, l.off, codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t}), false)
+	l.drainLoops()
+}
+
+// drainLoops delivers the loopback records queued, and those they send,
+// their table writes reaching the changelog.
+func (l *adv17Log) drainLoops() {
 	for len(l.loops) > 0 {
 		lp := l.loops[0]
 		l.loops = l.loops[1:]
