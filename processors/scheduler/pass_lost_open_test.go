@@ -49,20 +49,27 @@ func TestPassStartLostPutBeforeRedelivery(t *testing.T) {
 	// writes never reach the changelog; the process dies.
 	t3 := now.Add(3 * time.Second)
 	l.now = t3
-	l.off++
-	adv := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t3})
-	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), t3, l.off, adv, true)
-	require.Len(t, l.fired(), 3, "j@12:00:01..03 dispatched")
-	l.loops = nil
-
-	// A new owner restores the changelog and consumes the put first, then
-	// the advance delivered again, then the next one.
-	l.moveToNewOwner()
-	l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), "j", t3, 1, []byte(`{"v":1,"op":"put","job":{"every":"1s","payload":{"p":"B"}}}`), false)
-	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), t3, l.off, adv, false)
-	l.drainLoops()
+	l.lostThenPut(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t3}, 3, "j", `{"v":1,"op":"put","job":{"every":"1s","payload":{"p":"B"}}}`)
 	l.advance(now.Add(5 * time.Second))
 	l.requireOnePayload()
+}
+
+// lostThenPut delivers tr to the shard with its table writes lost (the
+// process dies after its fires, want of them, went out), hands the
+// partition to a new owner restored from the changelog, applies there the
+// command js of job id first (record time tr.T), then tr delivered again
+// and the loopbacks it sends.
+func (l *adv17Log) lostThenPut(tr codecs.ShardTrigger, want int, id, js string) {
+	l.t.Helper()
+	l.off++
+	msg := codecs.EncodeInternal(tr)
+	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), tr.T, l.off, msg, true)
+	require.Len(l.t, l.fired(), want, "fired before the crash")
+	l.loops = nil
+	l.moveToNewOwner()
+	l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), id, tr.T, 1000, []byte(js), false)
+	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), tr.T, l.off, msg, false)
+	l.drainLoops()
 }
 
 // TestPassChunkLostPauseAndPut is the mid-pass crash of docs/reliability.md
@@ -130,15 +137,6 @@ func TestBucketTriggerLostPutBeforeRedelivery(t *testing.T) {
 	for i, id := range []string{"j0", "j1"} {
 		l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), id, at, int64(i), []byte(`{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"v":1}}}`), false)
 	}
-	tr := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindBucket, T: at, Bucket: "b", TriggerID: "t46"})
-	l.off++
-	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), at, l.off, tr, true)
-	require.Len(t, l.fired(), 2, "both members fired")
-	l.loops = nil
-
-	l.moveToNewOwner()
-	l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), "j0", at, 5, []byte(`{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"v":2}}}`), false)
-	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), at, l.off, tr, false)
-	l.drainLoops()
+	l.lostThenPut(codecs.ShardTrigger{Kind: codecs.KindBucket, T: at, Bucket: "b", TriggerID: "t46"}, 2, "j0", `{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"v":2}}}`)
 	l.requireOnePayload()
 }

@@ -54,9 +54,10 @@ var (
 	// fixes of 2026-12-03; seed 15 still does (docs/reliability.md).
 	simSmallChunks = flag.Bool("sim.smallchunks", true, "simulation: fan out in 1 KiB chunks for a third of the seeds")
 	// simLateRedeliver: goka consumes each input topic on its own, so after
-	// a crash commands may be applied before a trigger or loop input that
-	// crashed is delivered again; by default the simulation delivers it
-	// again first. Off by default while the pass-start and mid-pass breaks
+	// a crash commands may be applied before an advance (a trigger or its
+	// continuation) that crashed is delivered again; by default the
+	// simulation delivers it again first (bucket triggers still are: the
+	// oracle fixes a bucket's members when its trigger first arrives). Off by default while the pass-start and mid-pass breaks
 	// it reaches are open (docs/reliability.md, "Still open"; tests tagged
 	// passlostopen).
 	simLateRedeliver = flag.Bool("sim.lateredeliver", false, "simulation: after a crashed advance (trigger or continuation), up to 2 pending commands of its partition are applied before it is delivered again")
