@@ -274,6 +274,14 @@ type ShardRecord struct {
 	// keeps (MaxPassCuts): then only the cursor's time is known.
 	PassCuts     []PassCut
 	PassCutsLost bool
+	// PassOpen says a callback of that advance has begun dispatching and
+	// not yielded since: it may have sent the fires of jobs due after the
+	// cursor, up to Advancing, before it died. Written, and acknowledged by
+	// the changelog, before the callback's first fire; its yield or the
+	// pass's completion clears it. A command on a job due in that range
+	// first sends the job's fires up to Advancing under its current
+	// definition (the scheduler's maybeSent).
+	PassOpen bool
 	// Purged is the highest Applied of a deleted job's tombstone this
 	// shard's advances have purged (0: none). Every command of the
 	// partition before that offset was consumed before, so one consumed
@@ -479,7 +487,7 @@ func EncodeShardRecord(r ShardRecord) []byte {
 	if !r.Bulk.IsZero() {
 		bulk = EncodeInternal(r.Bulk)
 	}
-	pass := !r.PassAt.IsZero() || r.PassKey != "" || len(r.PassCuts) > 0 || r.PassCutsLost
+	pass := !r.PassAt.IsZero() || r.PassKey != "" || len(r.PassCuts) > 0 || r.PassCutsLost || r.PassOpen
 	if len(r.Fanouts) > 0 || pass || r.Purged > 0 || len(r.Queued) > 0 || r.QueuedWaits > 0 || !r.BegunBy.IsZero() {
 		// Format 5: format 4's fields, then the fan-outs; format 6: then
 		// the pass cursor; format 7: then the purge horizon.
@@ -514,11 +522,14 @@ func EncodeShardRecord(r ShardRecord) []byte {
 			for _, c := range r.PassCuts {
 				w = appendTime(appendBytes(w, []byte(c.Key)), c.To)
 			}
-			lost := byte(0)
+			flags := byte(0) // 1: PassCutsLost, 2: PassOpen (older releases read 0 or 1 only)
 			if r.PassCutsLost {
-				lost = 1
+				flags |= 1
 			}
-			w = append(w, lost)
+			if r.PassOpen {
+				flags |= 2
+			}
+			w = append(w, flags)
 		}
 		if format == shardFormat7 {
 			w = binary.AppendUvarint(binary.AppendUvarint(w, r.Purged), uint64(len(r.Queued)))
@@ -587,15 +598,11 @@ func decodeShardRecord(b []byte, bulk bool) (ShardRecord, error) {
 		for i := uint64(0); i < n && rd.err == nil; i++ {
 			r.PassCuts = append(r.PassCuts, PassCut{Key: string(rd.bytes()), To: rd.time()})
 		}
-		switch rd.byte() {
-		case 0:
-		case 1:
-			r.PassCutsLost = true
-		default:
-			if rd.err == nil {
-				rd.err = errors.New("bad pass cuts flag")
-			}
+		flags := rd.byte()
+		if flags > 3 && rd.err == nil {
+			rd.err = errors.New("bad pass flags")
 		}
+		r.PassCutsLost, r.PassOpen = flags&1 != 0, flags&2 != 0
 	}
 	if b[1] == shardFormat7 {
 		r.Purged = rd.uvarint()

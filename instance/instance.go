@@ -40,6 +40,8 @@ import (
 type Instance struct {
 	cfg   Config
 	sched *scheduler.Scheduler
+	// acks counts the scheduler's table writes in flight (its Durable).
+	acks  *clients.WriteAcks
 	clock *clock.Clock
 	route *router.Router
 	hist  *history.History // nil with History.Off
@@ -153,7 +155,13 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The scheduler waits for a pass's start to reach its table's changelog
+	// before the pass's first fire (docs/reliability.md): its producer
+	// counts the writes in flight.
+	acks := &clients.WriteAcks{}
+	table := string(cfg.Layout.SchedulerTable())
 	sched, err := scheduler.New(scheduler.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Calendars: cals,
+		Durable: func(ctx goka.Context, key string) error { return acks.Wait(ctx.Context(), table, key) },
 		// A fresh store indexes its table in one pass when its recovery
 		// ends (docs/architecture.md, "Deferred indexing on recovery").
 		Store: store.Options{Sync: cfg.Store.Sync, CacheSize: cfg.cacheBytes(), MemTableSize: cfg.Store.MemTableBytes, OnFatal: fatal.report, FS: cfg.Store.FS,
@@ -172,7 +180,7 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Instance{cfg: cfg, sched: sched, cals: cals, clock: clk, route: route, kgo: cl, log: cfg.Logger, fatal: fatal, stopped: make(chan struct{})}
+	s := &Instance{cfg: cfg, sched: sched, acks: acks, cals: cals, clock: clk, route: route, kgo: cl, log: cfg.Logger, fatal: fatal, stopped: make(chan struct{})}
 	sched.SetAnnouncedSource(s.latenessAnnounced)
 	if !cfg.History.Only {
 		if s.annc, err = clock.NewAnnouncements(cfg.Kafka.Brokers, cfg.Layout, cfg.Kafka.GokaViewOptions()...); err != nil {
@@ -340,7 +348,7 @@ func (s *Instance) runGroups(ctx context.Context) {
 	if s.annc != nil && !waitCalendars(ctx, s.annc.Ready, anncStopped, CalendarsWait) && ctx.Err() == nil {
 		s.log.Warn("the clock table view has not read chronos-clock-table; starting the scheduler anyway (lateness reads may be high for the first minute)", "waited_max", CalendarsWait.String(), "err", s.annc.Ready())
 	}
-	run(s.sched.Group(), s.sched.Graph(), s.sched.Options()...)
+	run(s.sched.Group(), s.sched.Graph(), append(s.sched.Options(), goka.WithProducerBuilder(s.acks.Builder(s.cfg.Kafka.ProducerBuilder())))...)
 	// The clock table lives in the data dir too (goka's default is a
 	// shared directory under /tmp, which outlives the data dir).
 	// The clock wraps it to forget its last announcement when the partition

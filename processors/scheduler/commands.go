@@ -8,6 +8,8 @@ import (
 	"github.com/lovoo/goka"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/schedule"
+	"github.com/chronos-scheduler/chronos/store"
 )
 
 // onCommand applies one chronos-jobs record. Invalid commands go to
@@ -75,7 +77,7 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 		}
 	}
 	if upTo, owed := owedUpTo(cmd, in.Old, in.TS); owed {
-		if in.Handled, err = s.handled(ctx, in.Shard, in.Old, upTo); err != nil {
+		if in.Handled, err = s.handled(ctx, in.Shard, in.Old, upTo, cmd.Op != codecs.OpDelete); err != nil {
 			return cmd.Op, err
 		}
 	}
@@ -290,9 +292,9 @@ var farFuture = time.Unix(1<<40, 0)
 // fire another owner dispatched in an advance it did not finish may go out
 // again, with the same payload. A paused job is handled through its
 // Through; any other job through its shard's time.
-func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *codecs.JobRecord, upTo time.Time) (time.Time, error) {
+func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *codecs.JobRecord, upTo time.Time, send bool) (time.Time, error) {
 	if rec.Status == codecs.StatusPaused && !rec.Through.IsZero() {
-		return s.pausedHandled(ctx, shard, rec)
+		return s.pausedHandled(ctx, shard, rec, send)
 	}
 	now := shardNow(shard)
 	base := later(rec.HandledThrough(shard.Watermark), now)
@@ -305,6 +307,14 @@ func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *cod
 	}
 	due = s.pastPass(ctx.Key(), shard, rec, due)
 	until := earlier(now, upTo)
+	if maybeSent(shard, ctx.Key(), due) {
+		// The pass under way may have sent the job's fires up to its T
+		// (a callback whose shard record was lost): they go out again now
+		// under this definition, as if the pass had reached the job before
+		// the command, so that no later definition owes them with its own
+		// payload (a pause whose ts is before them, then a put).
+		until = later(until, earlier(shard.Advancing, now))
+	}
 	if due.IsZero() {
 		// No entry: it owes nothing, and whatever it had up to the shard's
 		// time has gone out (a late pause: an advance under way sent a
@@ -324,6 +334,13 @@ func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *cod
 	if err != nil {
 		return base, nil
 	}
+	return s.sendOwed(ctx, shard, rec, sched, rec.HandledThrough(shard.Watermark), due, until)
+}
+
+// sendOwed dispatches the fires of rec (schedule sched, its due entry due)
+// up to until and returns the time it is then handled through (base, when
+// the calendars it names exclude every time up to until).
+func (s *Scheduler) sendOwed(ctx goka.Context, shard codecs.ShardRecord, rec *codecs.JobRecord, sched schedule.Schedule, base, due, until time.Time) (time.Time, error) {
 	// Everything it owes up to until goes out under this definition, in
 	// batches of at most ChunkBytes of events like fan-out chunks (a job
 	// with more than one plan takes, e.g. a late `every 1s` job with a long
@@ -334,7 +351,7 @@ func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *cod
 	// send one).
 	planned, due := plannedFrom(sched, rec, s.cfg.Calendars, until, due)
 	if due.IsZero() || due.After(until) {
-		return later(rec.HandledThrough(shard.Watermark), until), nil // only times a calendar excludes
+		return later(base, until), nil // only times a calendar excludes
 	}
 	est := eventOverhead + 2*len(ctx.Key()) + len(rec.Job.Bucket) + len(rec.Job.Payload)
 	var (
@@ -411,7 +428,10 @@ func (s *Scheduler) localDue(ctx goka.Context, shard codecs.ShardRecord) (time.T
 // Fires it owed before its pause may have gone out since its record last
 // said how far it got (a settle in flight): its local due entry knows, and
 // every advance that completed since the pause sent them up to its T.
-func (s *Scheduler) pausedHandled(ctx goka.Context, shard codecs.ShardRecord, rec *codecs.JobRecord) (time.Time, error) {
+// Those a pass left open may have sent (maybeSent) go out again first when
+// send is set; a delete (send unset, its owed fires dropped by contract)
+// counts them handled.
+func (s *Scheduler) pausedHandled(ctx goka.Context, shard codecs.ShardRecord, rec *codecs.JobRecord, send bool) (time.Time, error) {
 	due, err := s.localDue(ctx, shard)
 	if err != nil {
 		return time.Time{}, err
@@ -427,7 +447,37 @@ func (s *Scheduler) pausedHandled(ctx goka.Context, shard codecs.ShardRecord, re
 		// went out), so it is handled through the pause.
 		return later(h, rec.NotBefore), nil
 	}
+	if until := earlier(shard.Advancing, rec.NotBefore); maybeSent(shard, ctx.Key(), due) && !due.After(until) {
+		// The pass under way may have sent what it owed from before its
+		// pause up to the pass's T (see handled): those go out again now.
+		if !send {
+			return later(h, until), nil
+		}
+		sched, err := jobSchedule(s.schedules, ctx.Key(), rec)
+		if err == nil {
+			through, err := s.sendOwed(ctx, shard, rec, sched, h, due, until)
+			if err != nil {
+				return time.Time{}, err
+			}
+			return later(h, through), nil
+		}
+	}
 	return later(h, due.Add(-time.Nanosecond)), nil
+}
+
+// maybeSent reports whether the pass under way (shard.Advancing) may have
+// sent a job's fires from its due entry due on, though the shard record
+// does not say so: a callback of the pass began dispatching and never
+// yielded (PassOpen: it died, with or without its store), and due is at or
+// before the pass's T and after the cursor its last yield recorded
+// (behind it, passedThrough knows).
+func maybeSent(shard codecs.ShardRecord, key string, due time.Time) bool {
+	t := shard.Advancing
+	if !shard.PassOpen || t.IsZero() || !t.After(shard.Watermark) || due.IsZero() || due.After(t) {
+		return false
+	}
+	cursor := store.Due{At: shard.PassAt, Key: shard.PassKey}
+	return shard.PassAt.IsZero() || !(store.Due{At: due, Key: key}).NotAfter(cursor)
 }
 
 // shard returns partition p's shard record from the local store.

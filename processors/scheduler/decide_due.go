@@ -290,7 +290,7 @@ func restoredThrough(shard codecs.ShardRecord, rec *codecs.JobRecord, key string
 func passDone(shard codecs.ShardRecord, t time.Time) codecs.ShardRecord {
 	done := shard // the rest (backfills, bulk operations) as it was
 	done.Watermark, done.Advancing = later(t, shard.Watermark), time.Time{}
-	done.PassAt, done.PassKey, done.PassCuts, done.PassCutsLost = time.Time{}, "", nil, false
+	done.PassAt, done.PassKey, done.PassCuts, done.PassCutsLost, done.PassOpen = time.Time{}, "", nil, false, false
 	done.QueuedWaits, done.BegunBy = 0, time.Time{}
 	for len(done.Queued) > 0 && !done.Queued[0].After(done.Watermark) {
 		done.Queued = done.Queued[1:]
@@ -298,7 +298,7 @@ func passDone(shard codecs.ShardRecord, t time.Time) codecs.ShardRecord {
 	done.Fanouts = prunedFanouts(shard.Fanouts, t)
 	if shard.Advancing.After(t) {
 		// A later pass is still under way, with its cursor.
-		done.Advancing, done.PassAt, done.PassKey, done.PassCuts, done.PassCutsLost = shard.Advancing, shard.PassAt, shard.PassKey, shard.PassCuts, shard.PassCutsLost
+		done.Advancing, done.PassAt, done.PassKey, done.PassCuts, done.PassCutsLost, done.PassOpen = shard.Advancing, shard.PassAt, shard.PassKey, shard.PassCuts, shard.PassCutsLost, shard.PassOpen
 		done.QueuedWaits, done.BegunBy = shard.QueuedWaits, shard.BegunBy
 	}
 	return done

@@ -134,6 +134,15 @@ func (s *Scheduler) advance(ctx goka.Context, tr codecs.ShardTrigger) error {
 		tr.T, shard.Queued = nextPass(shard, tr.T)
 		shard.QueuedWaits, shard.BegunBy = 0, by
 		continuation = false
+	case (tr.T.Equal(shard.Advancing) || tr.T.Equal(shard.BegunBy)) && shard.PassAt.IsZero() && shard.PassKey == "":
+		// Delivered again, its pass having recorded only that it began
+		// (beginDurably): the pass begins again, as the first delivery
+		// did. What that one sent goes out again with the payload it had:
+		// a command applied since sent its job's fires up to the pass's T
+		// first (handled).
+		tr = codecs.ShardTrigger{Kind: codecs.KindAdvance, T: shard.Advancing}
+		shard.Advancing = time.Time{}
+		continuation = false
 	case tr.T.Equal(shard.Advancing) || tr.T.Equal(shard.BegunBy):
 		// Delivered again: it began the pass under way, whose continuation
 		// a crash may have lost. The pass continues from the cursor its
@@ -258,6 +267,22 @@ func (s *Scheduler) pass(ctx goka.Context, st *store.Store, tr codecs.ShardTrigg
 	t := tr.T
 	cuts := passCuts(shard, t) // the jobs the pass to t has cut short and not handled again
 	horizon := &purgeHorizon{shard: shard, purged: shard.Purged}
+	// Before the callback's first fire the table says, durably, that the
+	// pass is under way and that this callback may send fires after its
+	// cursor (PassOpen; beginDurably). Without it, a crash after the fires
+	// and before the yield's record reached the changelog left no trace of
+	// them: a pause, then a put, or a put alone before the pass's first
+	// record, applied on the next owner before the advance came again,
+	// owed those fires under the put's payload (simulation seed 30042 x
+	// 3000). The yield keeps PassOpen only if it was set when the callback
+	// began (a callback before it died, having sent who knows how far);
+	// the pass's completion clears it.
+	begin := shard
+	if begin.Advancing.IsZero() {
+		begin.Advancing = t
+	}
+	begin.PassOpen = true
+	horizon.shard, horizon.begin = begin, &begin
 	for {
 		more, last, err := s.advanceChunk(ctx, st, t, cursor, cuts, horizon)
 		if err != nil {
@@ -414,9 +439,35 @@ var loopOrder = map[string]int{codecs.KindComplete: 0, codecs.KindPurge: 1, code
 
 // purgeHorizon is the shard record an advance's callback began with, and
 // the purge horizon (codecs.ShardRecord.Purged) its chunks have raised.
+// begin, when not nil, is the shard record saying its pass began, to
+// write durably before its first fire (beginDurably).
 type purgeHorizon struct {
 	shard  codecs.ShardRecord
 	purged uint64
+	begin  *codecs.ShardRecord
+}
+
+// beginDurably writes the shard record horizon.begin, if any, and waits
+// until it has reached the changelog (Config.Durable), once per pass:
+// every fire of the pass goes out after the table durably says an advance
+// to its T is under way. A command on any store then owes its job's fires
+// up to that T first (shardNow), under the definition the pass may have
+// sent them with (handled: on a store that did not follow the pass, a job
+// due after the pass's cursor may have been sent).
+func (s *Scheduler) beginDurably(ctx goka.Context, horizon *purgeHorizon) error {
+	if horizon == nil || horizon.begin == nil {
+		return nil
+	}
+	begin := *horizon.begin
+	begin.Purged = max(begin.Purged, horizon.purged)
+	s.setValue(ctx, codecs.EncodeShardRecord(begin))
+	if s.cfg.Durable != nil {
+		if err := s.cfg.Durable(ctx, ctx.Key()); err != nil {
+			return fmt.Errorf("scheduler: writing the start of the pass to %s: %w", begin.Advancing.Format(time.RFC3339Nano), err)
+		}
+	}
+	horizon.begin = nil
+	return nil
 }
 
 // chunk is what fireChunk did: the moves of the due entries it handled, up
@@ -504,6 +555,9 @@ scan:
 		}
 	}
 	if len(msgs) > 0 {
+		if err := s.beginDurably(ctx, horizon); err != nil {
+			return c, err
+		}
 		if err := s.dispatch(ctx, msgs); err != nil {
 			return c, fmt.Errorf("scheduler: producing %d dispatch events (%d bytes): %w", len(msgs), size, err)
 		}

@@ -67,6 +67,9 @@ func openPartition(tb testing.TB, cfg Config) (*Scheduler, *store.Store) {
 	tb.Helper()
 	cfg.Layout = topology.Layout{Names: topology.Names{Prefix: "p1."}, Partitions: 1, Replication: 1}
 	cfg.DataDir, cfg.Logger = tb.TempDir(), slog.New(slog.NewTextHandler(io.Discard, nil))
+	if cfg.Durable == nil {
+		cfg.Durable = simDurable
+	}
 	s, err := New(cfg)
 	require.NoError(tb, err)
 	gst, err := s.StorageBuilder()(string(s.cfg.Layout.SchedulerTable()), 0)

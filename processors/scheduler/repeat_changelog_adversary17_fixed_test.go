@@ -21,17 +21,17 @@ type adv17Log struct {
 
 // run delivers one input to cb; its table writes reach the changelog
 // unless lost (the process died, or the changelog produce failed, after
-// the local write).
+// the local write), except those the callback waited for (Config.Durable).
 func (l *adv17Log) run(cb func(goka.Context, any), topic goka.Stream, key string, ts time.Time, off int64, msg []byte, lost bool) {
 	l.t.Helper()
 	ctx := &simCtx{topic: topic, key: key, table: l.st, ts: ts, offset: off, ctx: context.Background()}
 	require.NoError(l.t, ctx.run(cb, msg))
-	for _, o := range ctx.outs {
+	for i, o := range ctx.outs {
 		switch o.Kind {
 		case simOutLoop:
 			l.loops = append(l.loops, o)
 		case simOutTable:
-			if lost {
+			if lost && i >= ctx.durable {
 				continue
 			}
 			if o.Value == nil {

@@ -97,6 +97,15 @@ type Config struct {
 	// Inputs is the policy for records that cannot be applied (default:
 	// rejects emitted through goka, see inputs.Policy).
 	Inputs *inputs.Policy
+	// Durable returns once every table write of key the callback ctx has
+	// made has reached the table's changelog (the broker acknowledged it),
+	// or the error that stopped one. A pass writes that it began and waits
+	// so before its first fire (docs/reliability.md). The instance wires
+	// it to the producer goka writes the changelog with
+	// (clients.WriteAcks); nil does not wait, and a crash between a pass's
+	// first fires and its first changelog write can then lose the record
+	// that it ran.
+	Durable func(ctx goka.Context, key string) error
 }
 
 func (c *Config) setDefaults() {

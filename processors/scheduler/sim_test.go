@@ -479,7 +479,7 @@ func newSimWorldChunks(t testing.TB, seed int64, ops int, smallChunks bool) *sim
 	for i := range cfg.instances {
 		fs := vfs.NewMem()
 		s, err := New(Config{Layout: w.layout, DataDir: "/data", Store: store.Options{FS: fs, DeferIndexOnRecovery: cfg.deferIndex, RecoveryL0CompactionThreshold: 16}, ChunkSize: cfg.chunk,
-			ChunkBudget: cfg.budget, ChunkBytes: cfg.chunkBytes, MaxCatchUp: cfg.maxCatchUp, Producer: simProducer{w}, Now: func() time.Time { return w.now },
+			ChunkBudget: cfg.budget, ChunkBytes: cfg.chunkBytes, MaxCatchUp: cfg.maxCatchUp, Producer: simProducer{w}, Now: func() time.Time { return w.now }, Durable: simDurable,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			t.Fatal(err)
@@ -984,7 +984,7 @@ func (w *simWorld) process(p int32, topic int, rec simRecord) {
 					continue
 				}
 				if r, err := codecs.DecodeShardRecord(o.Value); err == nil && o.Kind == simOutTable {
-					w.t.Logf("      out table %s: watermark %s advancing %s pass %s/%s cuts %v lost %v queued %v", o.Key, simFmt(r.Watermark), simFmt(r.Advancing), simFmt(r.PassAt), r.PassKey, r.PassCuts, r.PassCutsLost, r.Queued)
+					w.t.Logf("      out table %s: watermark %s advancing %s pass %s/%s cuts %v lost %v open %v queued %v", o.Key, simFmt(r.Watermark), simFmt(r.Advancing), simFmt(r.PassAt), r.PassKey, r.PassCuts, r.PassCutsLost, r.PassOpen, r.Queued)
 					continue
 				}
 				w.t.Logf("      out %d %s %s %q", o.Kind, o.Topic, o.Key, o.Value)
@@ -1020,12 +1020,12 @@ func (w *simWorld) process(p int32, topic int, rec simRecord) {
 			if topic == simTopicLoop && trOK && tr.Kind == "settle" {
 				w.checkSettled(p, rec.Key)
 			}
-			w.publish(p, ctx.outs, -1)
+			w.publish(p, ctx.outs, -1, 0)
 			return
 		}
 		if stalled >= 20 || attempt >= 2000 {
 			w.oracle.violate(rec.Key, "stuck", "input %s/%d/%d never commits: %v", stream, p, rec.Offset, err)
-			w.publish(p, ctx.outs, -1)
+			w.publish(p, ctx.outs, -1, 0)
 			held := w.held
 			w.hold, w.held = false, nil
 			for _, v := range held {
@@ -1040,7 +1040,7 @@ func (w *simWorld) process(p int32, topic int, rec simRecord) {
 		keep := w.rng.IntN(len(ctx.outs) + 1)
 		w.hold = topic == simTopicJobs
 		before := len(w.clog[p])
-		lost, wrote := w.publish(p, ctx.outs, keep)
+		lost, wrote := w.publish(p, ctx.outs, keep, ctx.durable)
 		stalled++
 		for _, r := range w.clog[p][before:] {
 			if r.Key == rec.Key && !written[string(r.Value)] {
@@ -1205,6 +1205,10 @@ func (w *simWorld) applyCommand(p int32, rec simRecord, outs []simOut, applied b
 				c.op, c.ifv.version, c.ifv.inc, c.ifv.puts, j.inc, j.exists, j.puts)
 		}
 	}
+	o.open[p] = time.Time{}
+	if sh, err := w.insts[w.owner[p]].sched.shard(p); err == nil && sh.PassOpen && sh.Advancing.After(sh.Watermark) {
+		o.open[p] = sh.Advancing
+	}
 	switch c.op {
 	case codecs.OpPut:
 		if rejected {
@@ -1238,17 +1242,28 @@ func simRejectReason(l topology.Layout, outs []simOut) string {
 }
 
 // publish writes a callback's outputs to their topics: all of them
-// (keep < 0), or after a crash, a prefix of each destination's. lost
-// reports whether a table write did not reach the changelog.
-func (w *simWorld) publish(p int32, outs []simOut, keep int) (lost, wrote bool) {
+// (keep < 0), or after a crash, a prefix of each destination's, the table
+// writes among the first durable outputs always (the callback waited for
+// their acknowledgement: Config.Durable). lost reports whether a table
+// write did not reach the changelog.
+func (w *simWorld) publish(p int32, outs []simOut, keep, durable int) (lost, wrote bool) {
 	kept := map[string]int{}
 	limit := map[string]int{}
+	acked := 0 // table writes among outs[:durable]
+	for _, o := range outs[:durable] {
+		if o.Kind == simOutTable {
+			acked++
+		}
+	}
 	for _, o := range outs {
 		dest := fmt.Sprint(o.Kind, o.Topic)
 		if _, ok := limit[dest]; !ok {
 			limit[dest] = len(outs)
 			if keep >= 0 {
 				limit[dest] = w.rng.IntN(len(outs) + 1)
+				if o.Kind == simOutTable {
+					limit[dest] = max(limit[dest], acked)
+				}
 			}
 		}
 		if kept[dest] >= limit[dest] {

@@ -68,6 +68,27 @@ type simCtx struct {
 	deferred  int   // DeferCommit calls
 	done      int   // deferred commits completed
 	commitErr error // first error a deferred commit completed with
+	// durable: the outputs before it include table writes the changelog
+	// has acknowledged (Config.Durable, simDurable): a crash keeps every
+	// table write among them.
+	durable int
+}
+
+// simDurable is Config.Durable in the harnesses: the table writes of key
+// the callback has made so far have reached the changelog (with the writes
+// before them: one changelog partition, written in order).
+func simDurable(ctx goka.Context, key string) error {
+	c, ok := ctx.(*simCtx)
+	if !ok {
+		return fmt.Errorf("sim: Durable with a %T", ctx)
+	}
+	for i := len(c.outs) - 1; i >= c.durable; i-- {
+		if c.outs[i].Kind == simOutTable && c.outs[i].Key == key {
+			c.durable = i + 1
+			break
+		}
+	}
+	return nil
 }
 
 var _ goka.Context = (*simCtx)(nil)
