@@ -2,9 +2,11 @@ package clients
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lovoo/goka"
 )
@@ -20,7 +22,11 @@ import (
 type WriteAcks struct {
 	mu      sync.Mutex
 	pending map[string]*pendingWrites
+	records atomic.Uint64 // records counted since it was made
 }
+
+// errNotWired: Wait before any record went through a producer of Builder.
+var errNotWired = errors.New("clients: no record has gone through this WriteAcks' producers (is its Builder the processor's producer builder?)")
 
 type pendingWrites struct {
 	n    int
@@ -45,11 +51,18 @@ func (w *WriteAcks) Builder(pb goka.ProducerBuilder) goka.ProducerBuilder {
 func (c Config) ProducerBuilder() goka.ProducerBuilder { return c.producerBuilder() }
 
 // Wait returns once every record of key sent to topic so far has been
-// acknowledged; or the error of one that failed since the last time none
+// acknowledged; an error if no record at all has gone through its
+// producers (it is not wired); or the error of one that failed since the last time none
 // was pending (reported once, to the first Wait after it, however late);
 // or ctx's error.
 func (w *WriteAcks) Wait(ctx context.Context, topic, key string) error {
 	k := topic + "\x00" + key
+	if w.records.Load() == 0 {
+		// The caller wrote before it waits: nothing counted means the
+		// processor's producer is not this one's, and waiting would
+		// promise what it cannot.
+		return errNotWired
+	}
 	w.mu.Lock()
 	p := w.pending[k]
 	w.mu.Unlock()
@@ -87,6 +100,7 @@ func (w *WriteAcks) sent(topic, key string) func(error) {
 	}
 	p.n++
 	w.mu.Unlock()
+	w.records.Add(1)
 	return func(err error) {
 		w.mu.Lock()
 		defer w.mu.Unlock()

@@ -56,7 +56,10 @@ func TestWriteAcksWaitsForEveryRecordOfItsKey(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 
-	require.NoError(t, w.Wait(ctx, "table", "k"), "nothing sent: nothing to wait for")
+	require.ErrorIs(t, w.Wait(ctx, "table", "k"), errNotWired, "a wait before any record went through its producer")
+	p.Emit("loop", "x", nil)
+	held.ack("loop", "x", nil)
+	require.NoError(t, w.Wait(ctx, "table", "k"), "nothing of its key sent: nothing to wait for")
 	p.Emit("table", "k", []byte("1"))
 	p.EmitWithHeaders("table", "k", []byte("2"), nil)
 	p.Emit("table", "other", []byte("x"))
