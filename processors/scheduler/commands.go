@@ -305,9 +305,9 @@ func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *cod
 	if err != nil {
 		return time.Time{}, err
 	}
-	due = s.pastPass(ctx.Key(), shard, rec, due)
+	due, passed := s.pastPass(ctx.Key(), shard, rec, due)
 	until := earlier(now, upTo)
-	if maybeSent(shard, ctx.Key(), due) {
+	if maybeSent(shard, ctx.Key(), due, passed) {
 		// The pass under way may have sent the job's fires up to its T
 		// (a callback whose shard record was lost): they go out again now
 		// under this definition, as if the pass had reached the job before
@@ -402,16 +402,17 @@ func (s *Scheduler) sendOwed(ctx goka.Context, shard codecs.ShardRecord, rec *co
 // due with a command, adversary 17b "update"; a late pause there, then a
 // put, sent them again with the put's payload, adversary 16, for active
 // and paused jobs alike).
-func (s *Scheduler) pastPass(key string, shard codecs.ShardRecord, rec *codecs.JobRecord, due time.Time) time.Time {
+// passed reports whether it was so.
+func (s *Scheduler) pastPass(key string, shard codecs.ShardRecord, rec *codecs.JobRecord, due time.Time) (time.Time, bool) {
 	through, ok := passedThrough(shard, rec, key, due)
 	if !ok {
-		return due
+		return due, false
 	}
 	sched, err := jobSchedule(s.schedules, key, rec)
 	if err != nil {
-		return due
+		return due, false
 	}
-	return sched.Next(through)
+	return sched.Next(through), true
 }
 
 // localDue returns the due entry of ctx's key in its partition's index
@@ -437,7 +438,8 @@ func (s *Scheduler) pausedHandled(ctx goka.Context, shard codecs.ShardRecord, re
 		return time.Time{}, err
 	}
 	h := later(rec.Through, earlier(shard.Watermark, rec.NotBefore))
-	if d := s.pastPass(ctx.Key(), shard, rec, due); !d.Equal(due) {
+	d, passed := s.pastPass(ctx.Key(), shard, rec, due)
+	if !d.Equal(due) {
 		if due = d; due.After(rec.NotBefore) {
 			due = time.Time{} // all it owed from before its pause went out
 		}
@@ -447,7 +449,7 @@ func (s *Scheduler) pausedHandled(ctx goka.Context, shard codecs.ShardRecord, re
 		// went out), so it is handled through the pause.
 		return later(h, rec.NotBefore), nil
 	}
-	if until := earlier(shard.Advancing, rec.NotBefore); maybeSent(shard, ctx.Key(), due) && !due.After(until) {
+	if until := earlier(shard.Advancing, rec.NotBefore); maybeSent(shard, ctx.Key(), due, passed) && !due.After(until) {
 		// The pass under way may have sent what it owed from before its
 		// pause up to the pass's T (see handled): those go out again now.
 		if !send {
@@ -466,14 +468,25 @@ func (s *Scheduler) pausedHandled(ctx goka.Context, shard codecs.ShardRecord, re
 }
 
 // maybeSent reports whether the pass under way (shard.Advancing) may have
-// sent a job's fires from its due entry due on, though the shard record
-// does not say so: a callback of the pass began dispatching and never
-// yielded (PassOpen: it died, with or without its store), and due is at or
-// before the pass's T and after the cursor its last yield recorded
-// (behind it, passedThrough knows).
-func maybeSent(shard codecs.ShardRecord, key string, due time.Time) bool {
+// sent a job's fires from due on (at or before the pass's T), though the
+// shard record does not say so:
+//   - passed (pastPass moved the job's entry, behind the cursor, to due)
+//     and the cuts were too many to keep (PassCutsLost): the pass handled
+//     the job through its T, or cut it somewhere after the cursor; only
+//     the cursor's time is known (adversary 29: a late pause, then a put,
+//     sent the times between with two payloads);
+//   - or a callback of the pass began dispatching and never yielded
+//     (PassOpen: it died, with or without its store), and due is after
+//     the cursor its last yield recorded (behind it, passedThrough knows).
+func maybeSent(shard codecs.ShardRecord, key string, due time.Time, passed bool) bool {
 	t := shard.Advancing
-	if !shard.PassOpen || t.IsZero() || !t.After(shard.Watermark) || due.IsZero() || due.After(t) {
+	if t.IsZero() || !t.After(shard.Watermark) || due.IsZero() || due.After(t) {
+		return false
+	}
+	if passed {
+		return shard.PassCutsLost
+	}
+	if !shard.PassOpen {
 		return false
 	}
 	cursor := store.Due{At: shard.PassAt, Key: shard.PassKey}

@@ -1256,7 +1256,7 @@ func (w *simWorld) applyCommand(p int32, rec simRecord, outs []simOut, applied b
 		}
 	}
 	o.open[p] = time.Time{}
-	if sh, err := w.insts[w.owner[p]].sched.shard(p); err == nil && sh.PassOpen && sh.Advancing.After(sh.Watermark) {
+	if sh, err := w.insts[w.owner[p]].sched.shard(p); err == nil && (sh.PassOpen || sh.PassCutsLost) && sh.Advancing.After(sh.Watermark) {
 		o.open[p] = sh.Advancing
 	}
 	switch c.op {

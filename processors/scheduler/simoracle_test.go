@@ -232,8 +232,9 @@ type simOracle struct {
 	wm         []time.Time      // per partition: the latest advance applied
 	// open is, per partition, the T of the pass under way when a callback
 	// of it began dispatching and never yielded (the shard record's
-	// PassOpen: it died, or a produce failed), as the command being
-	// applied found it (zero: none).
+	// PassOpen: it died, or a produce failed), or whose cuts were too
+	// many to keep (PassCutsLost), as the command being applied found it
+	// (zero: none).
 	open       []time.Time
 	bucketTr   map[string]codecs.ShardTrigger // bucket chains by chain name
 	violations []simViolation
