@@ -3,13 +3,9 @@
 package scheduler
 
 import (
-	"fmt"
 	"sort"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 )
 
 // Open (docs/reliability.md): run with
@@ -49,36 +45,7 @@ import (
 // of their fires between the cursor's time and T.
 func TestAdv24CutsLostCleanRebalanceRepeats(t *testing.T) {
 	t.Parallel()
-	base := adv24Base
-	h := adv24Harness(t)
-	pay := strings.Repeat("x", 200)
-	var keys []string
-	for i := range 5 {
-		k := fmt.Sprintf("a%03d", i)
-		keys = append(keys, k)
-		h.command(k, base, `{"v":1,"op":"put","job":{"cron":"3,15 * * * * *","misfire_policy":"fire_all","misfire_grace":"168h","payload":{"p":"`+pay+`"}}}`)
-	}
-	for i := range 70 {
-		k := fmt.Sprintf("j%03d", i)
-		keys = append(keys, k)
-		h.command(k, base.Add(5*time.Second), `{"v":1,"op":"put","job":{"every":"1s","misfire_policy":"fire_all","misfire_grace":"168h","payload":{"p":"`+pay+`"}}}`)
-	}
-	h.drain()
-	T := base.Add(20 * time.Second)
-	h.advance(T)
-	moved := false
-	for len(h.loops) > 0 {
-		if sh := h.shard(); !moved && sh.PassCutsLost && len(h.loops) == 1 && h.loops[0].Key == h.shardKey() {
-			// A clean rebalance: every loopback before the continuation
-			// consumed; the new owner's store restored from the changelog.
-			moved = true
-			adv24Restore(h, keys...)
-		}
-		l := h.loops[0]
-		h.loops = h.loops[1:]
-		h.deliver(h.s.onLoop, h.s.cfg.Layout.SchedulerLoop(), l.Key, h.now, l.Value)
-	}
-	require.True(t, moved, "the pass never recorded PassCutsLost")
+	h, T := adv24CutsLostPass(t, func(*partitionHarness) {})
 	h.advance(T.Add(time.Second))
 	h.drain()
 	h.requireOnePayload()

@@ -1,7 +1,9 @@
 package scheduler
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,4 +63,49 @@ func adv24Missing(ctrl, got map[string][]string) []string {
 	}
 	sort.Strings(miss)
 	return miss
+}
+
+// adv24CutsLostPass runs round 24's history of a pass whose cuts overflow
+// (TestAdv24CutsLostCleanRebalanceRepeats): a000..a004, cron "3,15 * * *
+// * *", put at 10:00:00 (one plan each: handled through T, record
+// unchanged), and j000..j069, every 1s, put at 10:00:05 (cut after 2 fires
+// each, ~200-byte payloads), then the advance to T = 10:00:20 one chunk a
+// callback. When the yield first records PassCutsLost with only the
+// continuation left, the partition moves cleanly to a store restored from
+// the table (adv24Restore) and atMove runs; the pass then completes. It
+// returns the harness and T.
+func adv24CutsLostPass(t *testing.T, atMove func(h *partitionHarness)) (*partitionHarness, time.Time) {
+	t.Helper()
+	base := adv24Base
+	h := adv24Harness(t)
+	pay := strings.Repeat("x", 200)
+	var keys []string
+	for i := range 5 {
+		k := fmt.Sprintf("a%03d", i)
+		keys = append(keys, k)
+		h.command(k, base, `{"v":1,"op":"put","job":{"cron":"3,15 * * * * *","misfire_policy":"fire_all","misfire_grace":"168h","payload":{"p":"`+pay+`"}}}`)
+	}
+	for i := range 70 {
+		k := fmt.Sprintf("j%03d", i)
+		keys = append(keys, k)
+		h.command(k, base.Add(5*time.Second), `{"v":1,"op":"put","job":{"every":"1s","misfire_policy":"fire_all","misfire_grace":"168h","payload":{"p":"`+pay+`"}}}`)
+	}
+	h.drain()
+	T := base.Add(20 * time.Second)
+	h.advance(T)
+	moved := false
+	for len(h.loops) > 0 {
+		if sh := h.shard(); !moved && sh.PassCutsLost && len(h.loops) == 1 && h.loops[0].Key == h.shardKey() {
+			// A clean rebalance: every loopback before the continuation
+			// consumed; the new owner's store restored from the changelog.
+			moved = true
+			adv24Restore(h, keys...)
+			atMove(h)
+		}
+		l := h.loops[0]
+		h.loops = h.loops[1:]
+		h.deliver(h.s.onLoop, h.s.cfg.Layout.SchedulerLoop(), l.Key, h.now, l.Value)
+	}
+	require.True(t, moved, "the pass never recorded PassCutsLost")
+	return h, T
 }

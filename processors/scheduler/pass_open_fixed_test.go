@@ -67,6 +67,18 @@ func (l *adv17Log) lostThenPut(tr codecs.ShardTrigger, want int, id, js string) 
 	l.drainLoops()
 }
 
+// trigger delivers the advance to t from the trigger topic (the harness's
+// time becomes t), its table writes lost or not, and returns the record,
+// to deliver again.
+func (l *adv17Log) trigger(t time.Time, lost bool) []byte {
+	l.t.Helper()
+	l.now = t
+	l.off++
+	adv := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t})
+	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), t, l.off, adv, lost)
+	return adv
+}
+
 // TestPassChunkLostPauseAndPut is the mid-pass crash of docs/reliability.md
 // (simulation seed 30042 x 3000) in a harness (fixed 2026-12-04):
 //
@@ -94,10 +106,7 @@ func TestPassChunkLostPauseAndPut(t *testing.T) {
 		l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), id, now, int64(i), []byte(`{"v":1,"op":"put","job":{"every":"1s","payload":{"p":"A"}}}`), false)
 	}
 	t1 := now.Add(time.Second)
-	l.now = t1
-	l.off++
-	adv := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t1})
-	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), t1, l.off, adv, false)
+	l.trigger(t1, false)
 	require.Len(t, l.loops, 1, "one job a callback")
 	cont := l.loops[0]
 	l.loops = nil

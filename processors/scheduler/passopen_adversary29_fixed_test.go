@@ -1,14 +1,10 @@
 package scheduler
 
 import (
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/chronos-scheduler/chronos/codecs"
 )
 
 // TestAdv29CutsLostPausePutTwoPayloads: promise (docs/topics.md, "Delivery
@@ -40,37 +36,11 @@ import (
 // commands.go:331 handles a000 only through 10:00:14.999.
 func TestAdv29CutsLostPausePutTwoPayloads(t *testing.T) {
 	t.Parallel()
-	base := adv24Base
-	h := adv24Harness(t)
-	pay := strings.Repeat("x", 200)
-	var keys []string
-	for i := range 5 {
-		k := fmt.Sprintf("a%03d", i)
-		keys = append(keys, k)
-		h.command(k, base, `{"v":1,"op":"put","job":{"cron":"3,15 * * * * *","misfire_policy":"fire_all","misfire_grace":"168h","payload":{"p":"`+pay+`"}}}`)
-	}
-	for i := range 70 {
-		k := fmt.Sprintf("j%03d", i)
-		keys = append(keys, k)
-		h.command(k, base.Add(5*time.Second), `{"v":1,"op":"put","job":{"every":"1s","misfire_policy":"fire_all","misfire_grace":"168h","payload":{"p":"`+pay+`"}}}`)
-	}
-	h.drain()
-	T := base.Add(20 * time.Second)
-	h.advance(T)
-	moved := false
-	for len(h.loops) > 0 {
-		if sh := h.shard(); !moved && sh.PassCutsLost && len(h.loops) == 1 && h.loops[0].Key == h.shardKey() {
-			moved = true
-			adv24Restore(h, keys...)
-			require.Contains(t, h.fired(), "a000@2026-03-01T10:00:15Z", "sent before the move")
-			h.command("a000", base.Add(10*time.Second), `{"v":1,"op":"pause"}`)
-			h.command("a000", base.Add(11*time.Second), `{"v":1,"op":"put","job":{"cron":"3,15 * * * * *","misfire_policy":"fire_all","misfire_grace":"168h","payload":{"p":"B"}}}`)
-		}
-		l := h.loops[0]
-		h.loops = h.loops[1:]
-		h.deliver(h.s.onLoop, h.s.cfg.Layout.SchedulerLoop(), l.Key, h.now, l.Value)
-	}
-	require.True(t, moved, "the pass never recorded PassCutsLost")
+	h, T := adv24CutsLostPass(t, func(h *partitionHarness) {
+		require.Contains(t, h.fired(), "a000@2026-03-01T10:00:15Z", "sent before the move")
+		h.command("a000", adv24Base.Add(10*time.Second), `{"v":1,"op":"pause"}`)
+		h.command("a000", adv24Base.Add(11*time.Second), `{"v":1,"op":"put","job":{"cron":"3,15 * * * * *","misfire_policy":"fire_all","misfire_grace":"168h","payload":{"p":"B"}}}`)
+	})
 	h.advance(T.Add(time.Second))
 	h.drain()
 	h.advance(T.Add(time.Minute))
@@ -122,13 +92,10 @@ func TestAdv29BeginOnlyContinuationPausePut(t *testing.T) {
 	for i, id := range []string{"a", "b", "c"} {
 		l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), id, now, int64(i), []byte(puts[id]), false)
 	}
-	t3 := now.Add(3 * time.Second)
-	l.now = t3
-	l.off++
-	adv := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: t3})
 	// The first callback: a fires, its shard record is lost; its
 	// continuation is on the loopback topic.
-	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), t3, l.off, adv, true)
+	t3 := now.Add(3 * time.Second)
+	adv := l.trigger(t3, true)
 	require.Contains(t, l.fired(), "a@2026-03-01T12:00:02Z")
 	require.Len(t, l.loops, 1)
 	l.moveToNewOwner()

@@ -75,15 +75,7 @@ var (
 // failed 5 of 40 (500001, 500021, 500026, 500032, 500034).
 func TestSimCrashKeep(t *testing.T) {
 	t.Parallel()
-	n := 40
-	switch {
-	case simRace && testing.Short():
-		n = 1
-	case simRace:
-		n = 4
-	case testing.Short():
-		n = 10
-	}
+	n := simExtraSeeds()
 	for seed := int64(500001); seed < 500001+int64(n); seed++ {
 		simCrashKeepSeed(t, seed, 800)
 	}
@@ -114,15 +106,7 @@ func TestSimCrashKeep(t *testing.T) {
 // docs/reliability.md).
 func TestSimLateRedeliver(t *testing.T) {
 	t.Parallel()
-	n := 40
-	switch {
-	case simRace && testing.Short():
-		n = 1
-	case simRace:
-		n = 4
-	case testing.Short():
-		n = 10
-	}
+	n := simExtraSeeds()
 	run := func(seed int64, ops int) {
 		w := newSimWorld(t, seed, ops)
 		w.cfg.lateRedeliver = true
@@ -141,6 +125,21 @@ func TestSimLateRedeliver(t *testing.T) {
 	if !simRace {
 		run(30042, 3000)
 	}
+}
+
+// simExtraSeeds is how many seeds TestSimCrashKeep and TestSimLateRedeliver
+// run: 40, scaled down where time matters (the race detector slows the
+// simulation about 30 times).
+func simExtraSeeds() int {
+	switch {
+	case simRace && testing.Short():
+		return 1
+	case simRace:
+		return 4
+	case testing.Short():
+		return 10
+	}
+	return 40
 }
 
 func simCrashKeepSeed(t *testing.T, seed int64, ops int) {
