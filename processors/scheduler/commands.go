@@ -477,18 +477,21 @@ func (s *Scheduler) pausedHandled(ctx goka.Context, shard codecs.ShardRecord, re
 //     sent the times between with two payloads);
 //   - or a callback of the pass began dispatching and never yielded
 //     (PassOpen: it died, with or without its store), and due is after
-//     the cursor its last yield recorded (behind it, passedThrough knows).
+//     the cursor its last yield recorded (behind it, passedThrough knows),
+//     where passedThrough may have moved it (a job the pass cut short).
 func maybeSent(shard codecs.ShardRecord, key string, due time.Time, passed bool) bool {
 	t := shard.Advancing
 	if t.IsZero() || !t.After(shard.Watermark) || due.IsZero() || due.After(t) {
 		return false
 	}
-	if passed {
-		return shard.PassCutsLost
+	if passed && shard.PassCutsLost {
+		return true
 	}
 	if !shard.PassOpen {
 		return false
 	}
+	// After the cursor (a job the pass cut short is there too, at where
+	// its cut left it: adversary 30, the callback that died continued it).
 	cursor := store.Due{At: shard.PassAt, Key: shard.PassKey}
 	return shard.PassAt.IsZero() || !(store.Due{At: due, Key: key}).NotAfter(cursor)
 }

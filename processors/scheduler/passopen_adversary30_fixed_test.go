@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -265,5 +266,123 @@ func TestAdv30JitterVariants(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// adv30Move is moveToNewOwner on a store opened with adv24ChunkBytes.
+func adv30Move(l *adv17Log) {
+	l.t.Helper()
+	adv24Open(l.partitionHarness)
+	for k, v := range l.changelog {
+		require.NoError(l.t, l.st.Set(k, v))
+	}
+}
+
+// adv30CutCrash: job j (every 1s, fire_all, a ~200-byte payload A: a plan
+// stops after 2 fires, 1 KiB chunks, one chunk a callback) put at 12:00:00,
+// then the commands before (on the first owner, record times ts), then an
+// advance to 12:00:10. Its first callback sends j@01, j@02 and cuts j
+// (PassCuts j -> 12:00:03, cursor (12:00:01, j)); the settle it sends for
+// j is consumed and its table write lost; the continuation's callback
+// writes its durable start (PassOpen), sends j@03, j@04 with A, and dies.
+// The new owner restores the changelog and applies the commands after
+// before the settle and the continuation are delivered again.
+func adv30CutCrash(t *testing.T, before, after []adv30Cmd) *adv17Log {
+	h := &partitionHarness{t: t, prod: &recordingProducer{}, now: adv30Now, chunk: 25000, budget: time.Nanosecond}
+	adv24Open(h)
+	l := &adv17Log{partitionHarness: h, changelog: map[string][]byte{}}
+	l.advance(adv30Now)
+	pay := `{"p":"A","x":"` + strings.Repeat("x", 190) + `"}`
+	l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), "j", adv30Now, 0, []byte(`{"v":1,"op":"put","job":{"every":"1s","misfire_policy":"fire_all","misfire_grace":"168h","payload":`+pay+`}}`), false)
+	for i, c := range before {
+		l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), c.id, c.ts, int64(1+i), []byte(c.js), false)
+	}
+	T := adv30s(10)
+	l.now = T
+	l.off++
+	adv := codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindAdvance, T: T})
+	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), T, l.off, adv, false)
+	sh := l.shard()
+	require.Equal(t, []codecs.PassCut{{Key: "j", To: adv30s(3)}}, sh.PassCuts)
+	var settle, cont []simOut
+	for _, lp := range l.loops {
+		if lp.Key == l.shardKey() {
+			cont = append(cont, lp)
+		} else {
+			settle = append(settle, lp)
+		}
+	}
+	require.Len(t, cont, 1)
+	require.NotEmpty(t, settle)
+	l.loops = nil
+	for _, s := range settle { // consumed; its table write never reaches the changelog
+		l.off++
+		l.run(l.s.onLoop, l.s.cfg.Layout.SchedulerLoop(), s.Key, T, l.off, s.Value, true)
+	}
+	l.off++
+	l.run(l.s.onLoop, l.s.cfg.Layout.SchedulerLoop(), cont[0].Key, T, l.off, cont[0].Value, true)
+	require.Contains(t, l.fired(), "j@2026-03-01T12:00:04Z", "sent before the crash")
+	l.loops = nil
+	adv30Move(l)
+	sh = l.shard()
+	require.True(t, sh.PassOpen)
+	require.False(t, sh.PassCutsLost)
+	for i, c := range after {
+		l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), c.id, c.ts, int64(100+i), []byte(c.js), false)
+	}
+	// Delivered again: the settle (stale by now), then the continuation.
+	l.loops = append(append(l.loops, settle...), cont...)
+	l.drainLoops()
+	l.advance(adv30s(12))
+	l.advance(adv30s(20))
+	return l
+}
+
+// TestAdv30CutJobPassOpenPausePut: promise (docs/topics.md, "Delivery
+// guarantees" and "Updates, deletes and versions"): no fire_id is ever
+// dispatched with two different payloads (a late pause's exception: it
+// first sends the job's times up to the pass's T when the shard cannot
+// tell how far the advance took the job).
+//
+// A mid-pass crash (adv30CutCrash) in the callback that continues a job
+// the pass cut short: the new owner's entry for j, derived from a record
+// whose settle was lost, is behind the cursor, so passedThrough moves it
+// to the cut's To (12:00:03, after the cursor) and pastPass reports it
+// passed. maybeSent (commands.go:486-487) then answers PassCutsLost
+// (false) and never looks at PassOpen, though the callback that died began
+// at the cursor and may have sent j from 12:00:03 on. A late pause (ts
+// 12:00:02.5) handles j only through 12:00:02.999 (commands.go:331), and a
+// put with payload B owes j@03, j@04 again.
+//
+// Expected: j@03 and j@04 with A only. Got: A and B (on 3bb2402~1 too).
+// Found by adversary round 30 (2026-12-04), fixed the same day: maybeSent
+// looks at PassOpen for an entry passedThrough moved after the cursor.
+func TestAdv30CutJobPassOpenPausePut(t *testing.T) {
+	t.Parallel()
+	l := adv30CutCrash(t, nil, []adv30Cmd{
+		{"j", adv30s(2.5), `{"v":1,"op":"pause"}`},
+		{"j", adv30s(2.6), `{"v":1,"op":"put","job":{"every":"1s","misfire_policy":"fire_all","misfire_grace":"168h","payload":{"p":"B"}}}`},
+	})
+	l.requireOnePayload()
+	if t.Failed() {
+		adv30Dump(t, l)
+	}
+}
+
+// TestAdv30CutPausedJobPassOpenPut: the same crash for a job paused
+// (ts 12:00:08) before the advance, the pass sending what it owed from
+// before its pause; on the new owner a put (payload B) applies to the
+// paused job: pausedHandled (commands.go:452) asks maybeSent with passed
+// set, which answers PassCutsLost (false), so the put owes j from 12:00:03
+// (the cut's To), which the dead callback sent with A. Fixed with
+// TestAdv30CutJobPassOpenPausePut.
+func TestAdv30CutPausedJobPassOpenPut(t *testing.T) {
+	t.Parallel()
+	l := adv30CutCrash(t, []adv30Cmd{{"j", adv30s(8), `{"v":1,"op":"pause"}`}}, []adv30Cmd{
+		{"j", adv30s(8.5), `{"v":1,"op":"put","job":{"every":"1s","misfire_policy":"fire_all","misfire_grace":"168h","payload":{"p":"B"}}}`},
+	})
+	l.requireOnePayload()
+	if t.Failed() {
+		adv30Dump(t, l)
 	}
 }
