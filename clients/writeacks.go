@@ -16,8 +16,8 @@ import (
 // callback can wait until its table writes have reached the changelog:
 // goka's SetValue writes the local store at once and the changelog
 // asynchronously, and only the input's commit waits for it. The scheduler
-// waits so before the first fire of a pass (docs/reliability.md, "A
-// pass's start is durable before its first fire"). Safe for concurrent
+// waits so before each pass callback's first fire (docs/reliability.md,
+// "A callback's fires and its lost table write"). Safe for concurrent
 // use; the zero value is ready.
 type WriteAcks struct {
 	mu      sync.Mutex
@@ -52,9 +52,9 @@ func (c Config) ProducerBuilder() goka.ProducerBuilder { return c.producerBuilde
 
 // Wait returns once every record of key sent to topic so far has been
 // acknowledged; an error if no record at all has gone through its
-// producers (it is not wired); or the error of one that failed since the last time none
-// was pending (reported once, to the first Wait after it, however late);
-// or ctx's error.
+// producers (it is not wired); or the error of one that failed since the
+// last time none was pending (reported once, to the first Wait after it,
+// however late); or ctx's error.
 func (w *WriteAcks) Wait(ctx context.Context, topic, key string) error {
 	k := topic + "\x00" + key
 	if w.records.Load() == 0 {

@@ -439,8 +439,9 @@ var loopOrder = map[string]int{codecs.KindComplete: 0, codecs.KindPurge: 1, code
 
 // purgeHorizon is the shard record an advance's callback began with, and
 // the purge horizon (codecs.ShardRecord.Purged) its chunks have raised.
-// begin, when not nil, is the shard record saying its pass began, to
-// write durably before its first fire (beginDurably).
+// begin, when not nil, is the shard record saying the pass is under way
+// and this callback may fire (PassOpen), to write durably before its first
+// fire (beginDurably).
 type purgeHorizon struct {
 	shard  codecs.ShardRecord
 	purged uint64
@@ -448,12 +449,12 @@ type purgeHorizon struct {
 }
 
 // beginDurably writes the shard record horizon.begin, if any, and waits
-// until it has reached the changelog (Config.Durable), once per pass:
-// every fire of the pass goes out after the table durably says an advance
-// to its T is under way. A command on any store then owes its job's fires
-// up to that T first (shardNow), under the definition the pass may have
-// sent them with (handled: on a store that did not follow the pass, a job
-// due after the pass's cursor may have been sent).
+// until it has reached the changelog (Config.Durable), once per callback:
+// every fire goes out after the table durably says an advance to its T is
+// under way and a callback of it may fire past its cursor (PassOpen). A
+// command on any store then owes its job's fires up to that T first
+// (shardNow), under the definition the pass may have sent them with
+// (handled, maybeSent).
 func (s *Scheduler) beginDurably(ctx goka.Context, horizon *purgeHorizon) error {
 	if horizon == nil || horizon.begin == nil {
 		return nil

@@ -99,12 +99,13 @@ type Config struct {
 	Inputs *inputs.Policy
 	// Durable returns once every table write of key the callback ctx has
 	// made has reached the table's changelog (the broker acknowledged it),
-	// or the error that stopped one. A pass writes that it began and waits
-	// so before its first fire (docs/reliability.md). The instance wires
+	// or the error that stopped one. Each callback of a pass writes that it
+	// may fire (PassOpen) and waits so before its first fire
+	// (docs/reliability.md). The instance wires
 	// it to the producer goka writes the changelog with
-	// (clients.WriteAcks); nil does not wait, and a crash between a pass's
-	// first fires and its first changelog write can then lose the record
-	// that it ran.
+	// (clients.WriteAcks); nil does not wait, and a crash between a
+	// callback's fires and its changelog write can then lose the record
+	// that they went out.
 	Durable func(ctx goka.Context, key string) error
 }
 
