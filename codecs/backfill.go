@@ -155,6 +155,7 @@ const (
 	extScheduleSet = 'M'
 	extOwedAt      = 'O' // JobRecord.OwedAt: one time
 	extApplied     = 'A' // JobRecord.Applied: one uvarint, never 0
+	extFanned      = 'F' // JobRecord.Fanned: a count (never 0), then each mark's trigger id and time
 )
 
 func appendBackfill(w []byte, b *Backfill) []byte {
@@ -207,6 +208,21 @@ func readExtensions(rd *reader, r *JobRecord) {
 				rd.err = body.err
 			case len(body.b) != 0 || r.Applied == 0:
 				rd.err = errors.New("bad applied extension") // never written zero
+			}
+		case extFanned:
+			n := body.uvarint()
+			if n == 0 || n > uint64(len(body.b)) {
+				rd.err = errors.New("bad fan-out marks extension")
+				break
+			}
+			for i := uint64(0); i < n && body.err == nil; i++ {
+				r.Fanned = append(r.Fanned, FanoutMark{TriggerID: string(body.bytes()), T: body.time()})
+			}
+			switch {
+			case body.err != nil:
+				rd.err = body.err
+			case len(body.b) != 0:
+				rd.err = errors.New("trailing bytes in the fan-out marks")
 			}
 		default:
 			rd.err = errors.New("unknown record extension")

@@ -134,6 +134,7 @@ func sampleShardRecords() []codecs.ShardRecord {
 	fanouts := []codecs.FanoutRef{
 		{TriggerID: "deploy-7", Bucket: "fleet", T: w.Add(-time.Second), Started: w, After: "tenant-42.job-0041"},
 		{TriggerID: "t\x00", Bucket: "b", T: w, Started: w, After: "z", Done: true, Finished: w.Add(time.Minute), Passes: 599},
+		{TriggerID: "deploy-8", Bucket: "fleet", T: w, Started: w, After: "tenant-42.job-0041", Open: true, OpenThrough: "tenant-42.job-0099"},
 	}
 	return []codecs.ShardRecord{
 		{Watermark: w},

@@ -152,6 +152,12 @@ type JobRecord struct {
 	// been handled: one consumed again after a crash is a repeat, not a new
 	// command (the scheduler's command path).
 	Applied uint64
+	// Fanned names the bucket fan-outs whose fire of this job a command
+	// sent itself, because the fan-out's chunk may have fired the job
+	// before a crash (FanoutRef.Open) and the command changed the job: a
+	// chunk run again skips the job for them. Kept while the shard names
+	// the fan-out as under way, in tombstones too.
+	Fanned []FanoutMark
 }
 
 // PauseNote says why and by whom a job was paused.
@@ -327,15 +333,43 @@ const MaxPassCuts = 64
 // after, and whether every member has fired (Done, then Finished is when
 // and Passes how many advances the shard has completed since: it is kept
 // a while so that a redelivered trigger is not fanned out again).
+//
+// Open says a chunk may have gone out past After, up to and including the
+// member OpenThrough, without the record that moves After reaching the
+// changelog: each chunk writes it, and waits for it, before its fires. A
+// command on such a member first sends the member's fire of the fan-out
+// itself and names the fan-out in the member's record (JobRecord.Fanned),
+// so the chunk run again skips it rather than fire it with what the
+// command changed.
 type FanoutRef struct {
+	TriggerID   string
+	Bucket      string
+	T           time.Time
+	Started     time.Time
+	After       string
+	Done        bool
+	Open        bool
+	OpenThrough string
+	Finished    time.Time
+	Passes      uint64
+}
+
+// Covers reports whether key is a member f's open chunk may have fired.
+func (f FanoutRef) Covers(key string) bool {
+	return f.Open && !f.Done && key > f.After && key <= f.OpenThrough
+}
+
+// FanoutMark names a bucket fan-out (trigger id and record time; the bucket
+// is the job's) whose fire a command sent for the job itself
+// (JobRecord.Fanned).
+type FanoutMark struct {
 	TriggerID string
-	Bucket    string
 	T         time.Time
-	Started   time.Time
-	After     string
-	Done      bool
-	Finished  time.Time
-	Passes    uint64
+}
+
+// Marks reports whether m names fan-out f.
+func (m FanoutMark) Marks(f FanoutRef) bool {
+	return m.TriggerID == f.TriggerID && m.T.Equal(f.T)
 }
 
 // Names reports whether f is the fan-out of bucket trigger tr.
@@ -360,7 +394,7 @@ func EncodeJobRecord(r *JobRecord) []byte {
 	w := make([]byte, 0, 64+len(r.Job.Payload)+len(r.Job.Spec.Cron)+len(r.Job.Bucket))
 	format := byte(recordFormat)
 	switch {
-	case hasScheduleSet(r.Job.Spec) || (r.Backfill != nil && !r.OwedAt.IsZero()) || r.Applied != 0:
+	case hasScheduleSet(r.Job.Spec) || (r.Backfill != nil && !r.OwedAt.IsZero()) || r.Applied != 0 || len(r.Fanned) > 0:
 		// Several extensions: format 6 counts them, so a record cut after
 		// one of them is not read as complete (adversary 15c).
 		format = recordFormat6
@@ -417,12 +451,19 @@ func EncodeJobRecord(r *JobRecord) []byte {
 	if r.Applied != 0 {
 		w = appendBytes(append(w, extApplied), binary.AppendUvarint(nil, r.Applied))
 	}
+	if len(r.Fanned) > 0 {
+		body := binary.AppendUvarint(nil, uint64(len(r.Fanned)))
+		for _, m := range r.Fanned {
+			body = appendTime(appendBytes(body, []byte(m.TriggerID)), m.T)
+		}
+		w = appendBytes(append(w, extFanned), body)
+	}
 	return w
 }
 
 // extensions is the number of tagged extensions r's encoding holds.
 func (r *JobRecord) extensions() int {
-	return boolCount(hasScheduleSet(r.Job.Spec)) + boolCount(r.Backfill != nil) + boolCount(!r.OwedAt.IsZero()) + boolCount(r.Applied != 0)
+	return boolCount(hasScheduleSet(r.Job.Spec)) + boolCount(r.Backfill != nil) + boolCount(!r.OwedAt.IsZero()) + boolCount(r.Applied != 0) + boolCount(len(r.Fanned) > 0)
 }
 
 // DecodeJobRecord parses a job record. The payload aliases b.
@@ -510,11 +551,17 @@ func EncodeShardRecord(r ShardRecord) []byte {
 			w = appendBytes(appendBytes(w, []byte(f.TriggerID)), []byte(f.Bucket))
 			w = appendTime(appendTime(w, f.T), f.Started)
 			w = appendBytes(w, []byte(f.After))
-			done := byte(0)
-			if f.Done {
+			done := byte(0) // 1: done, 2: open (older releases read 0 or 1 only)
+			switch {
+			case f.Done:
 				done = 1
+			case f.Open:
+				done = 2
 			}
 			w = binary.AppendUvarint(appendTime(append(w, done), f.Finished), f.Passes)
+			if done == 2 {
+				w = appendBytes(w, []byte(f.OpenThrough))
+			}
 		}
 		if pass {
 			w = appendBytes(appendTime(w, r.PassAt), []byte(r.PassKey))
@@ -776,12 +823,17 @@ func readFanouts(rd *reader, r *ShardRecord) {
 		case 0:
 		case 1:
 			f.Done = true
+		case 2:
+			f.Open = true
 		default:
 			if rd.err == nil {
 				rd.err = errors.New("bad fan-out flag")
 			}
 		}
 		f.Finished, f.Passes = rd.time(), rd.uvarint()
+		if f.Open {
+			f.OpenThrough = string(rd.bytes())
+		}
 		r.Fanouts = append(r.Fanouts, f)
 	}
 }

@@ -76,6 +76,14 @@ func sampleRecords() []codecs.JobRecord {
 		{Version: 19, Status: codecs.StatusDeleted, Through: t0, NotBefore: t0, Applied: 1<<63 + 5},
 		{Version: 20, Status: codecs.StatusPaused, Job: codecs.Job{Spec: schedule.Spec{Cron: "0 9 * * 1-5", Also: []schedule.Spec{{Every: time.Hour}}}, Jitter: time.Second},
 			Through: t0, OwedAt: t0, Applied: 300, Backfill: &codecs.Backfill{ID: "b-1-299", From: t0, To: t0.Add(time.Hour), Total: 60}},
+		// Bucket fan-outs a command sent the job's fire of (format 6): alone,
+		// in a tombstone, and beside every other extension.
+		{Version: 21, Status: codecs.StatusActive, Job: codecs.Job{Spec: schedule.Spec{Every: time.Minute}, Bucket: "b"}, Applied: 2,
+			Fanned: []codecs.FanoutMark{{TriggerID: "deploy-7", T: t0}}},
+		{Version: 22, Status: codecs.StatusDeleted, Fanned: []codecs.FanoutMark{{TriggerID: "", T: t0}, {TriggerID: "t\x00", T: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}}},
+		{Version: 23, Status: codecs.StatusPaused, Job: codecs.Job{Spec: schedule.Spec{Cron: "0 9 * * 1-5", Also: []schedule.Spec{{Every: time.Hour}}}, Bucket: "b"},
+			Through: t0, OwedAt: t0, Applied: 301, Backfill: &codecs.Backfill{ID: "b-1-300", From: t0, To: t0.Add(time.Hour), Total: 60},
+			Fanned: []codecs.FanoutMark{{TriggerID: "t", T: t0}}},
 	}
 }
 
@@ -96,7 +104,7 @@ func TestJobRecordDSTFormat(t *testing.T) {
 		if r.Backfill != nil || !r.OwedAt.IsZero() {
 			want = 5
 		}
-		if len(r.Job.Spec.Also) > 0 || !r.Job.Spec.Exclude.IsZero() || (r.Backfill != nil && !r.OwedAt.IsZero()) || r.Applied != 0 {
+		if len(r.Job.Spec.Also) > 0 || !r.Job.Spec.Exclude.IsZero() || (r.Backfill != nil && !r.OwedAt.IsZero()) || r.Applied != 0 || len(r.Fanned) > 0 {
 			want = 6
 		}
 		require.Equal(t, want, b[1], "record %d", i)
@@ -141,7 +149,7 @@ func TestJobRecordTruncated(t *testing.T) {
 		}
 		// Trailing bytes are an error too (in format 4, a truncated extension).
 		_, err := codecs.DecodeJobRecord(append(b[:len(b):len(b)], 0))
-		if r.Backfill == nil && r.OwedAt.IsZero() && len(r.Job.Spec.Also) == 0 && r.Job.Spec.Exclude.IsZero() && r.Applied == 0 {
+		if r.Backfill == nil && r.OwedAt.IsZero() && len(r.Job.Spec.Also) == 0 && r.Job.Spec.Exclude.IsZero() && r.Applied == 0 && len(r.Fanned) == 0 {
 			require.ErrorContains(t, err, "trailing")
 		} else {
 			require.ErrorContains(t, err, "truncated")
@@ -230,7 +238,8 @@ func TestShardRecord(t *testing.T) {
 
 	// Bucket fan-outs (format 5), beside backfills.
 	sr.Fanouts = []codecs.FanoutRef{{TriggerID: "t", Bucket: "b", T: time.Unix(4, 0).UTC(), Started: time.Unix(5, 0).UTC(), After: "k"},
-		{TriggerID: "u", Bucket: "b", T: time.Unix(4, 0).UTC(), Done: true, Finished: time.Unix(7, 0).UTC(), Passes: 300}}
+		{TriggerID: "u", Bucket: "b", T: time.Unix(4, 0).UTC(), Done: true, Finished: time.Unix(7, 0).UTC(), Passes: 300},
+		{TriggerID: "v", Bucket: "b", T: time.Unix(4, 0).UTC(), Started: time.Unix(5, 0).UTC(), After: "k", Open: true, OpenThrough: "m"}}
 	b = codecs.EncodeShardRecord(sr)
 	require.Equal(t, byte(5), b[1])
 	got, err = codecs.DecodeShardRecord(b)
@@ -242,6 +251,11 @@ func TestShardRecord(t *testing.T) {
 	}
 	require.True(t, sr.Fanouts[0].Names(codecs.ShardTrigger{Kind: codecs.KindBucket, TriggerID: "t", Bucket: "b", T: time.Unix(4, 0)}))
 	require.False(t, sr.Fanouts[0].Names(codecs.ShardTrigger{Kind: codecs.KindBucket, TriggerID: "t", Bucket: "b", T: time.Unix(4, 1)}), "another record time is another fan-out")
+	require.False(t, sr.Fanouts[0].Covers("l"), "not open")
+	require.True(t, sr.Fanouts[2].Covers("l"))
+	require.True(t, sr.Fanouts[2].Covers("m"))
+	require.False(t, sr.Fanouts[2].Covers("k"), "the chunk began after k")
+	require.False(t, sr.Fanouts[2].Covers("ma"), "the chunk ended at m")
 	sr.Fanouts = nil
 
 	got, err = codecs.DecodeShardRecord(nil)

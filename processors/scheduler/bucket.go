@@ -44,10 +44,20 @@ func (s *Scheduler) fireBucket(ctx goka.Context, tr codecs.ShardTrigger) error {
 	}
 	key := fmt.Sprintf("%s\x00%s\x00%d", run.Bucket, run.TriggerID, started.UnixNano())
 	s.pending.start(ctx.Partition(), key, started)
-	last, more, err := s.bucketChunk(ctx, st, run)
+	msgs, last, more, err := s.bucketChunk(st, run)
 	if err != nil {
 		return err
 	}
+	if len(msgs) > 0 {
+		if shard, err = s.openFanout(ctx, shard, run, started, last); err != nil {
+			return err
+		}
+		if err := s.dispatch(ctx, msgs); err != nil {
+			return fmt.Errorf("scheduler: producing %d bucket fires: %w", len(msgs), err)
+		}
+	}
+	s.cfg.Metrics.fired(codecs.TriggerBucket, len(msgs), 0)
+	s.cfg.Metrics.fanout(len(msgs))
 	ref := codecs.FanoutRef{TriggerID: run.TriggerID, Bucket: run.Bucket, T: run.T, Started: started, After: last}
 	if !more {
 		s.pending.done(ctx.Partition(), key)
@@ -171,13 +181,39 @@ func prunedFanouts(fanouts []codecs.FanoutRef, t time.Time) []codecs.FanoutRef {
 	return out
 }
 
-// bucketChunk fires the bucket's jobs after tr.AfterKey, reading keys and
-// records recordGroup at a time, up to ChunkSize jobs or (after at least
-// one fire) ChunkBytes of events, and produces them in one batch. It
-// returns the last job it handled and whether the bucket has more.
-func (s *Scheduler) bucketChunk(ctx goka.Context, st *store.Store, tr codecs.ShardTrigger) (last string, more bool, err error) {
+// openFanout writes the shard record naming run's fan-out as open through
+// member last (codecs.FanoutRef.Open) and waits until it has reached the
+// changelog (Config.Durable), before the chunk's fires go out: a command
+// on any store then knows that a member up to last may have fired, and
+// sends that fire itself before it changes the member (fannedOut). Not
+// when the trigger carries its own payload (no command changes what it
+// fires), nor for a fan-out the table does not name (maxFanouts under
+// way). It returns the shard record as written.
+func (s *Scheduler) openFanout(ctx goka.Context, shard codecs.ShardRecord, run codecs.ShardTrigger, started time.Time, last string) (codecs.ShardRecord, error) {
+	if run.Payload != nil {
+		return shard, nil
+	}
+	ref := codecs.FanoutRef{TriggerID: run.TriggerID, Bucket: run.Bucket, T: run.T, Started: started, After: run.AfterKey, Open: true, OpenThrough: last}
+	fanouts, tracked := withFanout(shard.Fanouts, ref)
+	if !tracked {
+		return shard, nil
+	}
+	shard.Fanouts = fanouts
+	s.setValue(ctx, codecs.EncodeShardRecord(shard))
+	if s.cfg.Durable != nil {
+		if err := s.cfg.Durable(ctx, ctx.Key()); err != nil {
+			return shard, fmt.Errorf("scheduler: writing the start of bucket %q's chunk (trigger %q): %w", run.Bucket, run.TriggerID, err)
+		}
+	}
+	return shard, nil
+}
+
+// bucketChunk returns the fires of the bucket's jobs after tr.AfterKey,
+// reading keys and records recordGroup at a time, up to ChunkSize jobs or
+// (after at least one fire) ChunkBytes of events, the last job it handled
+// and whether the bucket has more.
+func (s *Scheduler) bucketChunk(st *store.Store, tr codecs.ShardTrigger) (msgs []Msg, last string, more bool, err error) {
 	var (
-		msgs    []Msg
 		size    int
 		handled int
 		now     = s.cfg.Now()
@@ -188,13 +224,13 @@ scan:
 		want := min(recordGroup, s.cfg.ChunkSize-handled)
 		keys, err := st.BucketKeys(tr.Bucket, last, want+1)
 		if err != nil {
-			return last, false, err
+			return nil, last, false, err
 		}
 		more = len(keys) > want
 		keys = keys[:min(len(keys), want)]
 		values, err := st.GetMany(keys)
 		if err != nil {
-			return last, false, err
+			return nil, last, false, err
 		}
 		for i, k := range keys {
 			if size >= s.cfg.ChunkBytes {
@@ -212,14 +248,7 @@ scan:
 			break
 		}
 	}
-	if len(msgs) > 0 {
-		if err := s.dispatch(ctx, msgs); err != nil {
-			return last, false, fmt.Errorf("scheduler: producing %d bucket fires (%d bytes): %w", len(msgs), size, err)
-		}
-	}
-	s.cfg.Metrics.fired(codecs.TriggerBucket, len(msgs), 0)
-	s.cfg.Metrics.fanout(len(msgs))
-	return last, more, nil
+	return msgs, last, more, nil
 }
 
 // pendingBuckets notes, per partition, the announced time each bucket
@@ -304,4 +333,62 @@ func (b *pendingBuckets) oldest(p int32, now time.Time) time.Time {
 		}
 	}
 	return t
+}
+
+// fannedOut sends, before a command changes job live (ctx's key; nil: no
+// live job), the job's fire of each bucket fan-out whose open chunk may
+// have fired it before a crash (codecs.FanoutRef.Covers) and that no
+// command has sent for it yet, as the chunk would have. It returns the
+// marks the job's new record keeps (codecs.JobRecord.Fanned): those of
+// old, the record the command replaces (a tombstone too), for fan-outs the
+// shard still names as under way, and the new ones. The chunk run again
+// then skips the job rather than fire it as the command left it.
+func (s *Scheduler) fannedOut(ctx goka.Context, shard codecs.ShardRecord, old, live *codecs.JobRecord) ([]codecs.FanoutMark, error) {
+	var marks []codecs.FanoutMark
+	if old != nil {
+		for _, m := range old.Fanned {
+			if fanoutUnderWay(shard, m) {
+				marks = append(marks, m)
+			}
+		}
+	}
+	if live == nil || live.Status != codecs.StatusActive || live.Job.Bucket == "" {
+		return marks, nil
+	}
+	var msgs []Msg
+	for _, f := range shard.Fanouts {
+		if f.Bucket != live.Job.Bucket || !f.Covers(ctx.Key()) || markedIn(marks, f) {
+			continue
+		}
+		tr := codecs.ShardTrigger{Kind: codecs.KindBucket, TriggerID: f.TriggerID, Bucket: f.Bucket, T: f.T}
+		msgs = append(msgs, bucketFire(ctx.Key(), live, tr, s.cfg.Now()))
+		marks = append(marks, codecs.FanoutMark{TriggerID: f.TriggerID, T: f.T})
+	}
+	if len(msgs) > 0 {
+		if err := s.dispatch(ctx, msgs); err != nil {
+			return nil, fmt.Errorf("scheduler: producing the bucket fires an open fan-out may have sent: %w", err)
+		}
+		s.cfg.Metrics.fired(codecs.TriggerBucket, len(msgs), 0)
+	}
+	return marks, nil
+}
+
+// fanoutUnderWay reports whether the shard names the fan-out m marks as not
+// done.
+func fanoutUnderWay(shard codecs.ShardRecord, m codecs.FanoutMark) bool {
+	for _, f := range shard.Fanouts {
+		if m.Marks(f) && !f.Done {
+			return true
+		}
+	}
+	return false
+}
+
+func markedIn(marks []codecs.FanoutMark, f codecs.FanoutRef) bool {
+	for _, m := range marks {
+		if m.Marks(f) {
+			return true
+		}
+	}
+	return false
 }

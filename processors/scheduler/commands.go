@@ -100,6 +100,13 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 		}
 		return cmd.Op, err
 	}
+	if eff.Record != nil {
+		// Before the record changes: a bucket fan-out's chunk may have
+		// fired the job before a crash, and be run again (fannedOut).
+		if eff.Record.Fanned, err = s.fannedOut(ctx, in.Shard, cur, in.Old); err != nil {
+			return cmd.Op, err
+		}
+	}
 	if eff.Fire != nil {
 		if err := s.fireManual(ctx, cmd.ID, in.Old, eff.Fire); err != nil {
 			return cmd.Op, err

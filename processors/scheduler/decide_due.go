@@ -309,12 +309,29 @@ func passDone(shard codecs.ShardRecord, t time.Time) codecs.ShardRecord {
 // not fire (unreadable, not active, or in another bucket now).
 func bucketEvent(key string, value []byte, tr codecs.ShardTrigger, firedAt time.Time) (msg Msg, ok bool) {
 	rec, err := codecs.DecodeJobRecord(value)
-	if err != nil || rec.Status != codecs.StatusActive || rec.Job.Bucket != tr.Bucket {
+	if err != nil || rec.Status != codecs.StatusActive || rec.Job.Bucket != tr.Bucket || fanned(rec, tr) {
 		return Msg{}, false
 	}
+	return bucketFire(key, rec, tr, firedAt), true
+}
+
+// fanned reports whether a command sent rec's fire of bucket trigger tr
+// itself (codecs.JobRecord.Fanned).
+func fanned(rec *codecs.JobRecord, tr codecs.ShardTrigger) bool {
+	for _, m := range rec.Fanned {
+		if m.Marks(codecs.FanoutRef{TriggerID: tr.TriggerID, T: tr.T}) {
+			return true
+		}
+	}
+	return false
+}
+
+// bucketFire is the dispatch event of job key (record rec) for bucket
+// trigger tr.
+func bucketFire(key string, rec *codecs.JobRecord, tr codecs.ShardTrigger, firedAt time.Time) Msg {
 	payload := rec.Job.Payload
 	if tr.Payload != nil {
 		payload = tr.Payload
 	}
-	return triggeredEvent(key, rec, codecs.TriggerBucket, tr.TriggerID, tr.T, firedAt, payload), true
+	return triggeredEvent(key, rec, codecs.TriggerBucket, tr.TriggerID, tr.T, firedAt, payload)
 }
