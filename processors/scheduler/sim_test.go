@@ -61,7 +61,7 @@ var (
 	// their pass-start gap is open, docs/reliability.md).
 	// TestSimLateRedeliver runs its own seeds with it; off by default for
 	// TestSim so that the seeds it names keep their histories.
-	simLateRedeliver = flag.Bool("sim.lateredeliver", false, "simulation: after a crashed advance (trigger or continuation), up to 2 pending commands of its partition are applied before it is delivered again")
+	simLateRedeliver = flag.Bool("sim.lateredeliver", false, "simulation: after a crashed advance or bucket fan-out (trigger or continuation), up to 2 pending commands of its partition are applied before it is delivered again")
 	// simClockBound is how far ahead of the broker's time a fire may be
 	// dispatched when the clock group drives the advances.
 	simClockBound = flag.Duration("sim.clockbound", clock.DefaultMaxAhead, "simulation: allowed lead of scheduled_at over broker time")
@@ -103,7 +103,9 @@ func TestSimCrashKeep(t *testing.T) {
 // payload until the pass's callbacks wrote that they may send fires
 // (PassOpen) before sending them (2026-12-04: 11 of seeds 1-100 x 800
 // failed, seed 22 by this break; 30042 x 3000 is the mid-pass crash of
-// docs/reliability.md).
+// docs/reliability.md). A crashed bucket fan-out's chunk is overtaken the
+// same way (seeds 100 and 193 x 800 sent a member's fire with two payloads
+// until a chunk wrote that it was open, FanoutRef.Open, before its fires).
 func TestSimLateRedeliver(t *testing.T) {
 	t.Parallel()
 	n := simExtraSeeds()
@@ -122,8 +124,10 @@ func TestSimLateRedeliver(t *testing.T) {
 		run(seed, 800)
 	}
 	run(22, 800)
+	run(100, 800) // a bucket fan-out's lost chunk: two payloads before FanoutRef.Open
 	if !simRace {
 		run(30042, 3000)
+		run(193, 800) // the same
 	}
 }
 
@@ -1009,6 +1013,12 @@ func (w *simWorld) process(p int32, topic int, rec simRecord) {
 				w.oracle.bucket(p, tr)
 			}
 		}
+		if topic == simTopicJobs {
+			if attempt == 0 {
+				w.oracle.fanned = map[string]string{}
+			}
+			w.allowFanned(p, rec.Key)
+		}
 		w.inAdv, w.curT, w.curP = trOK && tr.Kind == codecs.KindAdvance, time.Time{}, p
 		if w.inAdv {
 			w.curT = tr.T
@@ -1105,7 +1115,7 @@ func (w *simWorld) process(p int32, topic int, rec simRecord) {
 		w.openStore(inst, p)
 		w.crashKept[p] = !wiped
 		w.oracle.moved(p)
-		if w.cfg.lateRedeliver && topic != simTopicJobs && trOK && tr.Kind == codecs.KindAdvance && !w.draining {
+		if w.cfg.lateRedeliver && topic != simTopicJobs && trOK && (tr.Kind == codecs.KindAdvance || tr.Kind == codecs.KindBucket) && !w.draining {
 			// The crashed advance is still in progress (delivered, not
 			// committed) while the commands overtake it: what it owes a
 			// job they change is as for an advance under way.
@@ -1218,6 +1228,28 @@ func simChain(tr codecs.ShardTrigger) string {
 		return "b" + tr.TriggerID
 	}
 	return advChain(tr.T)
+}
+
+// allowFanned notes the bucket fires a command of job id may send before
+// it changes the job (the scheduler's fannedOut): its fire of each fan-out
+// the shard record says a crash left open over it, with its payload now,
+// whatever the command then does (a pause, a delete), as docs/topics.md
+// says.
+func (w *simWorld) allowFanned(p int32, id string) {
+	j := w.oracle.jobs[id]
+	if j == nil || !j.exists || j.paused || j.def.bucket == "" {
+		return
+	}
+	sh, err := w.insts[w.owner[p]].sched.shard(p)
+	if err != nil {
+		return
+	}
+	for _, f := range sh.Fanouts {
+		if f.Bucket == j.def.bucket && f.Covers(id) {
+			w.oracle.fanned[codecs.TriggeredFireID(id, f.TriggerID)] = j.def.payload
+			w.oracle.tracef(id, "a crash left bucket fan-out %s open over it: the command may send its fire first", f.TriggerID)
+		}
+	}
 }
 
 // applyCommand tells the oracle about a committed command.

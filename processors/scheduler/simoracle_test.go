@@ -236,6 +236,7 @@ type simOracle struct {
 	// many to keep (PassCutsLost), as the command being applied found it
 	// (zero: none).
 	open       []time.Time
+	fanned     map[string]string // fire_id → payload: the bucket fires the command being processed may send first (allowFanned)
 	bucketTr   map[string]codecs.ShardTrigger // bucket chains by chain name
 	violations []simViolation
 	tainted    map[string]string // job#incarnation: the known open finding that hit it
@@ -1077,7 +1078,10 @@ func (o *simOracle) dispatched(d codecs.Dispatch, curT, early time.Time) {
 			match = e
 		}
 	}
-	if d.Trigger != codecs.TriggerManual {
+	if fp, ok := o.fanned[d.FireID]; ok && fp == pl && d.Trigger == codecs.TriggerBucket {
+		// A repeat of what the open fan-out may have sent, sent by the
+		// command before it changed the job (allowFanned).
+	} else if d.Trigger != codecs.TriggerManual {
 		def := o.defs[pl]
 		switch {
 		case def == nil && d.Trigger == codecs.TriggerSchedule:
