@@ -236,7 +236,7 @@ type simOracle struct {
 	// many to keep (PassCutsLost), as the command being applied found it
 	// (zero: none).
 	open       []time.Time
-	fanned     map[string]string // fire_id → payload: the bucket fires the command being processed may send first (allowFanned)
+	fanned     map[string]string              // fire_id → payload: the bucket fires the command being processed may send first (allowFanned)
 	bucketTr   map[string]codecs.ShardTrigger // bucket chains by chain name
 	violations []simViolation
 	tainted    map[string]string // job#incarnation: the known open finding that hit it
