@@ -31,7 +31,27 @@ func (s *Scheduler) fireBucket(ctx goka.Context, tr codecs.ShardTrigger) error {
 	shard := s.decodeShard(ctx.Key(), valueBytes(ctx))
 	run, ok := fanoutStep(shard.Fanouts, tr)
 	if !ok {
-		return nil
+		// Done (or forgotten): delivered again after a crash, which may
+		// have kept the local write that says so and lost its changelog
+		// record, leaving the changelog with the fan-out open (adversary
+		// 31: a later command on a new owner then sent a member's fire
+		// as it had changed since). Write it again, durably, as a
+		// chunk's end is.
+		if len(valueBytes(ctx)) == 0 {
+			return nil
+		}
+		s.keepShard(ctx)
+		return s.durable(ctx, "the end of bucket %q's fan-out (trigger %q) again", tr.Bucket, tr.TriggerID)
+	}
+	// A chunk run again after a crash keeps the members the lost one may
+	// have fired covered until the fan-out has passed them, whatever the
+	// bucket holds now (a member put before the last one the lost chunk
+	// fired shortens the chunk run again: adversary 31).
+	var openThrough string
+	for _, f := range shard.Fanouts {
+		if f.Names(tr) && f.Open {
+			openThrough = f.OpenThrough
+		}
 	}
 	// The fan-out's start travels in its continuations and its table
 	// entry, so a rebalance (which resets the in-memory notes) or another
@@ -49,7 +69,7 @@ func (s *Scheduler) fireBucket(ctx goka.Context, tr codecs.ShardTrigger) error {
 		return err
 	}
 	if len(msgs) > 0 {
-		if shard, err = s.openFanout(ctx, shard, run, started, last); err != nil {
+		if shard, err = s.openFanout(ctx, shard, run, started, max(last, openThrough)); err != nil {
 			return err
 		}
 		if err := s.dispatch(ctx, msgs); err != nil {
@@ -59,6 +79,9 @@ func (s *Scheduler) fireBucket(ctx goka.Context, tr codecs.ShardTrigger) error {
 	s.cfg.Metrics.fired(codecs.TriggerBucket, len(msgs), 0)
 	s.cfg.Metrics.fanout(len(msgs))
 	ref := codecs.FanoutRef{TriggerID: run.TriggerID, Bucket: run.Bucket, T: run.T, Started: started, After: last}
+	if openThrough > last && more {
+		ref.Open, ref.OpenThrough = true, openThrough
+	}
 	if !more {
 		s.pending.done(ctx.Partition(), key)
 		// When, by the clock's announced time (the trigger's own time only
@@ -72,6 +95,17 @@ func (s *Scheduler) fireBucket(ctx goka.Context, tr codecs.ShardTrigger) error {
 	if tracked || len(fanouts) != len(shard.Fanouts) {
 		shard.Fanouts = fanouts
 		s.setValue(ctx, codecs.EncodeShardRecord(shard))
+		// Durable before the trigger is committed and any later input of
+		// this partition runs: a command on this store then finds the
+		// changelog saying what its store says (adversary 31: the end of
+		// a chunk lost, a put of a member committed here and kept by the
+		// changelog, the fan-out run again by a new owner with the put's
+		// payload).
+		if len(msgs) > 0 || openThrough != "" {
+			if err := s.durable(ctx, "bucket %q's chunk (trigger %q)", run.Bucket, run.TriggerID); err != nil {
+				return err
+			}
+		}
 	}
 	if more {
 		next := run
@@ -200,12 +234,20 @@ func (s *Scheduler) openFanout(ctx goka.Context, shard codecs.ShardRecord, run c
 	}
 	shard.Fanouts = fanouts
 	s.setValue(ctx, codecs.EncodeShardRecord(shard))
-	if s.cfg.Durable != nil {
-		if err := s.cfg.Durable(ctx, ctx.Key()); err != nil {
-			return shard, fmt.Errorf("scheduler: writing the start of bucket %q's chunk (trigger %q): %w", run.Bucket, run.TriggerID, err)
-		}
+	return shard, s.durable(ctx, "the start of bucket %q's chunk (trigger %q)", run.Bucket, run.TriggerID)
+}
+
+// durable waits until every table write of ctx's key has reached the
+// changelog (Config.Durable); what names the write being waited for, for
+// the error.
+func (s *Scheduler) durable(ctx goka.Context, what string, args ...any) error {
+	if s.cfg.Durable == nil {
+		return nil
 	}
-	return shard, nil
+	if err := s.cfg.Durable(ctx, ctx.Key()); err != nil {
+		return fmt.Errorf("scheduler: writing %s: %w", fmt.Sprintf(what, args...), err)
+	}
+	return nil
 }
 
 // bucketChunk returns the fires of the bucket's jobs after tr.AfterKey,

@@ -26,7 +26,7 @@ import (
 func TestBucketTriggerLostPutBeforeRedelivery(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	l := &adv17Log{partitionHarness: newPartitionHarness(t, 100, at), changelog: map[string][]byte{}}
+	l := &adv17Log{partitionHarness: newPartitionHarness(t, 100, at), changelog: map[string][]byte{}, dieInLastWait: true}
 	l.advance(at)
 	for i, id := range []string{"j0", "j1"} {
 		l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), id, at, int64(i), []byte(`{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"v":1}}}`), false)
@@ -62,7 +62,7 @@ func TestBucketFanoutLostChunkHistories(t *testing.T) {
 func bucketLostChunkHistory(t *testing.T, seed int64) {
 	rnd := rand.New(rand.NewSource(seed))
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	l := &adv17Log{partitionHarness: newPartitionHarness(t, 1+rnd.Intn(3), at), changelog: map[string][]byte{}}
+	l := &adv17Log{partitionHarness: newPartitionHarness(t, 1+rnd.Intn(3), at), changelog: map[string][]byte{}, dieInLastWait: true}
 	l.advance(at)
 	var cmdOff int64
 	command := func(id, js string, lost bool) {

@@ -623,6 +623,18 @@ func (s *Scheduler) complete(ctx goka.Context, version uint64) error {
 	if err != nil || next == nil {
 		return staleLoop("complete", version, rec, err)
 	}
+	// A completed job does not fire on a bucket trigger: one a crash left
+	// open over it may have fired it as active, and would not know it
+	// later (adversary 31: then put again, the fan-out run again fired it
+	// with the put's payload). It sends that fire first, as a command
+	// does.
+	shard, err := s.shard(ctx.Partition())
+	if err != nil {
+		return err
+	}
+	if next.Fanned, err = s.fannedOut(ctx, shard, rec, rec); err != nil {
+		return err
+	}
 	s.setValue(ctx, codecs.EncodeJobRecord(next))
 	return nil
 }

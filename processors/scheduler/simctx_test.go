@@ -72,6 +72,8 @@ type simCtx struct {
 	// has acknowledged (Config.Durable, simDurable): a crash keeps every
 	// table write among them.
 	durable int
+	// durables is durable after each Durable call, in order.
+	durables []int
 }
 
 // simDurable is Config.Durable in the harnesses: the table writes of key
@@ -88,6 +90,7 @@ func simDurable(ctx goka.Context, key string) error {
 			break
 		}
 	}
+	c.durables = append(c.durables, c.durable)
 	return nil
 }
 
