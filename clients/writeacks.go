@@ -12,26 +12,35 @@ import (
 )
 
 // WriteAcks tracks the records a goka processor's producer has sent and
-// the broker has not acknowledged yet, per topic and key, so that a
-// callback can wait until its table writes have reached the changelog:
+// the broker has not acknowledged yet, per topic, so that a callback can
+// wait until the table writes made before it have reached the changelog:
 // goka's SetValue writes the local store at once and the changelog
 // asynchronously, and only the input's commit waits for it. The scheduler
-// waits so before each pass callback's first fire (docs/reliability.md,
-// "A callback's fires and its lost table write"). Safe for concurrent
-// use; the zero value is ready.
+// waits so before a callback's first fire (docs/reliability.md, "A
+// callback's fires and its lost table write"). It waits for every earlier
+// record of the topic, not only those of the callback's own key: a fire
+// is built from job records earlier callbacks wrote, and one of those
+// lost (its changelog write failed while the partition went on) would
+// leave a new owner with another record than the one the fire went out
+// with (adversary round 32). Safe for concurrent use; the zero value is
+// ready.
 type WriteAcks struct {
 	mu      sync.Mutex
-	pending map[string]*pendingWrites
+	topics  map[string]*topicWrites
 	records atomic.Uint64 // records counted since it was made
 }
 
 // errNotWired: Wait before any record went through a producer of Builder.
 var errNotWired = errors.New("clients: no record has gone through this WriteAcks' producers (is its Builder the processor's producer builder?)")
 
-type pendingWrites struct {
-	n    int
-	err  error
-	done chan struct{} // closed when n reaches 0
+// topicWrites is one topic's records in flight: each numbered as sent.
+type topicWrites struct {
+	next    uint64              // the number of the next record
+	low     uint64              // every record before it is acknowledged
+	pending map[uint64]struct{} // those not acknowledged yet
+	err     error               // the first failure no Wait has reported
+	errAt   uint64              // its record's number
+	changed chan struct{}       // closed (and replaced) at each acknowledgement
 }
 
 // Builder wraps pb: every record its producers emit is counted until the
@@ -50,13 +59,12 @@ func (w *WriteAcks) Builder(pb goka.ProducerBuilder) goka.ProducerBuilder {
 // (the one GokaProcessorOptions uses), to wrap (WriteAcks.Builder).
 func (c Config) ProducerBuilder() goka.ProducerBuilder { return c.producerBuilder() }
 
-// Wait returns once every record of key sent to topic so far has been
-// acknowledged; an error if no record at all has gone through its
-// producers (it is not wired); or the error of one that failed since the
-// last time none was pending (reported once, to the first Wait after it,
-// however late); or ctx's error.
+// Wait returns once every record sent to topic before it was called has
+// been acknowledged; an error if no record at all has gone through its
+// producers (it is not wired); or the error of one of them that failed
+// (reported once, to the first Wait that waits for it); or ctx's error.
+// key names what the caller wrote, for the error.
 func (w *WriteAcks) Wait(ctx context.Context, topic, key string) error {
-	k := topic + "\x00" + key
 	if w.records.Load() == 0 {
 		// The caller wrote before it waits: nothing counted means the
 		// processor's producer is not this one's, and waiting would
@@ -64,55 +72,67 @@ func (w *WriteAcks) Wait(ctx context.Context, topic, key string) error {
 		return errNotWired
 	}
 	w.mu.Lock()
-	p := w.pending[k]
-	w.mu.Unlock()
-	if p == nil {
+	t := w.topics[topic]
+	if t == nil {
+		w.mu.Unlock()
 		return nil
 	}
-	select {
-	case <-p.done:
-		if p.err != nil {
-			w.mu.Lock()
-			if w.pending[k] == p {
-				delete(w.pending, k)
-			}
+	upTo := t.next
+	for {
+		if t.err != nil && t.errAt < upTo {
+			err := t.err
+			t.err = nil
 			w.mu.Unlock()
-			return fmt.Errorf("clients: writing %s to %s: %w", key, topic, p.err)
+			return fmt.Errorf("clients: writing to %s before %s's wait: %w", topic, key, err)
 		}
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("clients: waiting for %s's write to %s: %w", key, topic, ctx.Err())
+		if t.low >= upTo {
+			w.mu.Unlock()
+			return nil
+		}
+		changed := t.changed
+		w.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("clients: waiting for the writes to %s before %s's: %w", topic, key, ctx.Err())
+		}
+		w.mu.Lock()
 	}
 }
 
-func (w *WriteAcks) sent(topic, key string) func(error) {
-	k := topic + "\x00" + key
+func (w *WriteAcks) sent(topic string) func(error) {
 	w.mu.Lock()
-	if w.pending == nil {
-		w.pending = map[string]*pendingWrites{}
+	if w.topics == nil {
+		w.topics = map[string]*topicWrites{}
 	}
-	p := w.pending[k]
-	if p == nil || p.n == 0 {
-		// None in flight (a failure not reported yet is superseded: this
-		// record replaces the one that failed).
-		p = &pendingWrites{done: make(chan struct{})}
-		w.pending[k] = p
+	t := w.topics[topic]
+	if t == nil {
+		t = &topicWrites{pending: map[uint64]struct{}{}, changed: make(chan struct{})}
+		w.topics[topic] = t
 	}
-	p.n++
+	n := t.next
+	t.next++
+	t.pending[n] = struct{}{}
 	w.mu.Unlock()
 	w.records.Add(1)
 	return func(err error) {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		if err != nil {
-			p.err = err
+		if _, ok := t.pending[n]; !ok {
+			return // finished twice
 		}
-		if p.n--; p.n == 0 {
-			if p.err == nil {
-				delete(w.pending, k)
-			} // else kept for the next Wait (or the next record of key)
-			close(p.done)
+		delete(t.pending, n)
+		if err != nil && t.err == nil {
+			t.err, t.errAt = err, n
 		}
+		for t.low < t.next {
+			if _, ok := t.pending[t.low]; ok {
+				break
+			}
+			t.low++
+		}
+		close(t.changed)
+		t.changed = make(chan struct{})
 	}
 }
 
@@ -123,11 +143,11 @@ type ackedProducer struct {
 }
 
 func (p ackedProducer) Emit(topic, key string, value []byte) *goka.Promise {
-	done := p.acks.sent(topic, key)
+	done := p.acks.sent(topic)
 	return p.Producer.Emit(topic, key, value).Then(done)
 }
 
 func (p ackedProducer) EmitWithHeaders(topic, key string, value []byte, headers goka.Headers) *goka.Promise {
-	done := p.acks.sent(topic, key)
+	done := p.acks.sent(topic)
 	return p.Producer.EmitWithHeaders(topic, key, value, headers).Then(done)
 }

@@ -49,17 +49,30 @@ func waitDone(w *WriteAcks, ctx context.Context, topic, key string) <-chan error
 	return c
 }
 
-func TestWriteAcksWaitsForEveryRecordOfItsKey(t *testing.T) {
+// TestWriteAcksWaitsForEveryEarlierRecordOfItsTopic: Wait returns once
+// every record of its topic sent before it is acknowledged, whatever its
+// key (a fire is built from records earlier callbacks wrote), and not for
+// records of other topics or sent after it; a failure among them is
+// reported once.
+func TestWriteAcksWaitsForEveryEarlierRecordOfItsTopic(t *testing.T) {
 	held := &heldProducer{held: map[string][]goka.PromiseFinisher{}}
 	w := &WriteAcks{}
 	p, err := w.Builder(func([]string, string, func() hash.Hash32) (goka.Producer, error) { return held, nil })(nil, "c", nil)
 	require.NoError(t, err)
 	ctx := context.Background()
+	pending := func(done <-chan error, why string) {
+		t.Helper()
+		select {
+		case err := <-done:
+			t.Fatalf("Wait returned (%v) %s", err, why)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 
 	require.ErrorIs(t, w.Wait(ctx, "table", "k"), errNotWired, "a wait before any record went through its producer")
 	p.Emit("loop", "x", nil)
 	held.ack("loop", "x", nil)
-	require.NoError(t, w.Wait(ctx, "table", "k"), "nothing of its key sent: nothing to wait for")
+	require.NoError(t, w.Wait(ctx, "table", "k"), "nothing sent to the topic: nothing to wait for")
 	p.Emit("table", "k", []byte("1"))
 	p.EmitWithHeaders("table", "k", []byte("2"), nil)
 	p.Emit("table", "other", []byte("x"))
@@ -67,25 +80,31 @@ func TestWriteAcksWaitsForEveryRecordOfItsKey(t *testing.T) {
 
 	done := waitDone(w, ctx, "table", "k")
 	held.ack("table", "k", nil)
-	select {
-	case err := <-done:
-		t.Fatalf("Wait returned (%v) with a record of its key unacknowledged", err)
-	case <-time.After(50 * time.Millisecond):
-	}
+	pending(done, "with a record of its key unacknowledged")
 	held.ack("table", "k", nil)
-	require.NoError(t, <-done, "both acknowledged; the other key and topic still pending")
+	pending(done, "with an earlier record of another key of its topic unacknowledged")
+	p.Emit("table", "later", []byte("z")) // sent after the wait began
+	held.ack("table", "other", nil)
+	require.NoError(t, <-done, "every earlier record acknowledged; a later one and another topic's still pending")
+	held.ack("table", "later", nil)
 
-	// A failed write is reported to the waiter.
-	p.Emit("table", "k", []byte("3"))
+	// A failed write, of any key, is reported to the waiter, once.
+	p.Emit("table", "other", []byte("3"))
 	p.Emit("table", "k", []byte("4"))
 	done = waitDone(w, ctx, "table", "k")
-	held.ack("table", "k", errors.New("broker gone"))
+	held.ack("table", "other", errors.New("broker gone"))
 	held.ack("table", "k", nil)
 	require.ErrorContains(t, <-done, "broker gone")
-	require.NoError(t, w.Wait(ctx, "table", "k"), "a later wait, with nothing pending, does not see the old failure")
+	require.NoError(t, w.Wait(ctx, "table", "k"), "a later wait does not see the old failure again")
+
+	// A failure after the wait began is the next wait's.
+	p.Emit("table", "k", []byte("5"))
+	done = waitDone(w, ctx, "table", "k")
+	held.ack("table", "k", nil)
+	require.NoError(t, <-done)
 
 	// A cancelled context ends the wait.
-	p.Emit("table", "k", []byte("5"))
+	p.Emit("table", "k", []byte("6"))
 	cctx, cancel := context.WithCancel(ctx)
 	done = waitDone(w, cctx, "table", "k")
 	cancel()

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -21,6 +22,11 @@ type adv17Log struct {
 	// (a bucket chunk's end, after its fires), so only what its waits
 	// before that made durable reached the changelog.
 	dieInLastWait bool
+	// wentOn: a lost write's owner went on (its changelog produce failed,
+	// the process did not die): every later Durable wait on it fails, as
+	// clients.WriteAcks reports the failure, and the callback with it.
+	wentOn      bool
+	failedWaits int // callbacks that failed so
 }
 
 // run delivers one input to cb; its table writes reach the changelog
@@ -29,7 +35,17 @@ type adv17Log struct {
 func (l *adv17Log) run(cb func(goka.Context, any), topic goka.Stream, key string, ts time.Time, off int64, msg []byte, lost bool) {
 	l.t.Helper()
 	ctx := &simCtx{topic: topic, key: key, table: l.st, ts: ts, offset: off, ctx: context.Background()}
-	require.NoError(l.t, ctx.run(cb, msg))
+	if l.wentOn {
+		ctx.durableErr = errors.New("sim: an earlier table write failed")
+	}
+	if err := ctx.run(cb, msg); err != nil && l.wentOn {
+		// The callback failed at its wait: goka fails the partition,
+		// nothing of it is committed, its writes reach nobody.
+		l.failedWaits++
+		return
+	} else {
+		require.NoError(l.t, err)
+	}
 	durable := ctx.durable
 	if n := len(ctx.durables); l.dieInLastWait && n > 0 {
 		durable = 0
@@ -76,6 +92,7 @@ func (l *adv17Log) drainLoops() {
 // its table is restored from the changelog.
 func (l *adv17Log) moveToNewOwner() {
 	l.t.Helper()
+	l.wentOn = false
 	l.open()
 	require.NoError(l.t, l.st.Set(l.shardKey(), l.changelog[l.shardKey()]))
 	for k, v := range l.changelog {

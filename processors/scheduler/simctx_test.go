@@ -74,6 +74,9 @@ type simCtx struct {
 	durable int
 	// durables is durable after each Durable call, in order.
 	durables []int
+	// durableErr, when set, is what every Durable call returns: a write
+	// an earlier callback made failed (clients.WriteAcks reports it).
+	durableErr error
 }
 
 // simDurable is Config.Durable in the harnesses: the table writes of key
@@ -83,6 +86,9 @@ func simDurable(ctx goka.Context, key string) error {
 	c, ok := ctx.(*simCtx)
 	if !ok {
 		return fmt.Errorf("sim: Durable with a %T", ctx)
+	}
+	if c.durableErr != nil {
+		return c.durableErr
 	}
 	for i := len(c.outs) - 1; i >= c.durable; i-- {
 		if c.outs[i].Kind == simOutTable && c.outs[i].Key == key {
