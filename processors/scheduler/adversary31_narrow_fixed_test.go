@@ -2,11 +2,8 @@ package scheduler
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/chronos-scheduler/chronos/codecs"
 )
 
 // TestAdv31BucketRerunNarrowedByNewMember: within the fix's own model
@@ -20,16 +17,9 @@ import (
 // fire nor marks it, and the continuation fires m1@t46 with v2.
 func TestAdv31BucketRerunNarrowedByNewMember(t *testing.T) {
 	t.Parallel()
-	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	l := &adv17Log{partitionHarness: newPartitionHarness(t, 2, at), changelog: map[string][]byte{}, dieInLastWait: true}
-	l.advance(at)
-	for i, id := range []string{"m0", "m1"} {
-		l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), id, at, int64(i), []byte(`{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"v":1}}}`), false)
-	}
-	tr := codecs.ShardTrigger{Kind: codecs.KindBucket, T: at, Bucket: "b", TriggerID: "t46"}
-	msg := codecs.EncodeInternal(tr)
-	l.off++
-	off := l.off
+	at := bucketAt
+	l := newBucketLog(t, 2, true, "m0", "m1")
+	msg, off := bucketT46, l.nextOff()
 	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), at, off, msg, true)
 	require.Len(t, l.fired(), 2, "m0@t46 and m1@t46 went out before the crash")
 	l.loops = nil
@@ -48,17 +38,10 @@ func TestAdv31BucketRerunNarrowedByNewMember(t *testing.T) {
 // job of bucket c moved into b by a put (not a new job).
 func TestAdv31BucketRerunNarrowedByMovedMember(t *testing.T) {
 	t.Parallel()
-	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	l := &adv17Log{partitionHarness: newPartitionHarness(t, 2, at), changelog: map[string][]byte{}, dieInLastWait: true}
-	l.advance(at)
-	for i, id := range []string{"m0", "m1"} {
-		l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), id, at, int64(i), []byte(`{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"v":1}}}`), false)
-	}
+	at := bucketAt
+	l := newBucketLog(t, 2, true, "m0", "m1")
 	l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), "m05", at, 2, []byte(`{"v":1,"op":"put","job":{"every":"1h","bucket":"c","payload":{"v":1}}}`), false)
-	tr := codecs.ShardTrigger{Kind: codecs.KindBucket, T: at, Bucket: "b", TriggerID: "t46"}
-	msg := codecs.EncodeInternal(tr)
-	l.off++
-	off := l.off
+	msg, off := bucketT46, l.nextOff()
 	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), at, off, msg, true)
 	l.loops = nil
 	l.moveToNewOwner()

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -23,12 +22,8 @@ import (
 // writes are all durable here, and whatever it loses is after them.
 func TestAdv31BucketLostChunkThenPutOnSameOwner(t *testing.T) {
 	t.Parallel()
-	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	l := &adv17Log{partitionHarness: newPartitionHarness(t, 100, at), changelog: map[string][]byte{}}
-	l.advance(at)
-	for i, id := range []string{"j0", "j1"} {
-		l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), id, at, int64(i), []byte(`{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"v":1}}}`), false)
-	}
+	at := bucketAt
+	l := newBucketLog(t, 100, false, "j0", "j1")
 	tr := codecs.ShardTrigger{Kind: codecs.KindBucket, T: at, Bucket: "b", TriggerID: "t46"}
 	l.off++
 	msg := codecs.EncodeInternal(tr)

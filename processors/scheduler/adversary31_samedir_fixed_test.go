@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/chronos-scheduler/chronos/codecs"
 )
 
 // TestAdv31BucketOpenRefStuckAfterSameDirRestart: the model of
@@ -22,16 +20,9 @@ import (
 // record, v2. No trigger is redelivered at all.
 func TestAdv31BucketOpenRefStuckAfterSameDirRestart(t *testing.T) {
 	t.Parallel()
-	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	l := &adv17Log{partitionHarness: newPartitionHarness(t, 100, at), changelog: map[string][]byte{}, dieInLastWait: true}
-	l.advance(at)
-	for i, id := range []string{"j0", "j1"} {
-		l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), id, at, int64(i), []byte(`{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"v":1}}}`), false)
-	}
-	tr := codecs.ShardTrigger{Kind: codecs.KindBucket, T: at, Bucket: "b", TriggerID: "t46"}
-	msg := codecs.EncodeInternal(tr)
-	l.off++
-	off := l.off
+	at := bucketAt
+	l := newBucketLog(t, 100, true, "j0", "j1")
+	msg, off := bucketT46, l.nextOff()
 	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), at, off, msg, true)
 	require.Len(t, l.fired(), 2)
 	// Restart on the same data dir: the trigger is delivered again.
@@ -54,16 +45,9 @@ func TestAdv31BucketOpenRefStuckAfterSameDirRestart(t *testing.T) {
 // for good.
 func TestAdv31BucketOpenRefNeverForgotten(t *testing.T) {
 	t.Parallel()
-	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	l := &adv17Log{partitionHarness: newPartitionHarness(t, 100, at), changelog: map[string][]byte{}, dieInLastWait: true}
-	l.advance(at)
-	for i, id := range []string{"j0", "j1"} {
-		l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), id, at, int64(i), []byte(`{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"v":1}}}`), false)
-	}
-	tr := codecs.ShardTrigger{Kind: codecs.KindBucket, T: at, Bucket: "b", TriggerID: "t46"}
-	msg := codecs.EncodeInternal(tr)
-	l.off++
-	off := l.off
+	at := bucketAt
+	l := newBucketLog(t, 100, true, "j0", "j1")
+	msg, off := bucketT46, l.nextOff()
 	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), at, off, msg, true)
 	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), at, off, msg, false)
 	l.loops = nil

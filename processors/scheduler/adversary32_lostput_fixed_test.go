@@ -2,11 +2,8 @@ package scheduler
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/chronos-scheduler/chronos/codecs"
 )
 
 // TestAdv32LostPutBeforeChunk (adversary round 32, fixed 2026-12-04: a
@@ -21,19 +18,12 @@ import (
 // may have sent" from the record it replaces, v1.
 func TestAdv32LostPutBeforeChunk(t *testing.T) {
 	t.Parallel()
-	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	l := &adv17Log{partitionHarness: newPartitionHarness(t, 100, at), changelog: map[string][]byte{}, dieInLastWait: true}
-	l.advance(at)
-	for i, id := range []string{"j0", "j1"} {
-		l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), id, at, int64(i), []byte(`{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"v":1}}}`), false)
-	}
+	at := bucketAt
+	l := newBucketLog(t, 100, true, "j0", "j1")
 	put := []byte(`{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"v":2}}}`)
 	l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), "j0", at, 2, put, true)
 	l.wentOn = true // the put's changelog write failed; the partition went on
-	tr := codecs.ShardTrigger{Kind: codecs.KindBucket, T: at, Bucket: "b", TriggerID: "t46"}
-	msg := codecs.EncodeInternal(tr)
-	l.off++
-	off := l.off
+	msg, off := bucketT46, l.nextOff()
 	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), at, off, msg, true)
 	require.Equal(t, 1, l.failedWaits, "the chunk's wait found the put's write failed")
 	require.Empty(t, l.fired()["j0@t46"], "no fire went out from the put's record")

@@ -4,11 +4,8 @@ package scheduler
 
 import (
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/chronos-scheduler/chronos/codecs"
 )
 
 // TestAdv32SameDirCommandOvertakesRedelivery: round 31's same-dir fix
@@ -22,16 +19,9 @@ import (
 // again, fires j0@t46 with v2: j0@t46 went out with v1 before the crash.
 func TestAdv32SameDirCommandOvertakesRedelivery(t *testing.T) {
 	t.Parallel()
-	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	l := &adv17Log{partitionHarness: newPartitionHarness(t, 100, at), changelog: map[string][]byte{}, dieInLastWait: true}
-	l.advance(at)
-	for i, id := range []string{"j0", "j1"} {
-		l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), id, at, int64(i), []byte(`{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"v":1}}}`), false)
-	}
-	tr := codecs.ShardTrigger{Kind: codecs.KindBucket, T: at, Bucket: "b", TriggerID: "t46"}
-	msg := codecs.EncodeInternal(tr)
-	l.off++
-	off := l.off
+	at := bucketAt
+	l := newBucketLog(t, 100, true, "j0", "j1")
+	msg, off := bucketT46, l.nextOff()
 	// The chunk's open write is durable; the process dies waiting for its
 	// end (Done), which the local store holds and the changelog does not.
 	l.run(l.s.onTrigger, l.s.cfg.Layout.ShardTriggers(), l.shardKey(), at, off, msg, true)

@@ -25,12 +25,8 @@ import (
 // v2 (and j1@t46 again with v1: a repeat, as promised).
 func TestBucketTriggerLostPutBeforeRedelivery(t *testing.T) {
 	t.Parallel()
-	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	l := &adv17Log{partitionHarness: newPartitionHarness(t, 100, at), changelog: map[string][]byte{}, dieInLastWait: true}
-	l.advance(at)
-	for i, id := range []string{"j0", "j1"} {
-		l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), id, at, int64(i), []byte(`{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"v":1}}}`), false)
-	}
+	at := bucketAt
+	l := newBucketLog(t, 100, true, "j0", "j1")
 	l.lostThenPut(codecs.ShardTrigger{Kind: codecs.KindBucket, T: at, Bucket: "b", TriggerID: "t46"}, 2, "j0", `{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"v":2}}}`)
 	l.requireOnePayload()
 	require.Len(t, l.fired()["j0@t46"], 2, "the put sent j0's fire again, the redelivered trigger skipped it")
@@ -166,4 +162,30 @@ func inputsOf(loops []simOut) []bucketInput {
 		out = append(out, bucketInput{out: o})
 	}
 	return out
+}
+
+// bucketAt is when the bucket histories begin, and their trigger's time.
+var bucketAt = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+// bucketT46 is the record of bucket b's trigger t46 at bucketAt.
+var bucketT46 = codecs.EncodeInternal(codecs.ShardTrigger{Kind: codecs.KindBucket, T: bucketAt, Bucket: "b", TriggerID: "t46"})
+
+// newBucketLog is an adv17Log at bucketAt (chunks of chunk jobs; with
+// dieInLastWait a lost chunk dies waiting for its end) after an advance,
+// with jobs ids put in bucket b, every 1h, payload {"v":1}, at offsets 0,
+// 1, ... of chronos-jobs.
+func newBucketLog(t *testing.T, chunk int, dieInLastWait bool, ids ...string) *adv17Log {
+	t.Helper()
+	l := &adv17Log{partitionHarness: newPartitionHarness(t, chunk, bucketAt), changelog: map[string][]byte{}, dieInLastWait: dieInLastWait}
+	l.advance(bucketAt)
+	for i, id := range ids {
+		l.run(l.s.onCommand, l.s.cfg.Layout.Jobs(), id, bucketAt, int64(i), []byte(`{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"v":1}}}`), false)
+	}
+	return l
+}
+
+// nextOff is the offset of the next record of the shard's inputs.
+func (l *adv17Log) nextOff() int64 {
+	l.off++
+	return l.off
 }
