@@ -237,9 +237,9 @@ func (s *Scheduler) openFanout(ctx goka.Context, shard codecs.ShardRecord, run c
 	return shard, s.durable(ctx, "the start of bucket %q's chunk (trigger %q)", run.Bucket, run.TriggerID)
 }
 
-// durable waits until every table write of ctx's key has reached the
-// changelog (Config.Durable); what names the write being waited for, for
-// the error.
+// durable waits until the table writes made so far, ctx's key's among
+// them, have reached the changelog (Config.Durable); what names the write
+// being waited for, for the error.
 func (s *Scheduler) durable(ctx goka.Context, what string, args ...any) error {
 	if s.cfg.Durable == nil {
 		return nil

@@ -97,15 +97,16 @@ type Config struct {
 	// Inputs is the policy for records that cannot be applied (default:
 	// rejects emitted through goka, see inputs.Policy).
 	Inputs *inputs.Policy
-	// Durable returns once every table write of key the callback ctx has
-	// made has reached the table's changelog (the broker acknowledged it),
-	// or the error that stopped one. Each callback of a pass writes that it
-	// may fire (PassOpen) and waits so before its first fire
-	// (docs/reliability.md). The instance wires
-	// it to the producer goka writes the changelog with
-	// (clients.WriteAcks); nil does not wait, and a crash between a
-	// callback's fires and its changelog write can then lose the record
-	// that they went out.
+	// Durable returns once the table writes made before it, the callback
+	// ctx's of key among them, have reached the table's changelog (the
+	// broker acknowledged them), or the error that stopped one. Each
+	// callback of a pass writes that it may fire (PassOpen), and each
+	// bucket chunk that it is open, and waits so before its first fire; a
+	// bucket chunk waits for its end too (docs/reliability.md). The
+	// instance wires it to the producer goka writes the changelog with
+	// (clients.WriteAcks, which waits for every earlier write of the
+	// topic); nil does not wait, and a crash between a callback's fires
+	// and its changelog write can then lose the record that they went out.
 	Durable func(ctx goka.Context, key string) error
 }
 
