@@ -70,19 +70,7 @@ func adv31History(t *testing.T, seed int64, newMembers bool) {
 		if newMembers && rnd.Intn(6) == 0 {
 			id = fmt.Sprintf("m%d5", rnd.Intn(n)) // a new member between
 		}
-		var js string
-		switch rnd.Intn(7) {
-		case 0, 1, 6:
-			js = fmt.Sprintf(`{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"p":"%s-%d"}}}`, id, cmdOff+100)
-		case 2:
-			js = fmt.Sprintf(`{"v":1,"op":"put","job":{"every":"1h","bucket":"c","payload":{"p":"%s-%d"}}}`, id, cmdOff+100)
-		case 3:
-			js = `{"v":1,"op":"pause"}`
-		case 4:
-			js = `{"v":1,"op":"resume"}`
-		default:
-			js = `{"v":1,"op":"delete"}`
-		}
+		js := bucketMemberCommand(rnd.Intn(7), id, cmdOff+100)
 		cmds = append(cmds, adv31In{topic: "cmd", key: id, off: cmdOff, msg: []byte(js)})
 		cmdOff++
 	}

@@ -112,19 +112,7 @@ func bucketLostChunkHistory(t *testing.T, seed int64) {
 	for range rnd.Intn(6) {
 		id := members[rnd.Intn(n)]
 		touched[id] = true
-		var js string
-		switch rnd.Intn(6) {
-		case 0, 1:
-			js = fmt.Sprintf(`{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"p":"%s-%d"}}}`, id, cmdOff+100)
-		case 2:
-			js = fmt.Sprintf(`{"v":1,"op":"put","job":{"every":"1h","bucket":"c","payload":{"p":"%s-%d"}}}`, id, cmdOff+100)
-		case 3:
-			js = `{"v":1,"op":"pause"}`
-		case 4:
-			js = `{"v":1,"op":"resume"}`
-		default:
-			js = `{"v":1,"op":"delete"}`
-		}
+		js := bucketMemberCommand(rnd.Intn(6), id, cmdOff+100)
 		cmds = append(cmds, func() { command(id, js, false) })
 	}
 	// Commands and the fan-out's inputs interleave; each topic in order.
@@ -188,4 +176,22 @@ func newBucketLog(t *testing.T, chunk int, dieInLastWait bool, ids ...string) *a
 func (l *adv17Log) nextOff() int64 {
 	l.off++
 	return l.off
+}
+
+// bucketMemberCommand is the command op (a draw of 0-6) of a generated
+// bucket history on member id: a put that keeps it in bucket b with a new
+// payload (n in it), one that moves it to bucket c, a pause, a resume or a
+// delete.
+func bucketMemberCommand(op int, id string, n int64) string {
+	switch op {
+	case 0, 1, 6:
+		return fmt.Sprintf(`{"v":1,"op":"put","job":{"every":"1h","bucket":"b","payload":{"p":"%s-%d"}}}`, id, n)
+	case 2:
+		return fmt.Sprintf(`{"v":1,"op":"put","job":{"every":"1h","bucket":"c","payload":{"p":"%s-%d"}}}`, id, n)
+	case 3:
+		return `{"v":1,"op":"pause"}`
+	case 4:
+		return `{"v":1,"op":"resume"}`
+	}
+	return `{"v":1,"op":"delete"}`
 }

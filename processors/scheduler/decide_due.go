@@ -318,12 +318,7 @@ func bucketEvent(key string, value []byte, tr codecs.ShardTrigger, firedAt time.
 // fanned reports whether a command sent rec's fire of bucket trigger tr
 // itself (codecs.JobRecord.Fanned).
 func fanned(rec *codecs.JobRecord, tr codecs.ShardTrigger) bool {
-	for _, m := range rec.Fanned {
-		if m.Marks(codecs.FanoutRef{TriggerID: tr.TriggerID, T: tr.T}) {
-			return true
-		}
-	}
-	return false
+	return markedIn(rec.Fanned, codecs.FanoutRef{TriggerID: tr.TriggerID, T: tr.T})
 }
 
 // bucketFire is the dispatch event of job key (record rec) for bucket

@@ -628,12 +628,16 @@ func (s *Scheduler) complete(ctx goka.Context, version uint64) error {
 	// later (adversary 31: then put again, the fan-out run again fired it
 	// with the put's payload). It sends that fire first, as a command
 	// does.
-	shard, err := s.shard(ctx.Partition())
-	if err != nil {
-		return err
-	}
-	if next.Fanned, err = s.fannedOut(ctx, shard, rec, rec); err != nil {
-		return err
+	if rec.Job.Bucket != "" || len(rec.Fanned) > 0 {
+		// Only then: one-shot jobs complete on the fire path, and the
+		// shard record is read for it.
+		shard, err := s.shard(ctx.Partition())
+		if err != nil {
+			return err
+		}
+		if next.Fanned, err = s.fannedOut(ctx, shard, rec, rec); err != nil {
+			return err
+		}
 	}
 	s.setValue(ctx, codecs.EncodeJobRecord(next))
 	return nil
