@@ -40,6 +40,7 @@ type topicWrites struct {
 	pending map[uint64]struct{} // those not acknowledged yet
 	err     error               // the first failure no Wait has reported
 	errAt   uint64              // its record's number
+	failed  uint64              // records that failed, ever
 	changed chan struct{}       // closed (and replaced) at each acknowledgement
 }
 
@@ -100,6 +101,53 @@ func (w *WriteAcks) Wait(ctx context.Context, topic, key string) error {
 	}
 }
 
+// Topic returns what a partition store of topic's table asks at its close
+// (store.Options.Settled): whether a record failed, and when every record
+// sent before has finished.
+func (w *WriteAcks) Topic(topic string) TopicWrites { return TopicWrites{w: w, topic: topic} }
+
+// TopicWrites is one topic's records as WriteAcks counts them.
+type TopicWrites struct {
+	w     *WriteAcks
+	topic string
+}
+
+// Failures returns how many records of the topic have failed since the
+// WriteAcks was made (errors Wait reported included).
+func (t TopicWrites) Failures() uint64 {
+	t.w.mu.Lock()
+	defer t.w.mu.Unlock()
+	if tw := t.w.topics[t.topic]; tw != nil {
+		return tw.failed
+	}
+	return 0
+}
+
+// Flushed returns once every record sent to the topic before it was
+// called has been acknowledged or has failed (Failures counts those), or
+// ctx's error first.
+func (t TopicWrites) Flushed(ctx context.Context) error {
+	t.w.mu.Lock()
+	tw := t.w.topics[t.topic]
+	if tw == nil {
+		t.w.mu.Unlock()
+		return nil
+	}
+	upTo := tw.next
+	for tw.low < upTo {
+		changed := tw.changed
+		t.w.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("clients: waiting for the records sent to %s: %w", t.topic, ctx.Err())
+		}
+		t.w.mu.Lock()
+	}
+	t.w.mu.Unlock()
+	return nil
+}
+
 func (w *WriteAcks) sent(topic string) func(error) {
 	w.mu.Lock()
 	if w.topics == nil {
@@ -122,8 +170,11 @@ func (w *WriteAcks) sent(topic string) func(error) {
 			return // finished twice
 		}
 		delete(t.pending, n)
-		if err != nil && t.err == nil {
-			t.err, t.errAt = err, n
+		if err != nil {
+			t.failed++
+			if t.err == nil {
+				t.err, t.errAt = err, n
+			}
 		}
 		for t.low < t.next {
 			if _, ok := t.pending[t.low]; ok {

@@ -110,3 +110,42 @@ func TestWriteAcksWaitsForEveryEarlierRecordOfItsTopic(t *testing.T) {
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
 }
+
+// TestTopicWritesCountsFailuresAndFlushes: a store's close asks whether a
+// record of its table failed while it was open (Failures, every failure,
+// also one a Wait reported) and waits for the records sent before it
+// (Flushed), not for later ones.
+func TestTopicWritesCountsFailuresAndFlushes(t *testing.T) {
+	held := &heldProducer{held: map[string][]goka.PromiseFinisher{}}
+	w := &WriteAcks{}
+	p, err := w.Builder(func([]string, string, func() hash.Hash32) (goka.Producer, error) { return held, nil })(nil, "c", nil)
+	require.NoError(t, err)
+	ctx := context.Background()
+	tw := w.Topic("table")
+	require.Zero(t, tw.Failures())
+	require.NoError(t, tw.Flushed(ctx), "nothing sent")
+
+	p.Emit("table", "a", nil)
+	p.Emit("table", "b", nil)
+	flushed := make(chan error, 1)
+	go func() { flushed <- tw.Flushed(ctx) }()
+	held.ack("table", "a", nil)
+	select {
+	case err := <-flushed:
+		t.Fatalf("Flushed returned (%v) with b in flight", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	p.Emit("table", "later", nil)
+	held.ack("table", "b", errors.New("broker gone"))
+	require.NoError(t, <-flushed, "a and b finished; a later record does not hold it")
+	require.Equal(t, uint64(1), tw.Failures())
+	require.ErrorContains(t, w.Wait(ctx, "table", "a"), "broker gone") // reported once to a Wait...
+	require.Equal(t, uint64(1), tw.Failures(), "...and still counted")
+	require.Zero(t, w.Topic("other").Failures())
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	require.ErrorIs(t, tw.Flushed(cctx), context.Canceled, "later is still in flight")
+	held.ack("table", "later", nil)
+	require.NoError(t, tw.Flushed(ctx))
+}

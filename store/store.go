@@ -130,6 +130,26 @@ type Options struct {
 	// The persisted offset never passes the data (one WAL, written in
 	// order), so nothing is skipped.
 	OffsetEvery int64
+	// Settled, when set, is called by Close: nil means every write made
+	// through the store has reached its changelog (the broker acknowledged
+	// it). goka writes a table's local store at once and its changelog
+	// asynchronously, so a process that dies, or a changelog write that
+	// fails, can leave a store holding writes its changelog never got: a
+	// store ahead of its changelog, which a restart on the same data dir
+	// would trust while any other owner would restore the changelog's
+	// older values (docs/reliability.md, "A store ahead of its
+	// changelog"). With Settled set, a store marks itself unsettled when
+	// its recovery ends (MarkRecovered, before its first write of its
+	// own), and only a Close whose Settled returns nil clears the mark;
+	// Open discards a store that carries it (a kill, a crash, a failed
+	// write, or a Close that could not tell) and the partition is restored
+	// from its changelog from the start, like on an empty disk. nil: no
+	// mark, a kept store is trusted (the clock and history tables, whose
+	// writes are idempotent when their inputs are consumed again).
+	Settled func() error
+	// OnDiscarded is called when Open discarded an unsettled store (see
+	// Settled), with why. Optional (the store also logs it to Logger).
+	OnDiscarded func(dir string)
 }
 
 var (
@@ -294,6 +314,11 @@ func (s *Store) Open() error {
 		return fmt.Errorf("store: opening pebble at %s: %w", s.dir, err)
 	}
 	s.db = db
+	if db, tuned, err = s.discardUnsettled(db, tuned); err != nil {
+		s.db = nil
+		return err
+	}
+	s.db = db
 	s.opened = true
 	s.tuned = tuned
 
@@ -311,6 +336,40 @@ func (s *Store) Open() error {
 	s.bg.Add(1)
 	go s.commitOffsetsDuringRecovery()
 	return nil
+}
+
+// discardUnsettled empties a store whose last Close did not record that
+// its writes reached the changelog (Options.Settled): it closes db, removes
+// the directory and opens an empty DB there, with the recovery's
+// compaction threshold if set. Called from Open with s.mu held and s.db =
+// db; returns the DB to use.
+func (s *Store) discardUnsettled(db *pebble.DB, tuned bool) (*pebble.DB, bool, error) {
+	v, err := s.getRaw(metaKey(metaUnsettled))
+	if err != nil {
+		return nil, false, errors.Join(fmt.Errorf("store: reading %s's close mark: %w", s.dir, err), db.Close())
+	}
+	if v == nil {
+		return db, tuned, nil
+	}
+	if err := db.Close(); err != nil {
+		return nil, false, fmt.Errorf("store: closing %s to discard it: %w", s.dir, err)
+	}
+	fs := s.fs()
+	if err := fs.RemoveAll(s.dir); err != nil {
+		return nil, false, fmt.Errorf("store: discarding %s: %w", s.dir, err)
+	}
+	if err := fs.MkdirAll(s.dir, 0o755); err != nil {
+		return nil, false, fmt.Errorf("store: creating %s: %w", s.dir, err)
+	}
+	tuned = s.opts.RecoveryL0CompactionThreshold > 0
+	if db, err = s.openDB(tuned); err != nil {
+		return nil, false, fmt.Errorf("store: opening pebble at %s: %w", s.dir, err)
+	}
+	s.logf("store %s: its last close did not record that its writes reached the changelog (a crash, or a failed write): discarded, the partition is restored from its changelog", s.dir)
+	if s.opts.OnDiscarded != nil {
+		s.opts.OnDiscarded(s.dir)
+	}
+	return db, tuned, nil
 }
 
 func (s *Store) fs() vfs.FS {
@@ -544,6 +603,15 @@ func (s *Store) Close() (err error) {
 	}()
 	if off, ok := s.localOffset(); ok && err == nil {
 		err = s.db.Set(metaKey(metaOffset), encodeOffset(off), s.wo)
+	}
+	if s.opts.Settled != nil && s.recovered.Load() && err == nil {
+		// The mark goes only when every write of the store reached the
+		// changelog; db.Close below syncs the WAL that holds its removal.
+		if serr := s.opts.Settled(); serr != nil {
+			s.logf("store %s: closing with writes the changelog may not hold (%v): the next Open discards it", s.dir, serr)
+		} else {
+			err = s.db.Delete(metaKey(metaUnsettled), s.wo)
+		}
 	}
 	s.itMu.Lock()
 	iters := make([]*iterator, 0, len(s.iters))
@@ -970,6 +1038,16 @@ func (s *Store) SetOffset(offset int64) (err error) {
 	return s.putOffset(offset)
 }
 
+// markUnsettled records, durably, that the store may from now on hold
+// writes its changelog does not (see Options.Settled).
+func (s *Store) markUnsettled() error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	return s.db.Set(metaKey(metaUnsettled), []byte{1}, pebble.Sync)
+}
+
 // Recovered reports whether the store has been marked recovered
 // (MarkRecovered returned: goka's restore from the changelog caught up).
 // Until then its contents are the changelog as restored so far. Safe for
@@ -989,6 +1067,11 @@ func (s *Store) MarkRecovered() (err error) {
 	}
 	if err := s.untune(); err != nil {
 		return err
+	}
+	if s.opts.Settled != nil {
+		if err := s.markUnsettled(); err != nil {
+			return err
+		}
 	}
 	if off, ok := s.localOffset(); ok {
 		if err := s.putOffset(off); err != nil {

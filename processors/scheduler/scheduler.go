@@ -108,7 +108,32 @@ type Config struct {
 	// topic); nil does not wait, and a crash between a callback's fires
 	// and its changelog write can then lose the record that they went out.
 	Durable func(ctx goka.Context, key string) error
+	// Changelog, when set, counts the table's changelog writes (the
+	// instance wires clients.WriteAcks.Topic): a partition store closes as
+	// settled only when none failed while it was open and every one sent
+	// before its close has finished (store.Options.Settled); any other end
+	// (a kill, a crash, a failed write) makes the next Open on this data
+	// dir discard the store and restore the partition from its changelog.
+	// nil: a kept store is trusted, and a restart on the same data dir
+	// after a crash can keep writes the changelog never got
+	// (docs/reliability.md, "A store ahead of its changelog").
+	Changelog ChangelogWrites
 }
+
+// ChangelogWrites is what a partition store asks about the table's
+// changelog writes when it closes (Config.Changelog).
+type ChangelogWrites interface {
+	// Failures returns how many changelog writes have failed so far.
+	Failures() uint64
+	// Flushed returns once every changelog write sent before it was
+	// called has finished (acknowledged or failed), or ctx's error.
+	Flushed(ctx context.Context) error
+}
+
+// settleWait bounds how long a partition store's close waits for the
+// changelog writes in flight (Config.Changelog); past it the store is
+// discarded at its next Open.
+const settleWait = 10 * time.Second
 
 func (c *Config) setDefaults() {
 	if c.Limits == (codecs.Limits{}) {
@@ -260,6 +285,24 @@ func (s *Scheduler) StorageBuilder() storage.Builder {
 			// DeferIndexOnRecovery comes with opts from Config.Store; the
 			// instance sets it (docs/architecture.md, "Deferred indexing
 			// on recovery"), the simulation in half its seeds.
+		}
+		if cl := s.cfg.Changelog; cl != nil {
+			failed := cl.Failures()
+			opts.Settled = func() error {
+				ctx, cancel := context.WithTimeout(context.Background(), settleWait)
+				defer cancel()
+				if err := cl.Flushed(ctx); err != nil {
+					return err
+				}
+				if n := cl.Failures() - failed; n > 0 {
+					return fmt.Errorf("%d changelog writes failed while the store was open", n)
+				}
+				return nil
+			}
+			opts.OnDiscarded = func(dir string) {
+				s.cfg.Logger.Warn("the partition store was not closed settled (a crash, a kill or a failed changelog write): discarded; restoring the partition from its changelog",
+					"partition", partition, "dir", dir)
+			}
 		}
 		opts.MemTableSize = StaggeredMemTableSize(s.cfg.Store.MemTableSize, partition)
 		built := time.Now() // the partition was assigned to this instance
