@@ -244,7 +244,10 @@ func (s *Scheduler) durable(ctx goka.Context, what string, args ...any) error {
 	if s.cfg.Durable == nil {
 		return nil
 	}
-	if err := s.cfg.Durable(ctx, ctx.Key()); err != nil {
+	start := time.Now()
+	err := s.cfg.Durable(ctx, ctx.Key())
+	s.cfg.Metrics.changelogWait(time.Since(start))
+	if err != nil {
 		return fmt.Errorf("scheduler: writing %s: %w", fmt.Sprintf(what, args...), err)
 	}
 	return nil

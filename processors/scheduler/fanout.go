@@ -462,10 +462,8 @@ func (s *Scheduler) beginDurably(ctx goka.Context, horizon *purgeHorizon) error 
 	begin := *horizon.begin
 	begin.Purged = max(begin.Purged, horizon.purged)
 	s.setValue(ctx, codecs.EncodeShardRecord(begin))
-	if s.cfg.Durable != nil {
-		if err := s.cfg.Durable(ctx, ctx.Key()); err != nil {
-			return fmt.Errorf("scheduler: writing the start of the pass to %s: %w", begin.Advancing.Format(time.RFC3339Nano), err)
-		}
+	if err := s.durable(ctx, "the start of the pass to %s", begin.Advancing.Format(time.RFC3339Nano)); err != nil {
+		return err
 	}
 	horizon.begin = nil
 	return nil

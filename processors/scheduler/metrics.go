@@ -18,6 +18,7 @@ type Metrics struct {
 	rejects  *prometheus.CounterVec
 	fanouts  prometheus.Histogram
 	bulk     *prometheus.CounterVec
+	waits    prometheus.Histogram
 }
 
 // NewMetrics creates the scheduler metrics and registers them on reg.
@@ -39,6 +40,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(1, 4, 10)}),
 		bulk: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "chronos_bulk_commands_total",
 			Help: "Commands written to chronos-jobs by bulk operations (one per job the op changes), by op."}, []string{"op"}),
+		waits: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "chronos_changelog_wait_seconds",
+			Help:    "Time a callback waited for the table writes before it to reach the changelog before it fired (an advance's start, a bucket chunk's start and end).",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 10}}),
 	}
 	for _, t := range []string{"schedule", "bucket", "manual"} {
 		m.fires.WithLabelValues(t)
@@ -49,7 +53,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	for _, c := range codecs.RejectCodes() {
 		m.rejects.WithLabelValues(c)
 	}
-	reg.MustRegister(m.fires, m.missed, m.delays, m.commands, m.rejects, m.fanouts, m.bulk)
+	reg.MustRegister(m.fires, m.missed, m.delays, m.commands, m.rejects, m.fanouts, m.bulk, m.waits)
 	return m
 }
 
@@ -215,4 +219,10 @@ func (s *Scheduler) announcedNow() time.Time {
 		return (*f)()
 	}
 	return s.Announced()
+}
+
+func (m *Metrics) changelogWait(d time.Duration) {
+	if m != nil {
+		m.waits.Observe(d.Seconds())
+	}
 }
