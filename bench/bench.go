@@ -29,7 +29,15 @@ const (
 	ModeEvery Mode = "every"
 	// ModeAligned: every job is due once, at the same second.
 	ModeAligned Mode = "aligned"
+	// ModeBucket: every job is a member of one bucket (its own schedule
+	// far off), and one bucket trigger fires them all at once: the burst
+	// through the bucket fan-out (chunks that write and wait for their
+	// start and end, docs/architecture.md) instead of the due index.
+	ModeBucket Mode = "bucket"
 )
+
+// BenchBucket is the bucket ModeBucket registers the jobs in.
+const BenchBucket = "bench"
 
 // Config is one benchmark run.
 type Config struct {
@@ -84,9 +92,9 @@ func (c Config) Validate() error {
 		if c.Every < time.Second || c.Every%time.Second != 0 {
 			errs = append(errs, fmt.Errorf("bench: every %s, want whole seconds >= 1s", c.Every))
 		}
-	case ModeAligned:
+	case ModeAligned, ModeBucket:
 	default:
-		errs = append(errs, fmt.Errorf("bench: mode %q, want every or aligned", c.Mode))
+		errs = append(errs, fmt.Errorf("bench: mode %q, want every, aligned or bucket", c.Mode))
 	}
 	if c.PayloadBytes < 0 || c.PayloadBytes > 16<<20 || (c.PayloadBytes > 0 && c.PayloadBytes < 2) {
 		errs = append(errs, fmt.Errorf("bench: payload bytes %d, want 0 or 2..16MiB", c.PayloadBytes))

@@ -92,9 +92,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.StoreWrites != nil {
 		writes0 = cfg.StoreWrites()
 	}
-	if cfg.Mode == ModeAligned {
+	switch cfg.Mode {
+	case ModeAligned:
 		err = measureBurst(ctx, cfg, col, base, rep)
-	} else {
+	case ModeBucket:
+		var at time.Time
+		if at, err = triggerBucket(ctx, cfg, cl, base); err == nil {
+			err = measureBurst(ctx, cfg, col, at, rep)
+		}
+	default:
 		err = measureSteady(ctx, cfg, col, base, rep)
 	}
 	if err != nil {
@@ -134,12 +140,19 @@ func register(ctx context.Context, cfg Config, cl *kgo.Client, base time.Time, p
 		if cfg.Jitter > 0 {
 			def.Jitter = cfg.Jitter.String()
 		}
-		if cfg.Mode == ModeAligned {
+		switch cfg.Mode {
+		case ModeAligned:
 			// Recurring jobs due at the same second (every hourly report at
 			// :00), so the burst measures the fan-out, not completions.
 			def.Every = "24h"
 			def.Start = base.UTC().Format(time.RFC3339)
-		} else {
+		case ModeBucket:
+			// Members of one bucket whose own schedule is far off: only the
+			// trigger fires them.
+			def.Every = "24h"
+			def.Start = base.Add(12 * time.Hour).UTC().Format(time.RFC3339)
+			def.Bucket = BenchBucket
+		default:
 			def.Every = cfg.Every.String()
 			def.Start = base.Add(time.Duration(i%every) * time.Second).UTC().Format(time.RFC3339)
 		}
@@ -168,6 +181,23 @@ func register(ctx context.Context, cfg Config, cl *kgo.Client, base time.Time, p
 }
 
 func jobID(i int) string { return "job-" + strconv.Itoa(i) }
+
+// triggerBucket waits until base and produces the bucket trigger of
+// ModeBucket; the burst is measured from the time it was produced (the
+// dispatch events' scheduled_at is the trigger's timestamp).
+func triggerBucket(ctx context.Context, cfg Config, cl *kgo.Client, base time.Time) (time.Time, error) {
+	if err := sleepUntil(ctx, base); err != nil {
+		return time.Time{}, err
+	}
+	at := time.Now()
+	v := fmt.Appendf(nil, `{"v":1,"bucket":%q,"trigger_id":"bench-%d"}`, BenchBucket, at.UnixNano())
+	r := &kgo.Record{Topic: string(cfg.Layout.BucketTriggers()), Key: []byte(BenchBucket), Value: v, Timestamp: at}
+	if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+		return time.Time{}, fmt.Errorf("bench: producing the bucket trigger: %w", err)
+	}
+	cfg.progress("bucket trigger produced at %s", at.Format(time.TimeOnly))
+	return at, nil
+}
 
 // waitConsumed waits until group's committed offsets reach the end of topic
 // (its lag, measured as the lag package measures it, is 0).
@@ -287,7 +317,7 @@ func newCollector(n int) *collector {
 
 // expectedFires estimates the fires a run receives (the window plus slack).
 func expectedFires(cfg Config) int {
-	if cfg.Mode == ModeAligned {
+	if cfg.Mode == ModeAligned || cfg.Mode == ModeBucket {
 		return cfg.Jobs
 	}
 	perSecond := float64(cfg.Jobs) / cfg.Every.Seconds()

@@ -26,6 +26,7 @@ func newBench() *cobra.Command {
 		brokers  []string
 		cfg      bench.Config
 		aligned  bool
+		bucket   bool
 		output   string
 		profile  string
 		external bool
@@ -39,8 +40,14 @@ func newBench() *cobra.Command {
 				return fmt.Errorf("-o %q: want table or json", output)
 			}
 			cfg.Mode = bench.ModeEvery
+			if aligned && bucket {
+				return errors.New("--aligned and --bucket: choose one")
+			}
 			if aligned {
 				cfg.Mode = bench.ModeAligned
+			}
+			if bucket {
+				cfg.Mode = bench.ModeBucket
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
@@ -77,6 +84,7 @@ func newBench() *cobra.Command {
 	fs.IntVar(&cfg.Jobs, "jobs", 100_000, "jobs to register")
 	fs.DurationVar(&cfg.Every, "every", time.Minute, "interval of every job, spread evenly over whole seconds")
 	fs.BoolVar(&aligned, "aligned", false, "all jobs due once at the same second (a burst) instead of --every")
+	fs.BoolVar(&bucket, "bucket", false, "all jobs in one bucket, fired at once by one bucket trigger (a burst through the bucket fan-out) instead of --every")
 	fs.DurationVar(&cfg.Duration, "duration", 30*time.Second, "measurement window (--every), or the longest wait for a burst to drain")
 	fs.StringSliceVar(&brokers, "brokers", nil, "use this Kafka cluster instead of an embedded broker")
 	fs.StringVarP(&output, "output", "o", "table", "table or json")

@@ -54,3 +54,22 @@ func TestBenchPassesInstanceFlags(t *testing.T) {
 	require.EqualValues(t, 20, rep.Fires, "a payload under --max-payload fires")
 	require.Zero(t, rep.Missed)
 }
+
+// TestBenchBucketModeFiresEveryMember: --bucket registers every job in one
+// bucket with its own schedule far off, and one bucket trigger fires them
+// all: each once, measured from the trigger.
+func TestBenchBucketModeFiresEveryMember(t *testing.T) {
+	t.Parallel()
+	out, err := run(t, "bench", "--jobs", "2000", "--bucket", "--duration", "20s", "--fanout-chunk", "300", "-o", "json")
+	require.NoError(t, err)
+	var rep bench.Report
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Equal(t, bench.ModeBucket, rep.Mode)
+	require.EqualValues(t, 2000, rep.Expected)
+	require.EqualValues(t, 2000, rep.Fires, "every member fired")
+	require.Zero(t, rep.Missed)
+	require.Zero(t, rep.Duplicates)
+	require.Positive(t, rep.Drain)
+	_, err = run(t, "bench", "--jobs", "1", "--bucket", "--aligned")
+	require.ErrorContains(t, err, "choose one")
+}
