@@ -49,6 +49,12 @@ func TestUnsettledStoreIsDiscarded(t *testing.T) {
 				require.NoError(t, err)
 				require.Equal(t, keptOff, got, "life %d: offset", life)
 				require.Equal(t, before+b2i(expectDiscard), discarded, "life %d: discards", life)
+				if expectDiscard {
+					// Moved aside, not deleted.
+					names, err := fsNow.List("/db" + DiscardedSuffix)
+					require.NoError(t, err)
+					require.NotEmpty(t, names, "life %d: the discarded copy", life)
+				}
 				expectDiscard = false
 				state := maps.Clone(kept)
 				// Recovery: writes from the changelog.

@@ -142,8 +142,10 @@ type Options struct {
 	// its recovery ends (MarkRecovered, before its first write of its
 	// own), and only a Close whose Settled returns nil clears the mark;
 	// Open discards a store that carries it (a kill, a crash, a failed
-	// write, or a Close that could not tell) and the partition is restored
-	// from its changelog from the start, like on an empty disk. nil: no
+	// write, or a Close that could not tell): it moves it to
+	// DIR+DiscardedSuffix (replacing an older copy) and opens an empty
+	// store, and the partition is restored from its changelog from the
+	// start, like on an empty disk. nil: no
 	// mark, a kept store is trusted (the clock and history tables, whose
 	// writes are idempotent when their inputs are consumed again).
 	Settled func() error
@@ -338,9 +340,13 @@ func (s *Store) Open() error {
 	return nil
 }
 
+// DiscardedSuffix names the copy of a discarded store (Options.Settled):
+// DIR+DiscardedSuffix, beside it.
+const DiscardedSuffix = ".discarded"
+
 // discardUnsettled empties a store whose last Close did not record that
-// its writes reached the changelog (Options.Settled): it closes db, removes
-// the directory and opens an empty DB there, with the recovery's
+// its writes reached the changelog (Options.Settled): it closes db, moves
+// the directory aside and opens an empty DB in its place, with the recovery's
 // compaction threshold if set. Called from Open with s.mu held and s.db =
 // db; returns the DB to use.
 func (s *Store) discardUnsettled(db *pebble.DB, tuned bool) (*pebble.DB, bool, error) {
@@ -354,9 +360,17 @@ func (s *Store) discardUnsettled(db *pebble.DB, tuned bool) (*pebble.DB, bool, e
 	if err := db.Close(); err != nil {
 		return nil, false, fmt.Errorf("store: closing %s to discard it: %w", s.dir, err)
 	}
+	// Moved aside, not deleted: the last discarded copy stays as
+	// DIR.discarded (replacing an older one) for an operator who needs
+	// what only it held (a table topic deleted: docs/operations.md). One
+	// rename, so a crash leaves either the marked store or none.
 	fs := s.fs()
-	if err := fs.RemoveAll(s.dir); err != nil {
-		return nil, false, fmt.Errorf("store: discarding %s: %w", s.dir, err)
+	aside := s.dir + DiscardedSuffix
+	if err := fs.RemoveAll(aside); err != nil {
+		return nil, false, fmt.Errorf("store: removing the older discarded copy %s: %w", aside, err)
+	}
+	if err := fs.Rename(s.dir, aside); err != nil {
+		return nil, false, fmt.Errorf("store: moving %s aside to discard it: %w", s.dir, err)
 	}
 	if err := fs.MkdirAll(s.dir, 0o755); err != nil {
 		return nil, false, fmt.Errorf("store: creating %s: %w", s.dir, err)
@@ -365,7 +379,7 @@ func (s *Store) discardUnsettled(db *pebble.DB, tuned bool) (*pebble.DB, bool, e
 	if db, err = s.openDB(tuned); err != nil {
 		return nil, false, fmt.Errorf("store: opening pebble at %s: %w", s.dir, err)
 	}
-	s.logf("store %s: its last close did not record that its writes reached the changelog (a crash, or a failed write): discarded, the partition is restored from its changelog", s.dir)
+	s.logf("store %s: its last close did not record that its writes reached the changelog (a crash, or a failed write): moved to %s, the partition is restored from its changelog", s.dir, aside)
 	if s.opts.OnDiscarded != nil {
 		s.opts.OnDiscarded(s.dir)
 	}
