@@ -101,48 +101,70 @@ func (w *WriteAcks) Wait(ctx context.Context, topic, key string) error {
 	}
 }
 
-// Topic returns what a partition store of topic's table asks at its close
-// (store.Options.Settled): whether a record failed, and when every record
-// sent before has finished.
+// Topic returns one topic's records as WriteAcks counts them: whether one
+// failed, and when every one sent before has finished.
 func (w *WriteAcks) Topic(topic string) TopicWrites { return TopicWrites{w: w, topic: topic} }
 
-// TopicWrites is one topic's records as WriteAcks counts them.
+// All returns every topic's records as WriteAcks counts them: what a
+// scheduler partition store asks at its close (store.Options.Settled).
+func (w *WriteAcks) All() TopicWrites { return TopicWrites{w: w, all: true} }
+
+// TopicWrites is one topic's records (or every topic's) as WriteAcks
+// counts them.
 type TopicWrites struct {
 	w     *WriteAcks
 	topic string
+	all   bool
 }
 
-// Failures returns how many records of the topic have failed since the
-// WriteAcks was made (errors Wait reported included).
+// of returns the topics counted, with w.mu held.
+func (t TopicWrites) of() []*topicWrites {
+	if !t.all {
+		if tw := t.w.topics[t.topic]; tw != nil {
+			return []*topicWrites{tw}
+		}
+		return nil
+	}
+	out := make([]*topicWrites, 0, len(t.w.topics))
+	for _, tw := range t.w.topics {
+		out = append(out, tw)
+	}
+	return out
+}
+
+// Failures returns how many records of the topic (or of all) have failed
+// since the WriteAcks was made (errors Wait reported included).
 func (t TopicWrites) Failures() uint64 {
 	t.w.mu.Lock()
 	defer t.w.mu.Unlock()
-	if tw := t.w.topics[t.topic]; tw != nil {
-		return tw.failed
+	var n uint64
+	for _, tw := range t.of() {
+		n += tw.failed
 	}
-	return 0
+	return n
 }
 
-// Flushed returns once every record sent to the topic before it was
-// called has been acknowledged or has failed (Failures counts those), or
-// ctx's error first.
+// Flushed returns once every record sent to the topic (or to any) before
+// it was called has been acknowledged or has failed (Failures counts
+// those), or ctx's error first.
 func (t TopicWrites) Flushed(ctx context.Context) error {
 	t.w.mu.Lock()
-	tw := t.w.topics[t.topic]
-	if tw == nil {
-		t.w.mu.Unlock()
-		return nil
+	tws := t.of()
+	upTo := make([]uint64, len(tws))
+	for i, tw := range tws {
+		upTo[i] = tw.next
 	}
-	upTo := tw.next
-	for tw.low < upTo {
-		changed := tw.changed
-		t.w.mu.Unlock()
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return fmt.Errorf("clients: waiting for the records sent to %s: %w", t.topic, ctx.Err())
+	for i, tw := range tws {
+		for tw.low < upTo[i] {
+			changed := tw.changed
+			t.w.mu.Unlock()
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return fmt.Errorf("clients: waiting for the records sent before: %w", ctx.Err())
+			}
+			t.w.mu.Lock()
 		}
-		t.w.mu.Lock()
 	}
 	t.w.mu.Unlock()
 	return nil

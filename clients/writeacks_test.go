@@ -112,9 +112,9 @@ func TestWriteAcksWaitsForEveryEarlierRecordOfItsTopic(t *testing.T) {
 }
 
 // TestTopicWritesCountsFailuresAndFlushes: a store's close asks whether a
-// record of its table failed while it was open (Failures, every failure,
-// also one a Wait reported) and waits for the records sent before it
-// (Flushed), not for later ones.
+// record failed while it was open (Failures, every failure, also one a
+// Wait reported; of one topic, or of all with All) and waits for the
+// records sent before it (Flushed), not for later ones.
 func TestTopicWritesCountsFailuresAndFlushes(t *testing.T) {
 	held := &heldProducer{held: map[string][]goka.PromiseFinisher{}}
 	w := &WriteAcks{}
@@ -148,4 +148,17 @@ func TestTopicWritesCountsFailuresAndFlushes(t *testing.T) {
 	require.ErrorIs(t, tw.Flushed(cctx), context.Canceled, "later is still in flight")
 	held.ack("table", "later", nil)
 	require.NoError(t, tw.Flushed(ctx))
+
+	// All: every topic's records, the table's and the loop's.
+	all := w.All()
+	require.Equal(t, uint64(1), all.Failures())
+	p.Emit("loop", "x", nil)
+	require.NoError(t, tw.Flushed(ctx), "the table's records are done")
+	cctx, cancel = context.WithCancel(ctx)
+	cancel()
+	require.ErrorIs(t, all.Flushed(cctx), context.Canceled, "the loop's record is in flight")
+	held.ack("loop", "x", errors.New("loop gone"))
+	require.NoError(t, all.Flushed(ctx))
+	require.Equal(t, uint64(2), all.Failures())
+	require.Equal(t, uint64(1), tw.Failures())
 }

@@ -163,9 +163,9 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 	sched, err := scheduler.New(scheduler.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Calendars: cals,
 		Durable: func(ctx goka.Context, key string) error { return acks.Wait(ctx.Context(), table, key) },
 		// A store kept on this data dir is trusted only after a close that
-		// saw every changelog write finish (docs/reliability.md, "A store
-		// ahead of its changelog").
-		Changelog: acks.Topic(table),
+		// saw every write of the processor finish (docs/reliability.md, "A
+		// store ahead of its changelog").
+		Writes: acks.All(),
 		// A fresh store indexes its table in one pass when its recovery
 		// ends (docs/architecture.md, "Deferred indexing on recovery").
 		Store: store.Options{Sync: cfg.Store.Sync, CacheSize: cfg.cacheBytes(), MemTableSize: cfg.Store.MemTableBytes, OnFatal: fatal.report, FS: cfg.Store.FS,

@@ -22,10 +22,6 @@ const (
 	metaIndexedUpTo = "indexedUpTo"
 	metaVersion     = "indexVersion"
 	metaRebuilding  = "rebuilding"
-	// metaUnsettled: the store has taken writes of its own (it was
-	// recovered) and no Close has recorded since that every one of them
-	// reached the changelog (Options.Settled).
-	metaUnsettled = "unsettled"
 )
 
 // indexVersion is the current encoding version of the derived indexes. A

@@ -303,6 +303,9 @@ func (s *Store) Open() error {
 		return errors.New("store: already open")
 	}
 	fs := s.fs()
+	if err := s.discardUnsettled(fs); err != nil {
+		return err
+	}
 	// An empty directory is a fresh store: its recovery restores the whole
 	// changelog, under the recovery's compaction threshold.
 	// A directory that cannot be listed is not taken for empty.
@@ -314,11 +317,6 @@ func (s *Store) Open() error {
 	db, err := s.openDB(tuned)
 	if err != nil {
 		return fmt.Errorf("store: opening pebble at %s: %w", s.dir, err)
-	}
-	s.db = db
-	if db, tuned, err = s.discardUnsettled(db, tuned); err != nil {
-		s.db = nil
-		return err
 	}
 	s.db = db
 	s.opened = true
@@ -344,46 +342,68 @@ func (s *Store) Open() error {
 // DIR+DiscardedSuffix, beside it.
 const DiscardedSuffix = ".discarded"
 
-// discardUnsettled empties a store whose last Close did not record that
-// its writes reached the changelog (Options.Settled): it closes db, moves
-// the directory aside and opens an empty DB in its place, with the recovery's
-// compaction threshold if set. Called from Open with s.mu held and s.db =
-// db; returns the DB to use.
-func (s *Store) discardUnsettled(db *pebble.DB, tuned bool) (*pebble.DB, bool, error) {
-	v, err := s.getRaw(metaKey(metaUnsettled))
-	if err != nil {
-		return nil, false, errors.Join(fmt.Errorf("store: reading %s's close mark: %w", s.dir, err), db.Close())
-	}
-	if v == nil {
-		return db, tuned, nil
-	}
-	if err := db.Close(); err != nil {
-		return nil, false, fmt.Errorf("store: closing %s to discard it: %w", s.dir, err)
+// unsettledFile marks a store directory whose store may hold writes its
+// changelog lacks (Options.Settled): a file beside Pebble's, so Open reads
+// it before Pebble opens the directory.
+const unsettledFile = "CHRONOS-UNSETTLED"
+
+// discardUnsettled moves aside a store whose last Close did not record
+// that its writes reached the changelog (Options.Settled), so that Open
+// finds an empty directory. Called from Open with s.mu held.
+func (s *Store) discardUnsettled(fs vfs.FS) error {
+	if _, err := fs.Stat(fs.PathJoin(s.dir, unsettledFile)); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("store: reading %s's close mark: %w", s.dir, err)
 	}
 	// Moved aside, not deleted: the last discarded copy stays as
 	// DIR.discarded (replacing an older one) for an operator who needs
 	// what only it held (a table topic deleted: docs/operations.md). One
 	// rename, so a crash leaves either the marked store or none.
-	fs := s.fs()
 	aside := s.dir + DiscardedSuffix
 	if err := fs.RemoveAll(aside); err != nil {
-		return nil, false, fmt.Errorf("store: removing the older discarded copy %s: %w", aside, err)
+		return fmt.Errorf("store: removing the older discarded copy %s: %w", aside, err)
 	}
 	if err := fs.Rename(s.dir, aside); err != nil {
-		return nil, false, fmt.Errorf("store: moving %s aside to discard it: %w", s.dir, err)
-	}
-	if err := fs.MkdirAll(s.dir, 0o755); err != nil {
-		return nil, false, fmt.Errorf("store: creating %s: %w", s.dir, err)
-	}
-	tuned = s.opts.RecoveryL0CompactionThreshold > 0
-	if db, err = s.openDB(tuned); err != nil {
-		return nil, false, fmt.Errorf("store: opening pebble at %s: %w", s.dir, err)
+		return fmt.Errorf("store: moving %s aside to discard it: %w", s.dir, err)
 	}
 	s.logf("store %s: its last close did not record that its writes reached the changelog (a crash, or a failed write): moved to %s, the partition is restored from its changelog", s.dir, aside)
 	if s.opts.OnDiscarded != nil {
 		s.opts.OnDiscarded(s.dir)
 	}
-	return db, tuned, nil
+	return nil
+}
+
+// markUnsettled records, durably, that the store may from now on hold
+// writes its changelog does not (see Options.Settled).
+func (s *Store) markUnsettled() error {
+	fs := s.fs()
+	f, err := fs.Create(fs.PathJoin(s.dir, unsettledFile), vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return fmt.Errorf("store: marking %s unsettled: %w", s.dir, err)
+	}
+	if err := errors.Join(f.Sync(), f.Close()); err != nil {
+		return fmt.Errorf("store: marking %s unsettled: %w", s.dir, err)
+	}
+	return syncDir(fs, s.dir)
+}
+
+// settle removes the mark of markUnsettled, durably.
+func (s *Store) settle() error {
+	fs := s.fs()
+	if err := fs.Remove(fs.PathJoin(s.dir, unsettledFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return syncDir(fs, s.dir)
+}
+
+func syncDir(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
 }
 
 func (s *Store) fs() vfs.FS {
@@ -618,13 +638,14 @@ func (s *Store) Close() (err error) {
 	if off, ok := s.localOffset(); ok && err == nil {
 		err = s.db.Set(metaKey(metaOffset), encodeOffset(off), s.wo)
 	}
+	// The mark goes only when every write of the store reached the
+	// changelog, and only once the DB is closed (its WAL synced).
+	settled := false
 	if s.opts.Settled != nil && s.recovered.Load() && err == nil {
-		// The mark goes only when every write of the store reached the
-		// changelog; db.Close below syncs the WAL that holds its removal.
 		if serr := s.opts.Settled(); serr != nil {
 			s.logf("store %s: closing with writes the changelog may not hold (%v): the next Open discards it", s.dir, serr)
 		} else {
-			err = s.db.Delete(metaKey(metaUnsettled), s.wo)
+			settled = true
 		}
 	}
 	s.itMu.Lock()
@@ -643,6 +664,9 @@ func (s *Store) Close() (err error) {
 	// ("sync: unlock of unlocked mutex"), which killed the process.
 	err = errors.Join(err, s.db.Close())
 	s.db = nil
+	if settled && err == nil {
+		err = s.settle()
+	}
 	return err
 }
 
@@ -1050,16 +1074,6 @@ func (s *Store) SetOffset(offset int64) (err error) {
 		return nil
 	}
 	return s.putOffset(offset)
-}
-
-// markUnsettled records, durably, that the store may from now on hold
-// writes its changelog does not (see Options.Settled).
-func (s *Store) markUnsettled() error {
-	if err := s.acquire(); err != nil {
-		return err
-	}
-	defer s.mu.RUnlock()
-	return s.db.Set(metaKey(metaUnsettled), []byte{1}, pebble.Sync)
 }
 
 // Recovered reports whether the store has been marked recovered

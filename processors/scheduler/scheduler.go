@@ -108,25 +108,28 @@ type Config struct {
 	// topic); nil does not wait, and a crash between a callback's fires
 	// and its changelog write can then lose the record that they went out.
 	Durable func(ctx goka.Context, key string) error
-	// Changelog, when set, counts the table's changelog writes (the
-	// instance wires clients.WriteAcks.Topic): a partition store closes as
-	// settled only when none failed while it was open and every one sent
-	// before its close has finished (store.Options.Settled); any other end
-	// (a kill, a crash, a failed write) makes the next Open on this data
-	// dir discard the store and restore the partition from its changelog.
-	// nil: a kept store is trusted, and a restart on the same data dir
-	// after a crash can keep writes the changelog never got
-	// (docs/reliability.md, "A store ahead of its changelog").
-	Changelog ChangelogWrites
+	// Writes, when set, counts the records the processor's goka producer
+	// writes, to its table's changelog, its loop and its outputs (the
+	// instance wires clients.WriteAcks.All): a partition store closes as
+	// settled only when none of them failed while it was open, every one
+	// sent before its close has finished, and no callback failed
+	// (store.Options.Settled); any other end (a kill, a crash, a failed
+	// write or callback) makes the next Open on this data dir discard the
+	// store and restore the partition from its changelog. nil: a kept
+	// store is trusted, and a restart on the same data dir after a crash
+	// can keep writes the changelog never got, or index moves whose
+	// loopbacks never went out (docs/reliability.md, "A store ahead of its
+	// changelog").
+	Writes ProcessorWrites
 }
 
-// ChangelogWrites is what a partition store asks about the table's
-// changelog writes when it closes (Config.Changelog).
-type ChangelogWrites interface {
-	// Failures returns how many changelog writes have failed so far.
+// ProcessorWrites is what a partition store asks about the processor's
+// writes when it closes (Config.Writes).
+type ProcessorWrites interface {
+	// Failures returns how many writes have failed so far.
 	Failures() uint64
-	// Flushed returns once every changelog write sent before it was
-	// called has finished (acknowledged or failed), or ctx's error.
+	// Flushed returns once every write sent before it was called has
+	// finished (acknowledged or failed), or ctx's error.
 	Flushed(ctx context.Context) error
 }
 
@@ -205,6 +208,8 @@ type Scheduler struct {
 	shardKeys []string
 	schedules *schedule.Cache
 	stores    store.Registry
+	// failedCallbacks counts the callbacks that did not return (counted).
+	failedCallbacks atomic.Uint64
 	// started holds, per partition (int32), when its store last finished
 	// recovering and how long the restore took (PartitionTimes without a
 	// watermark): Partitions' RecoveredAt and Restore.
@@ -245,17 +250,35 @@ func (s *Scheduler) Group() goka.Group { return s.cfg.Layout.SchedulerGroup() }
 func (s *Scheduler) Graph() *goka.GroupGraph {
 	n := s.cfg.Layout.Names
 	return goka.DefineGroup(n.SchedulerGroup(),
-		goka.Input(n.Jobs(), new(codec.Bytes), s.onCommand),
-		goka.Input(n.ShardTriggers(), new(codec.Bytes), s.onTrigger),
-		goka.Loop(new(codec.Bytes), s.onLoop),
+		goka.Input(n.Jobs(), new(codec.Bytes), s.counted(s.onCommand)),
+		goka.Input(n.ShardTriggers(), new(codec.Bytes), s.counted(s.onTrigger)),
+		goka.Loop(new(codec.Bytes), s.counted(s.onLoop)),
 		// Backfill steps: sent by completed advances, consumed here.
-		goka.Input(n.SchedulerBackfill(), new(codec.Bytes), s.onBackfill),
+		goka.Input(n.SchedulerBackfill(), new(codec.Bytes), s.counted(s.onBackfill)),
 		goka.Output(n.SchedulerBackfill(), new(codec.Bytes)),
 		goka.Persist(new(codec.Bytes)),
 		goka.Output(n.Rejects(), new(codec.Bytes)),
 		// Bulk operations write one command per job they change.
 		goka.Output(n.Jobs(), new(codec.Bytes)),
 	)
+}
+
+// counted wraps a callback so that one that does not return (ctx.Fail, a
+// panic: goka then stops the processor, and the input is consumed again)
+// is counted: a store open meanwhile may have moved index entries or
+// written records for work whose loopbacks never went out, so it does not
+// close settled (Config.Writes).
+func (s *Scheduler) counted(cb goka.ProcessCallback) goka.ProcessCallback {
+	return func(ctx goka.Context, msg any) {
+		done := false
+		defer func() {
+			if !done {
+				s.failedCallbacks.Add(1)
+			}
+		}()
+		cb(ctx, msg)
+		done = true
+	}
 }
 
 // Options returns the processor options the scheduler needs (its storage).
@@ -286,16 +309,19 @@ func (s *Scheduler) StorageBuilder() storage.Builder {
 			// instance sets it (docs/architecture.md, "Deferred indexing
 			// on recovery"), the simulation in half its seeds.
 		}
-		if cl := s.cfg.Changelog; cl != nil {
-			failed := cl.Failures()
+		if w := s.cfg.Writes; w != nil {
+			failed, failedCallbacks := w.Failures(), s.failedCallbacks.Load()
 			opts.Settled = func() error {
 				ctx, cancel := context.WithTimeout(context.Background(), settleWait)
 				defer cancel()
-				if err := cl.Flushed(ctx); err != nil {
+				if err := w.Flushed(ctx); err != nil {
 					return err
 				}
-				if n := cl.Failures() - failed; n > 0 {
-					return fmt.Errorf("%d changelog writes failed while the store was open", n)
+				if n := w.Failures() - failed; n > 0 {
+					return fmt.Errorf("%d writes of the processor failed while the store was open", n)
+				}
+				if n := s.failedCallbacks.Load() - failedCallbacks; n > 0 {
+					return fmt.Errorf("%d callbacks failed while the store was open", n)
 				}
 				return nil
 			}
