@@ -357,16 +357,27 @@ func (s *Store) discardUnsettled(fs vfs.FS) error {
 		}
 		return fmt.Errorf("store: reading %s's close mark: %w", s.dir, err)
 	}
+	// Pebble's lock first: a store another process still has open (its
+	// old owner, not yet closed) is not ours to discard, and Open fails as
+	// Pebble's own would (adversary round 34: the rename went under the
+	// live store, whose settled close then removed the new store's mark).
+	lock, err := pebble.LockDirectory(s.dir, fs)
+	if err != nil {
+		return fmt.Errorf("store: %s is unsettled and locked (in use by another process?): %w", s.dir, err)
+	}
 	// Moved aside, not deleted: the last discarded copy stays as
 	// DIR.discarded (replacing an older one) for an operator who needs
 	// what only it held (a table topic deleted: docs/operations.md). One
 	// rename, so a crash leaves either the marked store or none.
 	aside := s.dir + DiscardedSuffix
-	if err := fs.RemoveAll(aside); err != nil {
-		return fmt.Errorf("store: removing the older discarded copy %s: %w", aside, err)
+	err = fs.RemoveAll(aside)
+	if err != nil {
+		err = fmt.Errorf("store: removing the older discarded copy %s: %w", aside, err)
+	} else if err = fs.Rename(s.dir, aside); err != nil {
+		err = fmt.Errorf("store: moving %s aside to discard it: %w", s.dir, err)
 	}
-	if err := fs.Rename(s.dir, aside); err != nil {
-		return fmt.Errorf("store: moving %s aside to discard it: %w", s.dir, err)
+	if err = errors.Join(err, lock.Close()); err != nil {
+		return err
 	}
 	s.logf("store %s: its last close did not record that its writes reached the changelog (a crash, or a failed write): moved to %s, the partition is restored from its changelog", s.dir, aside)
 	if s.opts.OnDiscarded != nil {
@@ -639,13 +650,16 @@ func (s *Store) Close() (err error) {
 		err = s.db.Set(metaKey(metaOffset), encodeOffset(off), s.wo)
 	}
 	// The mark goes only when every write of the store reached the
-	// changelog, and only once the DB is closed (its WAL synced).
-	settled := false
+	// changelog. It goes while the DB is open, so under Pebble's lock: a
+	// new owner's Open waits for the lock before it reads or discards
+	// (adversary round 34). A DB that then fails to close has lost at most
+	// its last writes: behind its changelog, which a recovery repairs,
+	// never ahead.
 	if s.opts.Settled != nil && s.recovered.Load() && err == nil {
 		if serr := s.opts.Settled(); serr != nil {
 			s.logf("store %s: closing with writes the changelog may not hold (%v): the next Open discards it", s.dir, serr)
 		} else {
-			settled = true
+			err = s.settle()
 		}
 	}
 	s.itMu.Lock()
@@ -664,9 +678,6 @@ func (s *Store) Close() (err error) {
 	// ("sync: unlock of unlocked mutex"), which killed the process.
 	err = errors.Join(err, s.db.Close())
 	s.db = nil
-	if settled && err == nil {
-		err = s.settle()
-	}
 	return err
 }
 
