@@ -326,7 +326,7 @@ func (s *Scheduler) StorageBuilder() storage.Builder {
 				return nil
 			}
 			opts.OnDiscarded = func(dir string) {
-				s.cfg.Logger.Warn("the partition store was not closed settled (a crash, a kill or a failed changelog write): discarded; restoring the partition from its changelog",
+				s.cfg.Logger.Warn("the partition store was not closed settled (a crash, a kill, a failed write or callback): discarded (moved aside); restoring the partition from its changelog",
 					"partition", partition, "dir", dir)
 			}
 		}
