@@ -130,7 +130,12 @@ type SCRAMClient interface {
 }
 
 type responsePromise struct {
-	requestTime   time.Time
+	requestTime time.Time
+	// held is how long the broker may hold this request's response on
+	// purpose (a JoinGroup or SyncGroup waits for the group's rebalance):
+	// its header is read within Net.ReadTimeout plus held (Chronos's patch,
+	// third_party/sarama/README.md).
+	held          time.Duration
 	correlationID int32
 	response      protocolBody
 	handler       func([]byte, error)
@@ -1103,11 +1108,39 @@ func (b *Broker) AlterClientQuotas(request *AlterClientQuotasRequest) (*AlterCli
 // readFull ensures the conn ReadDeadline has been setup before making a
 // call to io.ReadFull
 func (b *Broker) readFull(buf []byte) (n int, err error) {
-	if err := b.conn.SetReadDeadline(time.Now().Add(b.conf.Net.ReadTimeout)); err != nil {
+	return b.readFullWithin(buf, b.conf.Net.ReadTimeout)
+}
+
+// readFullWithin is readFull with a deadline of timeout from now.
+func (b *Broker) readFullWithin(buf []byte, timeout time.Duration) (n int, err error) {
+	if err := b.conn.SetReadDeadline(time.Now().Add(timeout)); err != nil {
 		return 0, err
 	}
 
 	return io.ReadFull(b.conn, buf)
+}
+
+// heldByBroker is how long a coordinator may hold the response to req on
+// purpose: a JoinGroup until every member has rejoined or the group's
+// rebalance timeout passes, a SyncGroup until the leader has synced or
+// that timeout passes (Chronos's patch). Upstream read both within
+// Net.ReadTimeout (30 s) while the rebalance timeout is 60 s: a join held
+// for members that were killed timed out, its connection was closed, and
+// the coordinator's reply to it was lost, so the group waited again for a
+// member that had already given up; a crash loop of Chronos left a group
+// that never rejoined (docs/reliability.md). Java's consumer reads a join
+// within the rebalance timeout plus 5 s for the same reason.
+func heldByBroker(req protocolBody, conf *Config) time.Duration {
+	switch r := req.(type) {
+	case *JoinGroupRequest:
+		if r.RebalanceTimeout > 0 {
+			return time.Duration(r.RebalanceTimeout) * time.Millisecond
+		}
+		return time.Duration(r.SessionTimeout) * time.Millisecond
+	case *SyncGroupRequest:
+		return conf.Consumer.Group.Rebalance.Timeout
+	}
+	return 0
 }
 
 // write ensures the conn Deadline has been setup before making a
@@ -1229,6 +1262,7 @@ func (b *Broker) sendInternal(rb protocolBody, promise *responsePromise) error {
 	}
 
 	promise.requestTime = requestTime
+	promise.held = heldByBroker(rb, b.conf)
 	promise.correlationID = req.correlationID
 	b.responses <- promise
 
@@ -1367,7 +1401,7 @@ func (b *Broker) responseReceiver() {
 		headerLength := getHeaderLength(promise.response.headerVersion())
 		header := make([]byte, headerLength)
 
-		bytesReadHeader, err := b.readFull(header)
+		bytesReadHeader, err := b.readFullWithin(header, b.conf.Net.ReadTimeout+promise.held)
 		requestLatency := time.Since(promise.requestTime)
 		if err != nil {
 			b.updateIncomingCommunicationMetrics(bytesReadHeader, requestLatency)
