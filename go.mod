@@ -77,3 +77,6 @@ require (
 )
 
 replace github.com/IBM/sarama => ./third_party/sarama
+
+// The embedded broker, patched (third_party/kfake/CHRONOS.md).
+replace github.com/twmb/franz-go/pkg/kfake => ./third_party/kfake

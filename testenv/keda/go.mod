@@ -332,3 +332,5 @@ replace (
 )
 
 replace github.com/IBM/sarama => ../../third_party/sarama
+
+replace github.com/twmb/franz-go/pkg/kfake => ../../third_party/kfake
