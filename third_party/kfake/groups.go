@@ -1511,6 +1511,16 @@ func (g *group) updateHeartbeat(m *groupMember) {
 		if g.members[m.memberID] != m {
 			return
 		}
+		// Chronos patch: a member with a JoinGroup or SyncGroup
+		// outstanding is kept alive, as Apache Kafka keeps it
+		// (MemberMetadata.shouldKeepAlive): a client sends no heartbeat
+		// while its join is held, and expiring it there dropped a live
+		// member mid-join, its request never answered. The reply to
+		// that request arms its session again (reply); the rebalance and
+		// pending-sync timeouts bound the wait.
+		if !m.waitingReply.empty() {
+			return
+		}
 		g.updateMemberAndRebalance(m, nil, nil)
 	})
 }
@@ -1706,9 +1716,13 @@ func (g *group) reply(creq *clientReq, kresp kmsg.Response, m *groupMember) {
 	if m != nil {
 		m.waitingReply = nil
 	}
-	if !creq.reply(kresp) {
-		return
-	}
+	// Chronos patch: the session is armed whether or not the reply
+	// reached the client, as Apache Kafka arms a member's heartbeat
+	// expiry when its join completes. A member killed while its join was
+	// held (its connection closed) had no timer left (stopPending) and,
+	// once a surviving leader synced, stayed in the stable group with
+	// its partitions for good.
+	creq.reply(kresp)
 	if m != nil {
 		g.updateHeartbeat(m)
 	}
