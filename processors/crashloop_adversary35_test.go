@@ -9,7 +9,6 @@ import (
 	"math/rand"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -22,44 +21,6 @@ import (
 	"github.com/chronos-scheduler/chronos/testenv"
 	"github.com/chronos-scheduler/chronos/testenv/audit"
 )
-
-// startChronosNoWait starts `chronos run` on env's broker and returns at
-// once (no wait for /readyz): a kill can then land in its recovery.
-func startChronosNoWait(t *testing.T, env *testenv.Env, dataDir string, extra ...string) *chronosProc {
-	t.Helper()
-	logPath := filepath.Join(t.TempDir(), "chronos.log")
-	logf, err := os.Create(logPath)
-	require.NoError(t, err)
-	args := append([]string{"run", "--brokers", env.Kafka.Brokers[0], "--topic-prefix", env.Layout.Prefix,
-		"--partitions", fmt.Sprint(env.Layout.Partitions), "--replication", "1", "--data-dir", dataDir,
-		"--http-addr", "127.0.0.1:0", "--insecure-no-auth", "--resolution", "1s", "--log-level", "info"}, extra...)
-	cmd := exec.Command(chronosBin(t), args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	require.NoError(t, cmd.Start())
-	p := &chronosProc{cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		p.waitErr = cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() { p.kill() })
-	return p
-}
-
-func (p *chronosProc) readyNow() bool {
-	if p.url == "" {
-		if m := runningRE.FindSubmatch(p.log()); m != nil {
-			p.url = "http://" + string(m[1])
-		}
-		return false
-	}
-	resp, err := http.Get(p.url + "/readyz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
 
 func readyz(url string) string {
 	resp, err := http.Get(url + "/readyz")

@@ -158,25 +158,10 @@ var runningRE = regexp.MustCompile(`msg="chronos is running".* http=http://(\S+)
 // startChronosRun runs `chronos run` against env's broker and waits for /readyz.
 func startChronosRun(t *testing.T, env *testenv.Env, dataDir string, extra ...string) (*chronosProc, time.Duration) {
 	t.Helper()
-	logPath := filepath.Join(t.TempDir(), "chronos.log")
-	logf, err := os.Create(logPath)
-	require.NoError(t, err)
-	args := append([]string{"run", "--brokers", env.Kafka.Brokers[0], "--topic-prefix", env.Layout.Prefix,
-		"--partitions", fmt.Sprint(env.Layout.Partitions), "--replication", "1", "--data-dir", dataDir,
-		"--http-addr", "127.0.0.1:0", "--insecure-no-auth", "--resolution", "1s", "--log-level", "info"}, extra...)
-	cmd := exec.Command(chronosBin(t), args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
 	started := time.Now()
-	require.NoError(t, cmd.Start())
-	p := &chronosProc{cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		p.waitErr = cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() { p.kill() })
+	p := startChronosNoWait(t, env, dataDir, extra...)
 	deadline := time.Now().Add(120 * time.Second)
-	for {
+	for !p.readyNow() {
 		select {
 		case <-p.done:
 			t.Fatalf("chronos exited during start-up (%v):\n%s", p.waitErr, p.tail(60))
@@ -185,22 +170,50 @@ func startChronosRun(t *testing.T, env *testenv.Env, dataDir string, extra ...st
 		if time.Now().After(deadline) {
 			t.Fatalf("chronos not ready within 120 s:\n%s", p.tail(60))
 		}
-		if p.url == "" {
-			if m := runningRE.FindSubmatch(p.log()); m != nil {
-				p.url = "http://" + string(m[1])
-			}
-		} else if resp, err := http.Get(p.url + "/readyz"); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	ready := time.Since(started)
-	t.Logf("chronos pid %d ready after %s", cmd.Process.Pid, ready.Round(time.Millisecond))
+	t.Logf("chronos pid %d ready after %s", p.cmd.Process.Pid, ready.Round(time.Millisecond))
 	return p, ready
+}
+
+// startChronosNoWait starts `chronos run` on env's broker and returns at
+// once (no wait for /readyz): a kill can then land in its recovery.
+func startChronosNoWait(t *testing.T, env *testenv.Env, dataDir string, extra ...string) *chronosProc {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), "chronos.log")
+	logf, err := os.Create(logPath)
+	require.NoError(t, err)
+	args := append([]string{"run", "--brokers", env.Kafka.Brokers[0], "--topic-prefix", env.Layout.Prefix,
+		"--partitions", fmt.Sprint(env.Layout.Partitions), "--replication", "1", "--data-dir", dataDir,
+		"--http-addr", "127.0.0.1:0", "--insecure-no-auth", "--resolution", "1s", "--log-level", "info"}, extra...)
+	cmd := exec.Command(chronosBin(t), args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(t, cmd.Start())
+	p := &chronosProc{cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() { p.kill() })
+	return p
+}
+
+func (p *chronosProc) readyNow() bool {
+	if p.url == "" {
+		if m := runningRE.FindSubmatch(p.log()); m != nil {
+			p.url = "http://" + string(m[1])
+		}
+		return false
+	}
+	resp, err := http.Get(p.url + "/readyz")
+	if err != nil {
+		return false
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 func (p *chronosProc) log() []byte {
