@@ -242,7 +242,8 @@ const GokaPartitionChannel = 0
 
 // GokaProcessorOptions returns the goka options that make a processor use
 // this configuration, each builder with its own sarama config, and a
-// partition channel of GokaPartitionChannel records.
+// partition channel of GokaPartitionChannel records. (The instance adds
+// StrictTableWrites, which needs its stores' failure count.)
 func (c Config) GokaProcessorOptions() []goka.ProcessorOption {
 	return []goka.ProcessorOption{
 		goka.WithPartitionChannelSize(GokaPartitionChannel),

@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -53,7 +54,10 @@ type Instance struct {
 	ticker *clock.Ticker // nil with NoTicker
 	http   *httpParts    // nil without an HTTP address
 	fatal  *fatalSignal
-	log    *slog.Logger
+	// failedWrites counts the failed writes of every partition store
+	// (store.Options.FailedWrites, clients.StrictTableWrites).
+	failedWrites *atomic.Uint64
+	log          *slog.Logger
 	// stopped is closed when Run returns, with runErr set.
 	stopped chan struct{}
 	runErr  error
@@ -137,6 +141,10 @@ const HeldBesidesFetchBuffer = 3 + clients.GokaPartitionChannel
 // build makes the groups, the ticker and the HTTP parts on client cl.
 func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 	fatal := &fatalSignal{ch: make(chan struct{})}
+	// Every store counts its failed writes here, so that a callback whose
+	// table write failed while its partition was stopping stops too
+	// (clients.StrictTableWrites, added to every group in supervise).
+	failedWrites := new(atomic.Uint64)
 	var metrics *scheduler.Metrics
 	// One input policy for every group: rejects are produced through the
 	// franz-go client with bounded retries, so a reject that cannot be
@@ -168,7 +176,7 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 		Writes: acks.All(),
 		// A fresh store indexes its table in one pass when its recovery
 		// ends (docs/architecture.md, "Deferred indexing on recovery").
-		Store: store.Options{Sync: cfg.Store.Sync, CacheSize: cfg.cacheBytes(), MemTableSize: cfg.Store.MemTableBytes, OnFatal: fatal.report, FS: cfg.Store.FS,
+		Store: store.Options{Sync: cfg.Store.Sync, CacheSize: cfg.cacheBytes(), MemTableSize: cfg.Store.MemTableBytes, OnFatal: fatal.report, FailedWrites: failedWrites, FS: cfg.Store.FS,
 			RecoveryL0CompactionThreshold: cfg.Store.RecoveryL0CompactionThreshold,
 			DeferIndexOnRecovery:          true},
 		Limits: cfg.Limits, ChunkSize: cfg.Fanout.ChunkSize, ChunkBytes: cfg.Fanout.ChunkBytes, ChunkBudget: cfg.Fanout.Budget, BackfillRate: cfg.Fanout.BackfillRate, Producer: producer, Now: cfg.Now,
@@ -184,7 +192,7 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Instance{cfg: cfg, sched: sched, acks: acks, cals: cals, clock: clk, route: route, kgo: cl, log: cfg.Logger, fatal: fatal, stopped: make(chan struct{})}
+	s := &Instance{cfg: cfg, sched: sched, acks: acks, cals: cals, clock: clk, route: route, kgo: cl, log: cfg.Logger, fatal: fatal, failedWrites: failedWrites, stopped: make(chan struct{})}
 	sched.SetAnnouncedSource(s.latenessAnnounced)
 	if !cfg.History.Only {
 		if s.annc, err = clock.NewAnnouncements(cfg.Kafka.Brokers, cfg.Layout, cfg.Kafka.GokaViewOptions()...); err != nil {
@@ -195,7 +203,7 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 	if !cfg.History.Off {
 		s.hist, err = history.New(history.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Fires: cfg.History.Fires, Changes: cfg.History.Changes,
 			Store: store.Options{Sync: cfg.Store.Sync, CacheSize: cfg.historyCacheBytes(), MemTableSize: HistoryStoreMemTableBytes,
-				BloomBitsPerKey: HistoryStoreBloomBits, OnFatal: fatal.report, FS: cfg.Store.FS}, Limits: cfg.Limits,
+				BloomBitsPerKey: HistoryStoreBloomBits, OnFatal: fatal.report, FailedWrites: failedWrites, FS: cfg.Store.FS}, Limits: cfg.Limits,
 			Logger: cfg.Logger.With("group", "history"), Inputs: in})
 		if err != nil {
 			return nil, err
@@ -434,7 +442,7 @@ func (f *fatalSignal) err() error {
 
 func (s *Instance) clockStoreOptions() store.Options {
 	log := s.log.With("group", "clock")
-	return store.Options{Sync: s.cfg.Store.Sync, OnFatal: s.fatal.report, FS: s.cfg.Store.FS,
+	return store.Options{Sync: s.cfg.Store.Sync, OnFatal: s.fatal.report, FailedWrites: s.failedWrites, FS: s.cfg.Store.FS,
 		Logger: func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }}
 }
 
@@ -442,7 +450,8 @@ func (s *Instance) clockStoreOptions() store.Options {
 func (s *Instance) supervise(ctx context.Context, name goka.Group, graph *goka.GroupGraph, opts []goka.ProcessorOption) {
 	backoff := time.Second
 	for ctx.Err() == nil {
-		all := append(s.cfg.Kafka.GokaProcessorOptions(), goka.WithLogger(gokaLogger{s.log.With("group", string(name))}))
+		all := append(s.cfg.Kafka.GokaProcessorOptions(), goka.WithLogger(gokaLogger{s.log.With("group", string(name))}),
+			clients.StrictTableWrites(s.failedWrites))
 		if id := s.cfg.Kafka.ClientID; id != "" {
 			// goka's default client id is "goka"; the group member ids the
 			// broker makes start with it.

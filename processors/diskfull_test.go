@@ -3,6 +3,7 @@ package processors_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/chronos-scheduler/chronos/instance"
 	"github.com/chronos-scheduler/chronos/store"
 	"github.com/chronos-scheduler/chronos/testenv"
+	"github.com/chronos-scheduler/chronos/topology"
 )
 
 // TestFullDiskStopsTheInstanceAndARestartLosesNothing: the partition stores'
@@ -69,15 +71,24 @@ func TestFullDiskStopsTheInstanceAndARestartLosesNothing(t *testing.T) {
 	env.Tick(t0.Add(30 * time.Second))
 	testenv.Eventually(t, time.Minute, func() error {
 		got := map[string]bool{}
+		byJob := map[string][]string{}
 		for _, d := range dispatch.Dispatches(t) {
 			got[d.FireID] = true
+			byJob[d.JobID] = append(byJob[d.JobID], fmt.Sprintf("%s(missed %d)", d.FireID, d.Missed))
 		}
+		var missing []string
 		for i := 0; i < jobs; i++ {
+			id := fmt.Sprintf("d%02d", i)
 			for s := 1; s <= 3; s++ {
-				if id := codecs.ScheduledFireID(fmt.Sprintf("d%02d", i), t0.Add(time.Duration(s)*10*time.Second)); !got[id] {
-					return fmt.Errorf("missing %s", id)
+				if fid := codecs.ScheduledFireID(id, t0.Add(time.Duration(s)*10*time.Second)); !got[fid] {
+					// what the job did get, and its partition, say whether
+					// it is late (nothing yet on its partition) or lost
+					missing = append(missing, fmt.Sprintf("%s (partition %d; its fires: %v)", fid, topology.Partition(id, env.Layout.Partitions), byJob[id]))
 				}
 			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("%d fires missing: %s", len(missing), strings.Join(missing, "; "))
 		}
 		return nil
 	})

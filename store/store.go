@@ -114,6 +114,11 @@ type Options struct {
 	// returns ErrFatal; the process should stop and restart, recovering the
 	// partitions from their changelogs. Optional.
 	OnFatal func(error)
+	// FailedWrites, when set, counts the Set and Delete calls that returned
+	// an error, so that a caller above one that swallows the error can
+	// tell (clients.StrictTableWrites: goka's SetValue on a cancelled
+	// context). Shared by every store of an instance. Optional.
+	FailedWrites *atomic.Uint64
 	// OnRecovered is called when MarkRecovered has succeeded, just before
 	// Recovered reports true (the scheduler notes the announced time its
 	// partition starts from). Optional.
@@ -248,6 +253,13 @@ func (s *Store) recoverFatal(err *error) {
 		if s.opts.OnFatal != nil {
 			s.opts.OnFatal(*err)
 		}
+	}
+}
+
+// countFailed counts a failed Set or Delete in Options.FailedWrites.
+func (s *Store) countFailed(err *error) {
+	if *err != nil && s.opts.FailedWrites != nil {
+		s.opts.FailedWrites.Add(1)
 	}
 }
 
@@ -820,6 +832,7 @@ func (s *Store) Get(key string) ([]byte, error) {
 // Set stores value under key. With an Indexer, one atomic batch writes the
 // value, removes the key's old index entries and writes the new ones.
 func (s *Store) Set(key string, value []byte) (err error) {
+	defer s.countFailed(&err) // after recoverFatal: it sees a fatal error too
 	defer s.recoverFatal(&err)
 	if err := s.acquireNoCommit(); err != nil {
 		return err
@@ -882,6 +895,7 @@ func (s *Store) lowerIndexedUpTo(b *pebble.Batch, t time.Time) error {
 // Delete removes key and its index entries atomically. Deleting a missing
 // key is not an error.
 func (s *Store) Delete(key string) (err error) {
+	defer s.countFailed(&err)
 	defer s.recoverFatal(&err)
 	if err := s.acquireNoCommit(); err != nil {
 		return err

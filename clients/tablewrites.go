@@ -1,0 +1,73 @@
+package clients
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/lovoo/goka"
+)
+
+// ErrWriteFailed is the error a callback stops with when one of its table
+// writes failed (see StrictTableWrites).
+var ErrWriteFailed = errors.New("clients: a table write failed; the input is left uncommitted for the next owner")
+
+// StrictTableWrites returns a goka option that makes a failed table write
+// stop the callback and leave its input uncommitted, also while the
+// partition is stopping (a rebalance, a shutdown, a fatal store error).
+// failed counts the failed writes of the processor's stores
+// (store.Options.FailedWrites); a write during which it grew is taken as
+// failed (another store's failure at the same moment can only make a
+// callback stop that did not have to).
+//
+// goka v1.1.16's SetValue and Delete report a failed local write through
+// ctx.Fail, which panics out of the callback only while the partition's
+// context is live; once it is cancelled, Fail only records the error and
+// returns, so the callback goes on as if the write had been made, and
+// goka commits the input when the callback's emits are acknowledged
+// (TestTableWriteFailingWhileStoppingLeavesTheInputUncommitted). A put
+// command, a fold of a job's history or a pass of the scheduler could then
+// be committed without its table write, and the next owner would never
+// see it: a full disk makes the first store that fails stop the instance
+// while the others' writes fail too. With this option such a write stops
+// the callback: the input's commit is withheld (a deferred commit
+// completed with the error) and the callback ends with a panic goka
+// recovers, as ctx.Fail does on a live context. That is a crash at that
+// point of the callback, which every processor already survives: its
+// input is delivered again to the next owner. A write that succeeds on a
+// cancelled context goes on as before (a fan-out chunk in flight at a
+// revocation still finishes).
+func StrictTableWrites(failed *atomic.Uint64) goka.ProcessorOption {
+	return goka.WithContextWrapper(func(ctx goka.Context) goka.Context { return strictWrites{ctx, failed} })
+}
+
+// gokaContext names the embedded goka.Context: embedded as goka.Context, its
+// field name would hide the interface's Context method.
+type gokaContext = goka.Context
+
+type strictWrites struct {
+	gokaContext
+	failed *atomic.Uint64
+}
+
+func (c strictWrites) SetValue(value any, opts ...goka.ContextOption) {
+	n := c.failed.Load()
+	c.gokaContext.SetValue(value, opts...)
+	c.stopIfFailed(n, "write")
+}
+
+func (c strictWrites) Delete(opts ...goka.ContextOption) {
+	n := c.failed.Load()
+	c.gokaContext.Delete(opts...)
+	c.stopIfFailed(n, "delete")
+}
+
+// stopIfFailed stops the callback if a write failed since failed was n.
+func (c strictWrites) stopIfFailed(n uint64, what string) {
+	if c.failed.Load() == n {
+		return
+	}
+	err := fmt.Errorf("%w (the %s of key %q failed; partition context: %v)", ErrWriteFailed, what, c.Key(), c.Context().Err())
+	c.DeferCommit()(err)
+	panic(err)
+}
