@@ -10,15 +10,13 @@ import (
 
 // ErrWriteFailed is the error a callback stops with when one of its table
 // writes failed (see StrictTableWrites).
-var ErrWriteFailed = errors.New("clients: a table write failed; the input is left uncommitted for the next owner")
+var ErrWriteFailed = errors.New("clients: a table write may have failed; the input is left uncommitted for the next owner")
 
 // StrictTableWrites returns a goka option that makes a failed table write
-// stop the callback and leave its input uncommitted, also while the
-// partition is stopping (a rebalance, a shutdown, a fatal store error).
-// failed counts the failed writes of the processor's stores
-// (store.Options.FailedWrites); a write during which it grew is taken as
-// failed (another store's failure at the same moment can only make a
-// callback stop that did not have to).
+// stop the callback and leave its input uncommitted while the partition is
+// stopping (a rebalance, a shutdown, a fatal store error), as goka itself
+// does while it runs. failed counts the failed writes of the processor's
+// stores (store.Options.FailedWrites).
 //
 // goka v1.1.16's SetValue and Delete report a failed local write through
 // ctx.Fail, which panics out of the callback only while the partition's
@@ -29,14 +27,19 @@ var ErrWriteFailed = errors.New("clients: a table write failed; the input is lef
 // command, a fold of a job's history or a pass of the scheduler could then
 // be committed without its table write, and the next owner would never
 // see it: a full disk makes the first store that fails stop the instance
-// while the others' writes fail too. With this option such a write stops
-// the callback: the input's commit is withheld (a deferred commit
-// completed with the error) and the callback ends with a panic goka
-// recovers, as ctx.Fail does on a live context. That is a crash at that
-// point of the callback, which every processor already survives: its
-// input is delivered again to the next owner. A write that succeeds on a
-// cancelled context goes on as before (a fan-out chunk in flight at a
-// revocation still finishes).
+// while the others' writes fail too. With this option, a write made while
+// the context is cancelled, during which failed grew, stops the callback:
+// the input's commit is withheld (a deferred commit completed with the
+// error) and the callback ends with a panic goka recovers, as ctx.Fail does
+// on a live context. That is a crash at that point of the callback, which
+// every processor already survives: its input is delivered again to the
+// next owner. failed is shared by an instance's stores, so another
+// store's failure at the same moment can stop a callback whose own write
+// succeeded; only on a cancelled context, i.e. while the partition goes
+// away anyway. On a live context nothing changes (goka stops a callback
+// whose write failed; one whose write succeeded goes on, adversary round
+// 37), and a write that succeeds on a cancelled context while no store
+// fails goes on too (a fan-out chunk in flight at a revocation finishes).
 func StrictTableWrites(failed *atomic.Uint64) goka.ProcessorOption {
 	return goka.WithContextWrapper(func(ctx goka.Context) goka.Context { return strictWrites{ctx, failed} })
 }
@@ -62,12 +65,15 @@ func (c strictWrites) Delete(opts ...goka.ContextOption) {
 	c.stopIfFailed(n, "delete")
 }
 
-// stopIfFailed stops the callback if a write failed since failed was n.
+// stopIfFailed stops the callback if its partition's context is cancelled
+// and a store write failed since failed was n (this one, goka having only
+// recorded its error, or another store's at the same moment).
 func (c strictWrites) stopIfFailed(n uint64, what string) {
-	if c.failed.Load() == n {
+	cerr := c.Context().Err()
+	if cerr == nil || c.failed.Load() == n {
 		return
 	}
-	err := fmt.Errorf("%w (the %s of key %q failed; partition context: %v)", ErrWriteFailed, what, c.Key(), c.Context().Err())
+	err := fmt.Errorf("%w (a store write failed during the %s of key %q while the partition was stopping: %v)", ErrWriteFailed, what, c.Key(), cerr)
 	c.DeferCommit()(err)
 	panic(err)
 }

@@ -94,17 +94,42 @@ func (w *watchdog) epoch1() uint64 {
 // Safe for concurrent use.
 type fence struct {
 	w        *watchdog
-	sessions sync.Map // context.Context -> uint64
+	sessions sync.Map      // context.Context -> uint64
+	linger   time.Duration // 0: sessionLinger (tests shorten it)
 }
 
+// sessionLinger is how long the fence remembers a session after goka
+// cancelled its context: a callback of it still running (a fan-out chunk
+// in flight at a revocation, or a process resumed from a freeze) is judged
+// by the epoch its session began in. goka waits at most 60 s for a
+// partition's callbacks when it stops, and a chunk's fires are bounded by
+// the client's 2-minute delivery timeout.
+const sessionLinger = 5 * time.Minute
+
+// errSessionOver fails a callback whose session the fence does not know
+// and whose context goka has already cancelled: when it began, and so
+// whether a freeze came since, cannot be told.
+var errSessionOver = errors.New("scheduler: a table write for a partition session that has ended; it writes nothing and its input is left to the next owner")
+
 // check returns errFrozen if the process was frozen since the session of
-// ctx began.
+// ctx began, and errSessionOver for a session first seen after goka
+// cancelled it. A session is remembered until sessionLinger after its
+// cancellation (adversary round 37: it was forgotten at once, so a frozen
+// owner resumed after the rebalance passed the check as a new session).
 func (f *fence) check(ctx goka.Context) error {
 	e := f.w.epoch1()
 	c := ctx.Context()
 	began, loaded := f.sessions.LoadOrStore(c, e)
 	if !loaded {
-		context.AfterFunc(c, func() { f.sessions.Delete(c) })
+		if c.Err() != nil {
+			f.sessions.Delete(c)
+			return errSessionOver
+		}
+		linger := f.linger
+		if linger == 0 {
+			linger = sessionLinger
+		}
+		context.AfterFunc(c, func() { time.AfterFunc(linger, func() { f.sessions.Delete(c) }) })
 	}
 	if began.(uint64) != e {
 		return errFrozen
@@ -114,10 +139,14 @@ func (f *fence) check(ctx goka.Context) error {
 
 // guard fails the callback (uncommitted, the processor restarts) if its
 // session is fenced. Called at the start of every callback and before every
-// table write, so a freeze in the middle of a callback is caught too.
+// table write, so a freeze in the middle of a callback is caught too. It
+// stops the callback itself: once goka has cancelled the session's context
+// ctx.Fail only records the error and returns (adversary round 37: the
+// write was then made anyway).
 func (s *Scheduler) guard(ctx goka.Context) {
 	if err := s.fence.check(ctx); err != nil {
 		failed(ctx, err)
+		panic(err)
 	}
 }
 

@@ -27,7 +27,7 @@ func TestFenceStopsSessionsThatBeganBeforeAFreeze(t *testing.T) {
 	const limit = 5 * time.Second
 	var now time.Duration
 	w := &watchdog{limit: limit, since: func() time.Duration { return now }}
-	f := &fence{w: w}
+	f := &fence{w: w, linger: 200 * time.Millisecond}
 	ca, cancelA := context.WithCancel(context.Background())
 	defer cancelA()
 	a := sessionCtx{c: ca}
@@ -51,8 +51,10 @@ func TestFenceStopsSessionsThatBeganBeforeAFreeze(t *testing.T) {
 	require.NoError(t, f.check(b), "a session that began after the freeze writes")
 	require.ErrorIs(t, f.check(a), errFrozen)
 
-	// A session's entry goes when its context ends.
+	// A session is remembered for a while after its context ends (a
+	// callback of it may still run: it stays fenced), then forgotten.
 	cancelA()
+	require.ErrorIs(t, f.check(a), errFrozen, "still fenced once cancelled")
 	require.Eventually(t, func() bool {
 		_, ok := f.sessions.Load(ca)
 		return !ok
