@@ -11,9 +11,6 @@ import (
 	"github.com/lovoo/goka/codec"
 	"github.com/lovoo/goka/storage"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // otherStoreFails is a healthy goka storage: its Set always succeeds, but
@@ -37,13 +34,7 @@ func (s otherStoreFails) Set(key string, value []byte) error {
 // its input is committed.
 func TestAdversary37HealthyWriteOnLiveContextGoesOn(t *testing.T) {
 	const in, group = "xt-in", "xt-group"
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, in, group+"-table"))
-	require.NoError(t, err)
-	defer kc.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
-	require.NoError(t, err)
-	defer cl.Close()
-	require.NoError(t, cl.ProduceSync(context.Background(), &kgo.Record{Topic: in, Key: []byte("k"), Value: []byte("v")}).FirstErr())
+	kc, cl := oneRecordFor(t, in, group)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -69,16 +60,8 @@ func TestAdversary37HealthyWriteOnLiveContextGoesOn(t *testing.T) {
 	runErr := make(chan error, 1)
 	go func() { runErr <- p.Run(ctx) }()
 	var rerr error
-	testCommitted := func() int64 {
-		offs, err := kadm.NewClient(cl).FetchOffsets(context.Background(), group)
-		require.NoError(t, err)
-		if o, ok := offs.Lookup(in, 0); ok && o.Err == nil {
-			return o.At
-		}
-		return -1
-	}
 	deadline := time.Now().Add(20 * time.Second)
-	for !after.Load() || testCommitted() < 1 {
+	for !after.Load() || committedOffset(t, cl, group, in) < 1 {
 		if time.Now().After(deadline) {
 			break
 		}
@@ -95,12 +78,7 @@ func TestAdversary37HealthyWriteOnLiveContextGoesOn(t *testing.T) {
 		v, _ := mem.Get("k")
 		t.Logf("the healthy store holds k=%q", v)
 	}
-	offs, err := kadm.NewClient(cl).FetchOffsets(context.Background(), group)
-	require.NoError(t, err)
-	committed := int64(-1)
-	if o, ok := offs.Lookup(in, 0); ok && o.Err == nil {
-		committed = o.At
-	}
+	committed := committedOffset(t, cl, group, in)
 	t.Logf("committed offset: %d", committed)
 	require.True(t, live.Load())
 	require.True(t, after.Load(), "the successful write on a live context stopped its callback")

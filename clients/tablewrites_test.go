@@ -49,13 +49,7 @@ func (s failingStore) Set(key string, value []byte) error {
 // afterwards (-1: none).
 func runFailedWrite(t *testing.T, strict, fail bool) (wentOn bool, committed int64) {
 	const in, group = "strict-in", "strict-group"
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, in, group+"-table"))
-	require.NoError(t, err)
-	defer kc.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
-	require.NoError(t, err)
-	defer cl.Close()
-	require.NoError(t, cl.ProduceSync(context.Background(), &kgo.Record{Topic: in, Key: []byte("k"), Value: []byte("v")}).FirstErr())
+	kc, cl := oneRecordFor(t, in, group)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -103,14 +97,31 @@ func runFailedWrite(t *testing.T, strict, fail bool) (wentOn bool, committed int
 		t.Fatal("the processor did not stop")
 	}
 	require.True(t, armed.Load(), "the callback ran")
+	return after.Load(), committedOffset(t, cl, group, in)
+}
 
+// oneRecordFor starts an embedded broker with topic in and group's table
+// (one partition each) and one record "k" on in; both close with the test.
+func oneRecordFor(t *testing.T, in, group string) (*kfake.Cluster, *kgo.Client) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, in, group+"-table"))
+	require.NoError(t, err)
+	t.Cleanup(kc.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	require.NoError(t, cl.ProduceSync(context.Background(), &kgo.Record{Topic: in, Key: []byte("k"), Value: []byte("v")}).FirstErr())
+	return kc, cl
+}
+
+// committedOffset returns group's committed offset on partition 0 of in
+// (-1: none).
+func committedOffset(t *testing.T, cl *kgo.Client, group, in string) int64 {
 	offs, err := kadm.NewClient(cl).FetchOffsets(context.Background(), group)
 	require.NoError(t, err)
-	committed = -1
 	if o, ok := offs.Lookup(in, 0); ok && o.Err == nil {
-		committed = o.At
+		return o.At
 	}
-	return after.Load(), committed
+	return -1
 }
 
 // TestTableWriteFailingWhileStoppingLeavesTheInputUncommitted: a table

@@ -42,18 +42,15 @@ func (x *gokaCancelledCtx) SetValue(v any, _ ...goka.ContextOption) {
 // the check itself may find no entry (AfterFunc deleted it) and pass: the
 // write is made anyway, and lands in the changelog after the new owner's.
 func TestAdversary37FencedSessionStillWritesOnceCancelled(t *testing.T) {
-	const limit = 5 * time.Second
-	var now time.Duration
-	w := &watchdog{limit: limit, since: func() time.Duration { return now }}
-	s := &Scheduler{fence: &fence{w: w}}
+	s, freeze := fencedScheduler()
 
 	c, cancel := context.WithCancel(context.Background())
 	x := &gokaCancelledCtx{c: c}
 	s.guard(x) // the session begins (live)
 	require.Empty(t, x.writes)
 
-	now += limit + time.Second // frozen
-	cancel()                   // goka cancels the session at the rebalance
+	freeze()
+	cancel() // goka cancels the session at the rebalance
 	time.Sleep(50 * time.Millisecond)
 
 	stopped := setValueStopped(s, x, []byte("stale"))
@@ -70,6 +67,15 @@ func TestAdversary37FencedSessionStillWritesOnceCancelled(t *testing.T) {
 	require.ErrorIs(t, setValueStopped(s, y, []byte("late")), errSessionOver)
 	require.Empty(t, y.writes)
 	require.NotEmpty(t, y.commitEr)
+}
+
+// fencedScheduler returns a scheduler with a fence on a fake clock, and a
+// func that makes the process look frozen past the fence's limit.
+func fencedScheduler() (*Scheduler, func()) {
+	const limit = 5 * time.Second
+	var now time.Duration
+	w := &watchdog{limit: limit, since: func() time.Duration { return now }}
+	return &Scheduler{fence: &fence{w: w}}, func() { now += limit + time.Second }
 }
 
 // setValueStopped calls s.setValue and returns the error the callback
@@ -101,16 +107,13 @@ func (x *gokaStoppingCtx) Fail(err error) {
 }
 
 func TestAdversary37FencedSessionWritesWhenFailReturns(t *testing.T) {
-	const limit = 5 * time.Second
-	var now time.Duration
-	w := &watchdog{limit: limit, since: func() time.Duration { return now }}
-	s := &Scheduler{fence: &fence{w: w}}
+	s, freeze := fencedScheduler()
 	c, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	x := &gokaStoppingCtx{gokaCancelledCtx: gokaCancelledCtx{c: c}}
 	s.guard(x)
-	now += limit + time.Second // frozen
-	x.stopping = true          // goka's context is cancelled
+	freeze()
+	x.stopping = true // goka's context is cancelled
 	stopped := setValueStopped(s, x, []byte("stale"))
 	t.Logf("fence failures recorded: %v; commit errors: %v; writes made: %q; stopped with: %v", x.failures, x.commitEr, x.writes, stopped)
 	require.ErrorIs(t, stopped, errFrozen)
