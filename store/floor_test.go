@@ -13,12 +13,13 @@ import (
 // TestDueUpToFromTheFloorMatchesAModel: scans that start at the floor (the
 // first entry an earlier scan from the start found) return exactly what a
 // model of the index holds, over generated histories of puts, deletes,
-// moves (with and without From), rebuilds and scans from the start or from
-// a cursor, with limits. A write below the floor must lower it: a put or a
+// moves (with and without From; applied one by one or, as the fan-out
+// does, with the scanned span removed at once by ApplyScannedMoves),
+// rebuilds and scans from the start or from a cursor, with limits. A write below the floor must lower it: a put or a
 // move of a job to a time before every entry is always seen.
 func TestDueUpToFromTheFloorMatchesAModel(t *testing.T) {
 	t.Parallel()
-	for seed := range uint64(60) {
+	for seed := range uint64(120) {
 		rng := rand.New(rand.NewPCG(seed, 0xf1002))
 		s := newMemStore(t, Options{Indexer: testIndexer})
 		model := map[string]time.Time{} // key -> due (absent: no entry)
@@ -55,12 +56,22 @@ func TestDueUpToFromTheFloorMatchesAModel(t *testing.T) {
 				require.NoError(t, s.Delete(k))
 				delete(model, k)
 				delete(bucket, k)
-			case r < 9: // the fan-out: scan from the start, move what it saw later (or away)
+			case r < 9: // the fan-out: scan from the start or after its cursor, in one or two parts, move what it saw later (or away)
 				upTo := at(rng.IntN(400) - 100)
 				limit := 1 + rng.IntN(10)
-				due, err := s.DueUpTo(upTo, Due{}, limit)
+				var after Due
+				if rng.IntN(3) == 0 {
+					after = Due{At: at(rng.IntN(400) - 100), Key: keyN(rng.IntN(nKeys))}
+				}
+				due, err := s.DueUpTo(upTo, after, limit)
 				require.NoError(t, err)
-				require.Equal(t, expect(upTo, Due{}, limit), nilIfEmpty(due), "seed %d op %d", seed, op)
+				require.Equal(t, expect(upTo, after, limit), nilIfEmpty(due), "seed %d op %d", seed, op)
+				if len(due) == limit && rng.IntN(2) == 0 {
+					more, err := s.DueUpTo(upTo, due[len(due)-1], limit)
+					require.NoError(t, err)
+					require.Equal(t, expect(upTo, due[len(due)-1], limit), nilIfEmpty(more), "seed %d op %d", seed, op)
+					due = append(due, more...)
+				}
 				var moves []Move
 				for _, d := range due {
 					to := time.Time{}
@@ -78,7 +89,14 @@ func TestDueUpToFromTheFloorMatchesAModel(t *testing.T) {
 						model[d.Key] = to
 					}
 				}
-				require.NoError(t, s.ApplyMoves(moves, upTo))
+				if len(due) > 0 && rng.IntN(2) == 0 {
+					// The fan-out's way: the scanned span goes in one range
+					// deletion; every entry of it has its move.
+					require.NoError(t, s.ApplyScannedMoves(moves, due[0], due[len(due)-1], upTo))
+					checkConsistent(t, s)
+				} else {
+					require.NoError(t, s.ApplyMoves(moves, upTo))
+				}
 			case r < 10:
 				require.NoError(t, s.RebuildIndexes(time.Time{}))
 				model = map[string]time.Time{}

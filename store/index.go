@@ -86,7 +86,13 @@ type dueFloor struct {
 // updateIndex is the package's updateIndex that also keeps s.floor; the
 // caller holds s.wmu.
 func (s *Store) updateIndex(b *pebble.Batch, buf []byte, key string, old, nu rev) ([]byte, error) {
-	if nu.hasDue && (!old.hasDue || nu.due != old.due) {
+	return s.updateIndexGone(b, buf, key, old, nu, false)
+}
+
+// updateIndexGone is updateIndex where gone says old's due entry is
+// already removed (by a range deletion in b).
+func (s *Store) updateIndexGone(b *pebble.Batch, buf []byte, key string, old, nu rev, gone bool) ([]byte, error) {
+	if nu.hasDue && (gone || !old.hasDue || nu.due != old.due) {
 		s.floor.seq++
 		if s.floor.key != nil {
 			if k := dueKey(nu.due, key); bytes.Compare(k, s.floor.key) < 0 {
@@ -94,14 +100,16 @@ func (s *Store) updateIndex(b *pebble.Batch, buf []byte, key string, old, nu rev
 			}
 		}
 	}
-	return updateIndex(b, buf, key, old, nu)
+	return updateIndex(b, buf, key, old, nu, gone)
 }
 
 // updateIndex adds to b the operations that change key's index entries from
-// old to nu (including the reverse entry). buf is scratch space (the batch
-// copies keys and values), returned for reuse.
-func updateIndex(b *pebble.Batch, buf []byte, key string, old, nu rev) ([]byte, error) {
-	if old == nu {
+// old to nu (including the reverse entry); gone: old's due entry is
+// already removed, so it is not deleted and nu's is written even at the
+// same time. buf is scratch space (the batch copies keys and values),
+// returned for reuse.
+func updateIndex(b *pebble.Batch, buf []byte, key string, old, nu rev, gone bool) ([]byte, error) {
+	if old == nu && !gone {
 		return buf, nil
 	}
 	var err error
@@ -115,11 +123,11 @@ func updateIndex(b *pebble.Batch, buf []byte, key string, old, nu rev) ([]byte, 
 			err = b.Delete(k, nil)
 		}
 	}
-	if old.hasDue && (!nu.hasDue || nu.due != old.due) {
+	if !gone && old.hasDue && (!nu.hasDue || nu.due != old.due) {
 		buf = appendDueKey(buf[:0], old.due, key)
 		del(buf)
 	}
-	if nu.hasDue && (!old.hasDue || nu.due != old.due) {
+	if nu.hasDue && (gone || !old.hasDue || nu.due != old.due) {
 		buf = appendDueKey(buf[:0], nu.due, key)
 		set(buf, nil)
 	}
@@ -130,6 +138,9 @@ func updateIndex(b *pebble.Batch, buf []byte, key string, old, nu rev) ([]byte, 
 	if nu.hasBucket && (!old.hasBucket || nu.bucket != old.bucket) {
 		buf = append(appendBucketPrefix(buf[:0], nu.bucket), key...)
 		set(buf, nil)
+	}
+	if old == nu {
+		return buf, err // only the due entry, written again
 	}
 	buf = append(append(buf[:0], prefixReverse), key...)
 	if nu.empty() {
@@ -221,7 +232,25 @@ func (s *Store) raiseFloor(k []byte, seq uint64) {
 // (zero = remove). Moves of keys that are not in the table are skipped (an index
 // entry must always point to a table record). If a key occurs more than
 // once, its last move wins. The batch also stores indexedUpTo.
-func (s *Store) ApplyMoves(moves []Move, indexedUpTo time.Time) (err error) {
+func (s *Store) ApplyMoves(moves []Move, indexedUpTo time.Time) error {
+	return s.applyMoves(moves, nil, indexedUpTo)
+}
+
+// ApplyScannedMoves is ApplyMoves for the moves of a span of the due index
+// the caller scanned whole: its scan (DueUpTo, one or more calls, with no
+// write in between) returned every entry from first through last, in the
+// index's order, and moves holds one Move with From set for each of them
+// (a Move without From may be among them, as in ApplyMoves). The entries
+// of the span then go in one range deletion instead of a deletion each:
+// one Pebble operation per fire fewer, and no tombstone per fire for the
+// flushes and compactions to carry (docs/internals.md). A Move whose From
+// lies outside the span is applied as by ApplyMoves. An entry of the span
+// without a Move is removed: the caller's promise is what keeps it.
+func (s *Store) ApplyScannedMoves(moves []Move, first, last Due, indexedUpTo time.Time) error {
+	return s.applyMoves(moves, &[2]Due{first, last}, indexedUpTo)
+}
+
+func (s *Store) applyMoves(moves []Move, span *[2]Due, indexedUpTo time.Time) (err error) {
 	defer s.recoverFatal(&err)
 	if err := s.acquire(); err != nil {
 		return err
@@ -241,7 +270,17 @@ func (s *Store) ApplyMoves(moves []Move, indexedUpTo time.Time) (err error) {
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
-	if err := s.addMoves(b, moves, trustFrom); err != nil {
+	var lo, hi []byte // the span a range deletion removed (nil: none)
+	if trustFrom && span != nil && len(moves) > 0 {
+		lo = dueKey(nanos(span[0].At), span[0].Key)
+		hi = append(dueKey(nanos(span[1].At), span[1].Key), 0) // just past last
+		if bytes.Compare(lo, hi) >= 0 {
+			lo, hi = nil, nil
+		} else if err := b.DeleteRange(lo, hi, nil); err != nil {
+			return err
+		}
+	}
+	if err := s.addMoves(b, moves, trustFrom, lo, hi); err != nil {
 		return err
 	}
 	if err := b.Set(metaKey(metaIndexedUpTo), encodeTimeMeta(indexedUpTo), nil); err != nil {
@@ -253,7 +292,9 @@ func (s *Store) ApplyMoves(moves []Move, indexedUpTo time.Time) (err error) {
 	return nil
 }
 
-func (s *Store) addMoves(b *pebble.Batch, moves []Move, trustFrom bool) error {
+// addMoves adds moves to b; a trusted From in [lo, hi) is a due entry b
+// already removes with a range deletion.
+func (s *Store) addMoves(b *pebble.Batch, moves []Move, trustFrom bool, lo, hi []byte) error {
 	if len(moves) == 0 {
 		return nil
 	}
@@ -275,6 +316,7 @@ func (s *Store) addMoves(b *pebble.Batch, moves []Move, trustFrom bool) error {
 		prev     rev
 		prevSkip bool
 		havePrev bool
+		gone     bool // the key's due entry went with the span, not yet written again
 	)
 	for _, i := range order {
 		m := moves[i]
@@ -283,6 +325,7 @@ func (s *Store) addMoves(b *pebble.Batch, moves []Move, trustFrom bool) error {
 			// What the caller's scan saw: no read (the fan-out's case).
 			old, prevSkip = rev{hasDue: true, due: nanos(m.From), hasBucket: m.Bucket != "", bucket: m.Bucket}, false
 			prevKey, havePrev = m.Key, true
+			gone, buf = inSpan(old, m.Key, lo, hi, buf)
 		} else if !havePrev || m.Key != prevKey {
 			old, prevSkip = rev{}, false
 			rk = append(append(rk[:0], prefixReverse), m.Key...)
@@ -304,6 +347,7 @@ func (s *Store) addMoves(b *pebble.Batch, moves []Move, trustFrom bool) error {
 				prevSkip = v == nil
 			}
 			prevKey, havePrev = m.Key, true
+			gone, buf = inSpan(old, m.Key, lo, hi, buf)
 		}
 		if prevSkip {
 			continue
@@ -314,12 +358,24 @@ func (s *Store) addMoves(b *pebble.Batch, moves []Move, trustFrom bool) error {
 		if nu.hasDue {
 			nu.due = nanos(m.To)
 		}
-		if buf, err = s.updateIndex(b, buf, m.Key, old, nu); err != nil {
+		if buf, err = s.updateIndexGone(b, buf, m.Key, old, nu, gone); err != nil {
 			return err
 		}
-		prev = nu
+		prev, gone = nu, false
 	}
 	return nil
+}
+
+// inSpan reports whether the due entry of old, key's index entries before
+// its first move in a batch, lies in [lo, hi), the span the batch removes
+// with a range deletion (nil lo: none): the move then writes its due entry
+// even at the same time.
+func inSpan(old rev, key string, lo, hi, buf []byte) (bool, []byte) {
+	if lo == nil || !old.hasDue {
+		return false, buf
+	}
+	buf = appendDueKey(buf[:0], old.due, key)
+	return bytes.Compare(buf, lo) >= 0 && bytes.Compare(buf, hi) < 0, buf
 }
 
 // IndexedUpTo returns the time last given to ApplyMoves or RebuildIndexes

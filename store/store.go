@@ -928,7 +928,7 @@ func (s *Store) Delete(key string) (err error) {
 		if err := b.Delete(tableKey(key), nil); err != nil {
 			return err
 		}
-		s.buf, err = updateIndex(b, s.buf, key, old, rev{})
+		s.buf, err = updateIndex(b, s.buf, key, old, rev{}, false)
 		return err
 	}
 	if s.batching {

@@ -363,6 +363,7 @@ func (s *Scheduler) advanceChunk(ctx goka.Context, st *store.Store, t time.Time,
 	if err != nil {
 		return false, c.last, err
 	}
+	scanned := c.last // the span c.first..scanned holds exactly c.moves' entries
 	if cuts != nil {
 		noteCuts(cuts, c.moves, t)
 	}
@@ -385,7 +386,10 @@ func (s *Scheduler) advanceChunk(ctx goka.Context, st *store.Store, t time.Time,
 	if !c.more && t.After(indexed) {
 		indexed = t
 	}
-	return c.more, c.last, st.ApplyMoves(c.moves, indexed)
+	if c.handled == 0 {
+		return c.more, c.last, st.ApplyMoves(c.moves, indexed)
+	}
+	return c.more, c.last, st.ApplyScannedMoves(c.moves, c.first, scanned, indexed)
 }
 
 // ensureIndex rebuilds the partition's due index when the table's watermark
@@ -474,6 +478,7 @@ func (s *Scheduler) beginDurably(ctx goka.Context, horizon *purgeHorizon) error 
 type chunk struct {
 	moves   []store.Move
 	handled int
+	first   store.Due // the first entry handled (with handled > 0)
 	last    store.Due
 	more    bool
 	purged  uint64 // the highest Applied of the tombstones it purges
@@ -522,6 +527,9 @@ scan:
 				if size >= s.cfg.ChunkBytes || steps >= chunkSteps {
 					c.more = true
 					break scan
+				}
+				if c.handled == 0 {
+					c.first = d
 				}
 				c.handled++
 				c.last, cursor = d, d
