@@ -240,15 +240,30 @@ func (s *Store) ApplyMoves(moves []Move, indexedUpTo time.Time) error {
 // the caller scanned whole: its scan (DueUpTo, one or more calls, with no
 // write in between) returned every entry from first through last, in the
 // index's order, and moves holds one Move with From set for each of them
-// (a Move without From may be among them, as in ApplyMoves). The entries
-// of the span then go in one range deletion instead of a deletion each:
-// one Pebble operation per fire fewer, and no tombstone per fire for the
-// flushes and compactions to carry (docs/internals.md). A Move whose From
-// lies outside the span is applied as by ApplyMoves. An entry of the span
-// without a Move is removed: the caller's promise is what keeps it.
+// (a Move without From may be among them, as in ApplyMoves). With at least
+// minRangeDeletion moves, the entries of the span then go in one range
+// deletion instead of a deletion each: one Pebble operation per fire
+// fewer, and no tombstone per fire for the flushes and compactions to
+// carry (docs/internals.md). A Move whose From lies outside the span is
+// applied as by ApplyMoves. An entry of the span without a Move is
+// removed: the caller's promise is what keeps it.
 func (s *Store) ApplyScannedMoves(moves []Move, first, last Due, indexedUpTo time.Time) error {
+	if len(moves) < s.minSpan {
+		return s.applyMoves(moves, nil, indexedUpTo)
+	}
 	return s.applyMoves(moves, &[2]Due{first, last}, indexedUpTo)
 }
+
+// minRangeDeletion is the fewest moves ApplyScannedMoves removes with a
+// range deletion. Each range deletion written to a memtable makes the
+// next iterator or point read fragment every range deletion the memtable
+// holds again (Pebble's memtable keeps them fragmented in a cache that a
+// new one invalidates), so a range deletion per small chunk (jobs spread
+// over time: one fire an advance) cost 5-120x a point deletion per fire,
+// growing until the memtable flushed (adversary round 38). A memtable of
+// 4 MiB holds at most a few dozen range deletions of 1,024 moves each,
+// which are cheap to fragment; a burst's chunks hold up to 25,000.
+const minRangeDeletion = 1024
 
 func (s *Store) applyMoves(moves []Move, span *[2]Due, indexedUpTo time.Time) (err error) {
 	defer s.recoverFatal(&err)
@@ -278,6 +293,8 @@ func (s *Store) applyMoves(moves []Move, span *[2]Due, indexedUpTo time.Time) (e
 			lo, hi = nil, nil
 		} else if err := b.DeleteRange(lo, hi, nil); err != nil {
 			return err
+		} else {
+			s.rangeDels.Add(1)
 		}
 	}
 	if err := s.addMoves(b, moves, trustFrom, lo, hi); err != nil {

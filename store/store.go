@@ -192,6 +192,11 @@ type Store struct {
 
 	wmu sync.Mutex // serializes read-modify-write index maintenance
 	buf []byte     // scratch for index keys; guarded by wmu
+	// minSpan is the fewest moves ApplyScannedMoves removes with a range
+	// deletion (minRangeDeletion; the package's tests lower it), and
+	// rangeDels counts the range deletions it wrote.
+	minSpan   int
+	rangeDels atomic.Uint64
 
 	offset    atomic.Int64 // local offset + 1; 0: none set (see localOffset)
 	persisted atomic.Int64 // persisted offset + 1 after MarkRecovered; 0: none (see OffsetEvery)
@@ -270,11 +275,12 @@ func New(dir string, opts Options) *Store {
 		wo = pebble.Sync
 	}
 	return &Store{
-		dir:   dir,
-		opts:  opts,
-		wo:    wo,
-		stop:  make(chan struct{}),
-		iters: make(map[*iterator]struct{}),
+		dir:     dir,
+		opts:    opts,
+		wo:      wo,
+		minSpan: minRangeDeletion,
+		stop:    make(chan struct{}),
+		iters:   make(map[*iterator]struct{}),
 	}
 }
 
