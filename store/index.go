@@ -85,13 +85,7 @@ type dueFloor struct {
 
 // updateIndex is the package's updateIndex that also keeps s.floor; the
 // caller holds s.wmu.
-func (s *Store) updateIndex(b *pebble.Batch, buf []byte, key string, old, nu rev) ([]byte, error) {
-	return s.updateIndexGone(b, buf, key, old, nu, false)
-}
-
-// updateIndexGone is updateIndex where gone says old's due entry is
-// already removed (by a range deletion in b).
-func (s *Store) updateIndexGone(b *pebble.Batch, buf []byte, key string, old, nu rev, gone bool) ([]byte, error) {
+func (s *Store) updateIndex(b *pebble.Batch, buf []byte, key string, old, nu rev, gone bool) ([]byte, error) {
 	if nu.hasDue && (gone || !old.hasDue || nu.due != old.due) {
 		s.floor.seq++
 		if s.floor.key != nil {
@@ -375,7 +369,7 @@ func (s *Store) addMoves(b *pebble.Batch, moves []Move, trustFrom bool, lo, hi [
 		if nu.hasDue {
 			nu.due = nanos(m.To)
 		}
-		if buf, err = s.updateIndexGone(b, buf, m.Key, old, nu, gone); err != nil {
+		if buf, err = s.updateIndex(b, buf, m.Key, old, nu, gone); err != nil {
 			return err
 		}
 		prev, gone = nu, false
@@ -546,7 +540,7 @@ func (s *Store) indexAll(it *pebble.Iterator) error {
 		if err != nil {
 			return fmt.Errorf("store: indexing %q: %w", key, err)
 		}
-		if buf, err = s.updateIndex(b, buf, key, rev{}, entryRev(e)); err != nil {
+		if buf, err = s.updateIndex(b, buf, key, rev{}, entryRev(e), false); err != nil {
 			return err
 		}
 		if n++; n%rebuildBatchSize == 0 {

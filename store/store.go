@@ -871,7 +871,7 @@ func (s *Store) Set(key string, value []byte) (err error) {
 	if err := b.Set(tableKey(key), value, nil); err != nil {
 		return err
 	}
-	if s.buf, err = s.updateIndex(b, s.buf, key, old, entryRev(e)); err != nil {
+	if s.buf, err = s.updateIndex(b, s.buf, key, old, entryRev(e), false); err != nil {
 		return err
 	}
 	if e.HasIndexTime {

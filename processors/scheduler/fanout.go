@@ -386,9 +386,6 @@ func (s *Scheduler) advanceChunk(ctx goka.Context, st *store.Store, t time.Time,
 	if !c.more && t.After(indexed) {
 		indexed = t
 	}
-	if c.handled == 0 {
-		return c.more, c.last, st.ApplyMoves(c.moves, indexed)
-	}
 	return c.more, c.last, st.ApplyScannedMoves(c.moves, c.first, scanned, indexed)
 }
 

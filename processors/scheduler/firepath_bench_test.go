@@ -48,18 +48,7 @@ func BenchmarkFirePath(b *testing.B) {
 	ctx := &simCtx{ctx: context.Background(), key: s.shardKeys[0]}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		t := t0.Add(time.Duration(i) * time.Hour)
-		cursor := store.Due{}
-		for {
-			more, last, err := s.advanceChunk(ctx, st, t, cursor, nil, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if !more {
-				break
-			}
-			cursor = last
-		}
+		advanceAll(b, s, ctx, st, t0.Add(time.Duration(i)*time.Hour))
 	}
 	b.StopTimer()
 	fires := prod.n.Load()
@@ -81,17 +70,40 @@ var firePathT0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 // disk and puts n jobs as chronos bench --aligned registers them (every
 // hour here, from firePathT0, misfire grace 5m), all due at firePathT0.
 func firePathSetup(b *testing.B, n int) (*Scheduler, *store.Store, *countingProducer) {
-	prod := &countingProducer{}
-	s, st := openPartition(b, Config{ChunkBudget: time.Hour, Producer: prod, Now: func() time.Time { return firePathT0 }})
-	job, err := codecs.JobDef{Every: "1h", Start: firePathT0.Format(time.RFC3339), MisfireGrace: "5m"}.Validate(codecs.DefaultLimits())
-	require.NoError(b, err)
-	for i := range n {
-		rec := codecs.JobRecord{Version: uint64(i + 1), Status: codecs.StatusActive, Job: job,
-			NotBefore: firePathT0.Add(-time.Minute), CreatedAt: firePathT0.Add(-time.Minute), UpdatedAt: firePathT0.Add(-time.Minute)}
-		require.NoError(b, st.Set(fmt.Sprintf("job-%d", i), codecs.EncodeJobRecord(&rec)))
-	}
+	s, st, prod := hourlyJobs(b, n, 0)
 	due, err := st.DueUpTo(firePathT0, store.Due{}, 0)
 	require.NoError(b, err)
 	require.Len(b, due, n, "every job due at t0")
 	return s, st, prod
+}
+
+// hourlyJobs is firePathSetup's partition with n hourly jobs (misfire
+// grace 5m), the i-th starting at firePathT0 + i*spread.
+func hourlyJobs(b *testing.B, n int, spread time.Duration) (*Scheduler, *store.Store, *countingProducer) {
+	prod := &countingProducer{}
+	s, st := openPartition(b, Config{ChunkBudget: time.Hour, Producer: prod, Now: func() time.Time { return firePathT0 }})
+	for i := range n {
+		start := firePathT0.Add(time.Duration(i) * spread)
+		job, err := codecs.JobDef{Every: "1h", Start: start.Format(time.RFC3339), MisfireGrace: "5m"}.Validate(codecs.DefaultLimits())
+		require.NoError(b, err)
+		rec := codecs.JobRecord{Version: uint64(i + 1), Status: codecs.StatusActive, Job: job,
+			NotBefore: firePathT0.Add(-time.Minute), CreatedAt: firePathT0.Add(-time.Minute), UpdatedAt: firePathT0.Add(-time.Minute)}
+		require.NoError(b, st.Set(fmt.Sprintf("job-%d", i), codecs.EncodeJobRecord(&rec)))
+	}
+	return s, st, prod
+}
+
+// advanceAll runs the chunk loop of an advance to t until nothing is due.
+func advanceAll(b *testing.B, s *Scheduler, ctx *simCtx, st *store.Store, t time.Time) {
+	cursor := store.Due{}
+	for {
+		more, last, err := s.advanceChunk(ctx, st, t, cursor, nil, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !more {
+			return
+		}
+		cursor = last
+	}
 }

@@ -2,14 +2,10 @@ package scheduler
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/chronos-scheduler/chronos/codecs"
-	"github.com/chronos-scheduler/chronos/store"
 )
 
 // BenchmarkOneFireAdvances is the fan-out's cost per fire in the steady
@@ -25,30 +21,11 @@ import (
 //
 //	go test -run '^$' -bench OneFireAdvances -benchtime 8000x ./processors/scheduler/
 func BenchmarkOneFireAdvances(b *testing.B) {
-	const jobs = 3600
-	prod := &countingProducer{}
-	s, st := openPartition(b, Config{ChunkBudget: time.Hour, Producer: prod, Now: func() time.Time { return firePathT0 }})
-	for i := range jobs {
-		start := firePathT0.Add(time.Duration(i) * time.Second)
-		job, err := codecs.JobDef{Every: "1h", Start: start.Format(time.RFC3339), MisfireGrace: "5m"}.Validate(codecs.DefaultLimits())
-		require.NoError(b, err)
-		rec := codecs.JobRecord{Version: uint64(i + 1), Status: codecs.StatusActive, Job: job,
-			NotBefore: firePathT0.Add(-time.Minute), CreatedAt: firePathT0.Add(-time.Minute), UpdatedAt: firePathT0.Add(-time.Minute)}
-		require.NoError(b, st.Set(fmt.Sprintf("job-%d", i), codecs.EncodeJobRecord(&rec)))
-	}
+	s, st, prod := hourlyJobs(b, 3600, time.Second)
 	ctx := &simCtx{ctx: context.Background(), key: s.shardKeys[0]}
 	b.ResetTimer()
 	for i := range b.N {
-		tt := firePathT0.Add(time.Duration(i) * time.Second)
-		cursor := store.Due{}
-		for {
-			more, l, err := s.advanceChunk(ctx, st, tt, cursor, nil, nil)
-			require.NoError(b, err)
-			if !more {
-				break
-			}
-			cursor = l
-		}
+		advanceAll(b, s, ctx, st, firePathT0.Add(time.Duration(i)*time.Second))
 	}
 	b.StopTimer()
 	require.Equal(b, int64(b.N), prod.n.Load(), "one fire an advance")
