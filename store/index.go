@@ -267,6 +267,7 @@ func (s *Store) applyMoves(moves []Move, span *[2]Due, indexedUpTo time.Time) (e
 	defer s.mu.RUnlock()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	defer s.beginWrite()()
 	// A move's From describes the index the caller scanned; one rebuilt
 	// just now (below) may differ, so then every entry is looked up.
 	trustFrom := !s.deferIndex
@@ -471,6 +472,7 @@ func (s *Store) rebuild(indexedUpTo time.Time) error {
 // deferral: the rebuild indexes the whole table, and every later write
 // maintains the indexes itself (MarkRecovered then has nothing to build).
 func (s *Store) rebuildLocked(indexedUpTo time.Time) error {
+	defer s.beginWrite()()
 	if err := s.commitPendingLocked(); err != nil {
 		return err
 	}

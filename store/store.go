@@ -157,6 +157,11 @@ type Options struct {
 	// OnDiscarded is called when Open discarded an unsettled store (see
 	// Settled), with why. Optional (the store also logs it to Logger).
 	OnDiscarded func(dir string)
+	// CachedKey is one table key whose value the store keeps in memory
+	// once read, so that Get and the Indexer's reads of it do not go to
+	// Pebble until it is written again (the scheduler's shard record,
+	// which every command reads). "": none.
+	CachedKey string
 }
 
 var (
@@ -237,6 +242,12 @@ type Store struct {
 	iters map[*iterator]struct{}
 
 	broken atomic.Bool // a write hit a fatal pebble error; the DB is unusable
+
+	// wseq, cached and lastMiss keep what a callback read just before it
+	// writes (readcache.go).
+	wseq     atomic.Uint64
+	cached   atomic.Pointer[cachedValue]
+	lastMiss atomic.Pointer[miss]
 }
 
 var _ storage.Storage = (*Store)(nil)
@@ -339,6 +350,7 @@ func (s *Store) Open() error {
 	s.db = db
 	s.opened = true
 	s.tuned = tuned
+	s.resetCache()
 
 	if err := s.checkFormat(); err != nil {
 		s.opened = false
@@ -760,6 +772,7 @@ func (s *Store) commitPendingLocked() error {
 	if b == nil {
 		return nil
 	}
+	defer s.beginWrite()()
 	defer func() {
 		s.pending = nil
 		s.pendingAny.Store(false)
@@ -804,7 +817,7 @@ func (s *Store) getRaw(k []byte) ([]byte, error) {
 // caller already holds them).
 type tableReader struct{ s *Store }
 
-func (r tableReader) Get(key string) ([]byte, error) { return r.s.getRaw(tableKey(key)) }
+func (r tableReader) Get(key string) ([]byte, error) { return r.s.readTable(key) }
 
 // Has reports whether key exists in the table.
 func (s *Store) Has(key string) (bool, error) {
@@ -824,15 +837,28 @@ func (s *Store) Has(key string) (bool, error) {
 
 // Get returns the value of key, or (nil, nil) if it does not exist.
 func (s *Store) Get(key string) ([]byte, error) {
+	if s.opts.CachedKey != "" && key == s.opts.CachedKey {
+		return s.getCached()
+	}
+	v, seq, err := s.get(key)
+	if err == nil && v == nil && s.opts.Indexer != nil {
+		s.lastMiss.Store(&miss{key: key, seq: seq})
+	}
+	return v, err
+}
+
+// get is Get from Pebble, with the write count (wseq) it began at.
+func (s *Store) get(key string) ([]byte, uint64, error) {
 	if err := s.acquire(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer s.mu.RUnlock()
+	seq := s.wseq.Load()
 	v, err := s.getRaw(tableKey(key))
 	if err != nil {
-		return nil, fmt.Errorf("store: get %q: %w", key, err)
+		return nil, 0, fmt.Errorf("store: get %q: %w", key, err)
 	}
-	return v, nil
+	return v, seq, nil
 }
 
 // Set stores value under key. With an Indexer, one atomic batch writes the
@@ -846,6 +872,9 @@ func (s *Store) Set(key string, value []byte) (err error) {
 	defer s.mu.RUnlock()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	absent := s.knownAbsent(key)
+	defer s.beginWrite()()
+	s.writesKey(key)
 	if s.batching {
 		if err := s.addPending(func(b *pebble.Batch) error { return b.Set(tableKey(key), value, nil) }); err != nil {
 			return fmt.Errorf("store: set %q: %w", key, err)
@@ -862,9 +891,11 @@ func (s *Store) Set(key string, value []byte) (err error) {
 	if err != nil {
 		return fmt.Errorf("store: indexing %q: %w", key, err)
 	}
-	old, err := s.getRev(key)
-	if err != nil {
-		return err
+	var old rev // none if the caller's last Get found no record
+	if !absent {
+		if old, err = s.getRev(key); err != nil {
+			return err
+		}
 	}
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -909,6 +940,8 @@ func (s *Store) Delete(key string) (err error) {
 	defer s.mu.RUnlock()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
+	defer s.beginWrite()()
+	s.writesKey(key)
 	if s.deferIndex {
 		// The indexes are built after the recovery, from the table.
 		if s.batching {

@@ -305,6 +305,9 @@ func (s *Scheduler) StorageBuilder() storage.Builder {
 			// so the first advance after a deferred recovery does not
 			// rebuild it again (rebuildIfBehind).
 			opts.IndexTime = func(r store.Reader) (time.Time, error) { return s.watermark(r, shardKey) }
+			// Every command reads the shard record (and the indexer its
+			// watermark); an advance writes it: kept in memory between.
+			opts.CachedKey = shardKey
 			// DeferIndexOnRecovery comes with opts from Config.Store; the
 			// instance sets it (docs/architecture.md, "Deferred indexing
 			// on recovery"), the simulation in half its seeds.
