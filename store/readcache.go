@@ -73,11 +73,8 @@ func (s *Store) getCached() ([]byte, error) {
 		return nil, err
 	}
 	s.wmu.Lock()
-	// Kept only if no write began or ended since the read began and no
-	// recovery batch is pending: a Set batched between acquire's commit
-	// and the read of wseq is not in Pebble yet, and a commit since then
-	// would have raised wseq (adversary round 39).
-	if s.wseq.Load() == seq && s.pending == nil {
+	// Kept only if no write began or ended since the read began (get).
+	if s.wseq.Load() == seq {
 		s.cached.Store(&cachedValue{v: bytes.Clone(v)})
 	}
 	s.wmu.Unlock()

@@ -36,10 +36,10 @@ import (
 // loads wseq, reads Pebble (the old value) and keeps it. Only the order of
 // the goroutines is forced; every step is the store's own code.
 //
-// Fixed: getCached keeps a read only if no recovery batch is pending at the
-// fill either (a batch pending then was pending throughout the read, or a
-// commit in between raised wseq). Whatever order the sleeps below give,
-// the tests must pass.
+// Fixed: a read takes wseq before acquire, so acquire's commit of the
+// batch, and any Set batched after it, move it, and the fill does not keep
+// what the read found. Whatever order the sleeps below give, the tests
+// must pass.
 func raceStaleFill(t *testing.T, s *Store, key string, newValue []byte) (readerSaw []byte) {
 	t.Helper()
 	prev := runtime.GOMAXPROCS(1)

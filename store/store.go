@@ -847,13 +847,16 @@ func (s *Store) Get(key string) ([]byte, error) {
 	return v, err
 }
 
-// get is Get from Pebble, with the write count (wseq) it began at.
+// get is Get from Pebble, with the write count (wseq) it began at: read
+// before acquire, whose commit of a recovery's batch raises it, so that a
+// Set batched after that commit, which the read does not see, moves it
+// too (adversary round 39).
 func (s *Store) get(key string) ([]byte, uint64, error) {
+	seq := s.wseq.Load()
 	if err := s.acquire(); err != nil {
 		return nil, 0, err
 	}
 	defer s.mu.RUnlock()
-	seq := s.wseq.Load()
 	v, err := s.getRaw(tableKey(key))
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: get %q: %w", key, err)
