@@ -85,7 +85,7 @@ type dueFloor struct {
 
 // updateIndex is the package's updateIndex that also keeps s.floor; the
 // caller holds s.wmu.
-func (s *Store) updateIndex(b *pebble.Batch, buf []byte, key string, old, nu rev, gone bool) ([]byte, error) {
+func (s *Store) updateIndex(b batchWriter, buf []byte, key string, old, nu rev, gone bool) ([]byte, error) {
 	if nu.hasDue && (gone || !old.hasDue || nu.due != old.due) {
 		s.floor.seq++
 		if s.floor.key != nil {
@@ -97,12 +97,41 @@ func (s *Store) updateIndex(b *pebble.Batch, buf []byte, key string, old, nu rev
 	return updateIndex(b, buf, key, old, nu, gone)
 }
 
+// batchWriter is where updateIndex adds its operations: a *pebble.Batch,
+// or addMoves's reverseAfter.
+type batchWriter interface {
+	Set(key, value []byte, _ *pebble.WriteOptions) error
+	Delete(key []byte, _ *pebble.WriteOptions) error
+}
+
+// reverseAfter adds operations to b, except those of reverse entries, which
+// it keeps in rev for the caller to add after b's others. A large batch of
+// moves is sorted by Pebble before it is applied (a batch of more than
+// half a memtable becomes a memtable of its own: a burst's chunk of 25,000
+// moves); written in key order, due entries first, reverse entries last,
+// it is sorted already, and the sort only checks it.
+type reverseAfter struct{ b, rev *pebble.Batch }
+
+func (w reverseAfter) Set(key, value []byte, o *pebble.WriteOptions) error {
+	if key[0] == prefixReverse {
+		return w.rev.Set(key, value, o)
+	}
+	return w.b.Set(key, value, o)
+}
+
+func (w reverseAfter) Delete(key []byte, o *pebble.WriteOptions) error {
+	if key[0] == prefixReverse {
+		return w.rev.Delete(key, o)
+	}
+	return w.b.Delete(key, o)
+}
+
 // updateIndex adds to b the operations that change key's index entries from
 // old to nu (including the reverse entry); gone: old's due entry is
 // already removed, so it is not deleted and nu's is written even at the
 // same time. buf is scratch space (the batch copies keys and values),
 // returned for reuse.
-func updateIndex(b *pebble.Batch, buf []byte, key string, old, nu rev, gone bool) ([]byte, error) {
+func updateIndex(b batchWriter, buf []byte, key string, old, nu rev, gone bool) ([]byte, error) {
 	if old == nu && !gone {
 		return buf, nil
 	}
@@ -292,10 +321,15 @@ func (s *Store) applyMoves(moves []Move, span *[2]Due, indexedUpTo time.Time) (e
 			s.rangeDels.Add(1)
 		}
 	}
-	if err := s.addMoves(b, moves, trustFrom, lo, hi); err != nil {
+	rev := s.db.NewBatch()
+	defer rev.Close()
+	if err := s.addMoves(reverseAfter{b, rev}, moves, trustFrom, lo, hi); err != nil {
 		return err
 	}
 	if err := b.Set(metaKey(metaIndexedUpTo), encodeTimeMeta(indexedUpTo), nil); err != nil {
+		return err
+	}
+	if err := b.Apply(rev, nil); err != nil {
 		return err
 	}
 	if err := b.Commit(s.wo); err != nil {
@@ -306,7 +340,7 @@ func (s *Store) applyMoves(moves []Move, span *[2]Due, indexedUpTo time.Time) (e
 
 // addMoves adds moves to b; a trusted From in [lo, hi) is a due entry b
 // already removes with a range deletion.
-func (s *Store) addMoves(b *pebble.Batch, moves []Move, trustFrom bool, lo, hi []byte) error {
+func (s *Store) addMoves(b batchWriter, moves []Move, trustFrom bool, lo, hi []byte) error {
 	if len(moves) == 0 {
 		return nil
 	}

@@ -500,6 +500,13 @@ func (s *Scheduler) fireChunk(ctx goka.Context, st *store.Store, t time.Time, cu
 		now   = s.cfg.Now()
 		enc   codecs.DispatchEncoder // the chunk's fires share fired_at, most their scheduled_at
 	)
+	// The chunk writes nothing before its moves: one reader serves every
+	// group's records.
+	recs, err := st.Records()
+	if err != nil {
+		return c, err
+	}
+	defer recs.Close()
 scan:
 	for c.handled < s.cfg.ChunkSize && size < s.cfg.ChunkBytes && steps < chunkSteps {
 		want := min(scanGroup, s.cfg.ChunkSize-c.handled)
@@ -509,6 +516,16 @@ scan:
 		}
 		c.more = len(due) > want
 		due = due[:min(len(due), want)]
+		if c.moves == nil {
+			// One allocation for the chunk's moves and events instead of
+			// a doubling for each (a copy of every one so far, and its
+			// garbage): the first scan says whether the chunk is full.
+			n := len(due)
+			if c.more {
+				n = s.cfg.ChunkSize
+			}
+			c.moves, msgs = make([]store.Move, 0, n), make([]Msg, 0, n)
+		}
 		for len(due) > 0 {
 			group := due[:min(len(due), recordGroup)]
 			due = due[len(group):]
@@ -516,7 +533,7 @@ scan:
 			for _, d := range group {
 				keys = append(keys, d.Key)
 			}
-			values, err := st.GetMany(keys)
+			values, err := recs.GetMany(keys)
 			if err != nil {
 				return c, err
 			}
