@@ -431,6 +431,10 @@ const scanGroup = 4096
 // up to maxSteps late fires cannot stall a shard for minutes.
 const chunkSteps = maxSteps
 
+// minEventBytes is less than any dispatch event's size (its fire_id,
+// job_id and two times alone are more).
+const minEventBytes = 128
+
 // eventOverhead is a dispatch event's size without its payload, key and
 // bucket, rounded up (JSON field names, times, fire_id's suffix).
 const eventOverhead = 256
@@ -519,10 +523,11 @@ scan:
 		if c.moves == nil {
 			// One allocation for the chunk's moves and events instead of
 			// a doubling for each (a copy of every one so far, and its
-			// garbage): the first scan says whether the chunk is full.
+			// garbage): the first scan says whether the chunk is full,
+			// and ChunkBytes how many events it can hold at most.
 			n := len(due)
 			if c.more {
-				n = s.cfg.ChunkSize
+				n = min(s.cfg.ChunkSize, max(s.cfg.ChunkBytes/minEventBytes, n))
 			}
 			c.moves, msgs = make([]store.Move, 0, n), make([]Msg, 0, n)
 		}
