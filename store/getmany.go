@@ -2,7 +2,7 @@ package store
 
 import (
 	"bytes"
-	"errors"
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -33,9 +33,9 @@ type Records struct {
 	it *iterator
 }
 
-// errRecordsClosed is GetMany's error on a Records closed by its store's
-// Close.
-var errRecordsClosed = errors.New("store: records reader closed")
+// errRecordsClosed is GetMany's error on a closed Records (by its Close or
+// its store's): ErrClosed, as every method's after Close.
+var errRecordsClosed = fmt.Errorf("%w (records reader)", ErrClosed)
 
 // Records opens a Records reader.
 func (s *Store) Records() (*Records, error) {

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -386,7 +387,63 @@ func (s *Scheduler) advanceChunk(ctx goka.Context, st *store.Store, t time.Time,
 	if !c.more && t.After(indexed) {
 		indexed = t
 	}
-	return c.more, c.last, st.ApplyScannedMoves(c.moves, c.first, scanned, indexed)
+	err = st.ApplyScannedMoves(c.moves, c.first, scanned, indexed)
+	putMoves(c.moves)
+	return c.more, c.last, err
+}
+
+// A chunk's moves and events are kept for the next chunk (in sync.Pools,
+// which the collector empties when they stay unused): a burst's chunks of
+// 25,000 grew theirs by doubling from one each time, a copy of every move
+// and event so far at each doubling, 0.2 µs a fire; reserving a full
+// chunk up front instead is paid again by every chunk a catch-up's steps
+// or large payloads end early (adversary round 40).
+var (
+	movesPool sync.Pool // *[]store.Move
+	msgsPool  sync.Pool // *[]Msg
+)
+
+// getChunkSlices returns empty moves and events slices from the pools, or
+// new ones with capacity n.
+func getChunkSlices(n int) (moves []store.Move, msgs []Msg) {
+	if p, ok := movesPool.Get().(*[]store.Move); ok {
+		moves = *p
+	} else {
+		moves = make([]store.Move, 0, n)
+	}
+	if p, ok := msgsPool.Get().(*[]Msg); ok {
+		msgs = *p
+	} else {
+		msgs = make([]Msg, 0, n)
+	}
+	return moves, msgs
+}
+
+// keepCap reports whether a slice of capacity c that held n is worth
+// keeping: one a burst grew stays in the pool while chunks fill it, and
+// goes to the collector once they no longer fill a quarter of it (the
+// chunks of ordinary seconds would hold 25,000 moves and events, ~3 MB,
+// per partition for good).
+func keepCap(c, n int) bool { return c > 0 && (c <= scanGroup+1 || c <= 4*n) }
+
+// putMoves returns moves to its pool, cleared (no key outlives its chunk).
+func putMoves(moves []store.Move) {
+	if !keepCap(cap(moves), len(moves)) {
+		return
+	}
+	clear(moves)
+	moves = moves[:0]
+	movesPool.Put(&moves)
+}
+
+// putMsgs returns msgs to its pool, cleared (no event outlives its chunk).
+func putMsgs(msgs []Msg) {
+	if !keepCap(cap(msgs), len(msgs)) {
+		return
+	}
+	clear(msgs)
+	msgs = msgs[:0]
+	msgsPool.Put(&msgs)
 }
 
 // ensureIndex rebuilds the partition's due index when the table's watermark
@@ -430,10 +487,6 @@ const scanGroup = 4096
 // ends after the job that reaches it, so a chunk of cron jobs each walking
 // up to maxSteps late fires cannot stall a shard for minutes.
 const chunkSteps = maxSteps
-
-// minEventBytes is less than any dispatch event's size (its fire_id,
-// job_id and two times alone are more).
-const minEventBytes = 128
 
 // eventOverhead is a dispatch event's size without its payload, key and
 // bucket, rounded up (JSON field names, times, fire_id's suffix).
@@ -521,15 +574,8 @@ scan:
 		c.more = len(due) > want
 		due = due[:min(len(due), want)]
 		if c.moves == nil {
-			// One allocation for the chunk's moves and events instead of
-			// a doubling for each (a copy of every one so far, and its
-			// garbage): the first scan says whether the chunk is full,
-			// and ChunkBytes how many events it can hold at most.
-			n := len(due)
-			if c.more {
-				n = min(s.cfg.ChunkSize, max(s.cfg.ChunkBytes/minEventBytes, n))
-			}
-			c.moves, msgs = make([]store.Move, 0, n), make([]Msg, 0, n)
+			c.moves, msgs = getChunkSlices(len(due))
+			defer func() { putMsgs(msgs) }()
 		}
 		for len(due) > 0 {
 			group := due[:min(len(due), recordGroup)]

@@ -76,15 +76,3 @@ func TestFireLimitCounts(t *testing.T) {
 		}
 	}
 }
-
-// TestMinEventBytes: the smallest dispatch event a scheduled fire can have
-// (a one-byte job id, no payload or bucket, times with no fraction) is more
-// than minEventBytes, which bounds the capacity a chunk reserves for its
-// events from ChunkBytes.
-func TestMinEventBytes(t *testing.T) {
-	t.Parallel()
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	var enc codecs.DispatchEncoder
-	m := scheduledEvent(&enc, "a", &codecs.JobRecord{}, Fire{At: at}, at)
-	require.Greater(t, len(m.Value), minEventBytes, "%s", m.Value)
-}
