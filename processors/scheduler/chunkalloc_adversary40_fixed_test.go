@@ -1,3 +1,8 @@
+//go:build !race
+
+// The race detector allocates for itself: these tests count the
+// program's allocations, so they run without it.
+
 package scheduler
 
 import (
