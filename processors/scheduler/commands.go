@@ -366,7 +366,14 @@ func (s *Scheduler) sendOwed(ctx goka.Context, shard codecs.ShardRecord, rec *co
 		enc codecs.DispatchEncoder
 	)
 	for {
-		plan := planFires(planned, due, until, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, s.cfg.MaxCatchUp, s.cfg.ChunkBytes/est, buf)
+		// Each advance has its own pass (Scheduler.advance): a time after
+		// the watermark is late against the first advance announced at or
+		// after it, the pass under way or one waiting for it, not against
+		// the command's time (a late pause, ts 10:16:15.152, sent a
+		// 10:16:15 of a grace-3s skip job that the advance to 10:16:19
+		// waiting for the pass had skipped: simulation seed 4100273).
+		end, ref := passOf(shard, due, until)
+		plan := planFires(planned, due, end, graceAt(rec.Job.MisfireGrace, end, ref), rec.Job.MisfirePolicy, s.cfg.MaxCatchUp, s.cfg.ChunkBytes/est, buf)
 		withScheduled(sched, plan.Fires)
 		if len(plan.Fires) > 0 {
 			fired := s.cfg.Now()
@@ -386,6 +393,11 @@ func (s *Scheduler) sendOwed(ctx goka.Context, shard codecs.ShardRecord, rec *co
 		if !plan.Next.After(due) {
 			return plan.Next.Add(-time.Nanosecond), nil // no progress (never expected): the next definition continues
 		}
+		if plan.Next.After(end) {
+			// The next advance's times: planned against its own T.
+			due, buf = plan.Next, plan.Fires
+			continue
+		}
 		// More batches to go: the record learns how far they went, as a
 		// settle would, so that the command consumed again after a failed
 		// produce resumes here, on this store or any other, instead of
@@ -398,6 +410,37 @@ func (s *Scheduler) sendOwed(ctx goka.Context, shard codecs.ShardRecord, rec *co
 		}
 		due, buf = plan.Next, plan.Fires
 	}
+}
+
+// passOf is how far a command plans a job's fires from due (up to until)
+// in one piece, end, and the time their lateness is measured against, ref
+// (ref - at > grace: late): for a time after the shard's watermark, the
+// first advance announced at or after it (the pass under way, or one
+// waiting in Queued), which would have planned it in its own pass; for a
+// time the watermark already passed (a job owing fires behind it), until.
+func passOf(shard codecs.ShardRecord, due, until time.Time) (end, ref time.Time) {
+	if !due.After(shard.Watermark) {
+		return earlier(until, later(shard.Watermark, due)), until
+	}
+	var first time.Time
+	for _, t := range append([]time.Time{shard.Advancing}, shard.Queued...) {
+		if t.After(shard.Watermark) && !t.Before(due) && (first.IsZero() || t.Before(first)) {
+			first = t
+		}
+	}
+	if first.IsZero() {
+		return until, until
+	}
+	return earlier(first, until), first
+}
+
+// graceAt is the grace that has planFires, planning up to end, judge
+// lateness against ref (at or after end) instead: ref - at > grace exactly
+// when end - at > graceAt. Below zero every time up to end is late; it is
+// kept at -1ns, so that a late every schedule's closed form counts no
+// time after end.
+func graceAt(grace time.Duration, end, ref time.Time) time.Duration {
+	return max(grace-ref.Sub(end), -time.Nanosecond)
 }
 
 // pastPass is job key's due entry due (its record rec), or, when the

@@ -307,6 +307,7 @@ var simRegressions = []struct {
 	{2500034, 800, "oracle: a fire_once update dispatched as one fire the owed times of several advances that had not sent theirs while a late put's catch-up was under way; the fire carries their misses too (simOracle.dispatched's unsent)", true, true},
 	{2800046, 800, "oracle: the same as 2500034 with 3 partitions, crashes, rebalances and deferred indexing", true, true},
 	{190, 800, "a resume written while advances were queued behind the pass under way owed since the last queued T; the pass to it fired the job, a crash lost its settle and wiped the store, and the entry derived from the record, behind the next pass's cursor, was taken for handled (restoredThrough)", true, true},
+	{4100273, 280, "a late pause (ts 10:16:15.152) of an every-5s, grace-3s skip job sent 10:16:15 on time against its ts, which the advance to 10:16:19, waiting for the pass under way, had skipped as late: a command plans a time after the watermark against the first advance announced at or after it (passOf)", true, true},
 }
 
 func TestSimRegressions(t *testing.T) {
