@@ -18,17 +18,23 @@ func TestGetManyMatchesGet(t *testing.T) {
 		require.NoError(t, s.Set(fmt.Sprintf("k%03d", i), []byte(fmt.Sprint(i))))
 	}
 	keys := []string{"k150", "k001", "k000", "k198", "k150", "zzz", "k042"}
-	got, err := s.GetMany(keys)
+	requireAsGet(t, s, keys, s.GetMany, "")
+	require.NoError(t, s.Close())
+	_, err := s.GetMany(keys)
+	require.ErrorIs(t, err, ErrClosed)
+}
+
+// requireAsGet checks that getMany answers keys as s.Get answers each.
+func requireAsGet(t *testing.T, s *Store, keys []string, getMany func([]string) ([][]byte, error), where string) {
+	t.Helper()
+	got, err := getMany(keys)
 	require.NoError(t, err)
 	require.Len(t, got, len(keys))
 	for i, k := range keys {
 		want, err := s.Get(k)
 		require.NoError(t, err)
-		require.Equal(t, want, got[i], "key %s", k)
+		require.Equal(t, want, got[i], "%s key %s", where, k)
 	}
-	require.NoError(t, s.Close())
-	_, err = s.GetMany(keys)
-	require.ErrorIs(t, err, ErrClosed)
 }
 
 // TestRecordsMatchGet reads generated groups of keys through one Records
@@ -75,14 +81,7 @@ func TestRecordsMatchGet(t *testing.T) {
 			default: // outside the table's keys
 				keys = []string{"a", "j", key(space + rng.IntN(5)), "z", key(rng.IntN(space))}
 			}
-			got, err := r.GetMany(keys)
-			require.NoError(t, err)
-			require.Len(t, got, len(keys))
-			for i, k := range keys {
-				want, err := s.Get(k)
-				require.NoError(t, err)
-				require.Equal(t, want, got[i], "seed %d group %d key %s", seed, g, k)
-			}
+			requireAsGet(t, s, keys, r.GetMany, fmt.Sprintf("seed %d group %d", seed, g))
 		}
 		// A write after the reader opened is not in its view.
 		k := key(rng.IntN(space))

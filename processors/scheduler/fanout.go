@@ -388,7 +388,7 @@ func (s *Scheduler) advanceChunk(ctx goka.Context, st *store.Store, t time.Time,
 		indexed = t
 	}
 	err = st.ApplyScannedMoves(c.moves, c.first, scanned, indexed)
-	putMoves(c.moves)
+	toPool(&movesPool, c.moves)
 	return c.more, c.last, err
 }
 
@@ -405,45 +405,29 @@ var (
 
 // getChunkSlices returns empty moves and events slices from the pools, or
 // new ones with capacity n.
-func getChunkSlices(n int) (moves []store.Move, msgs []Msg) {
-	if p, ok := movesPool.Get().(*[]store.Move); ok {
-		moves = *p
-	} else {
-		moves = make([]store.Move, 0, n)
-	}
-	if p, ok := msgsPool.Get().(*[]Msg); ok {
-		msgs = *p
-	} else {
-		msgs = make([]Msg, 0, n)
-	}
-	return moves, msgs
+func getChunkSlices(n int) ([]store.Move, []Msg) {
+	return fromPool[store.Move](&movesPool, n), fromPool[Msg](&msgsPool, n)
 }
 
-// keepCap reports whether a slice of capacity c that held n is worth
-// keeping: one a burst grew stays in the pool while chunks fill it, and
-// goes to the collector once they no longer fill a quarter of it (the
-// chunks of ordinary seconds would hold 25,000 moves and events, ~3 MB,
-// per partition for good).
-func keepCap(c, n int) bool { return c > 0 && (c <= scanGroup+1 || c <= 4*n) }
-
-// putMoves returns moves to its pool, cleared (no key outlives its chunk).
-func putMoves(moves []store.Move) {
-	if !keepCap(cap(moves), len(moves)) {
-		return
+// fromPool returns an empty slice from p, or a new one with capacity n.
+func fromPool[T any](p *sync.Pool, n int) []T {
+	if s, ok := p.Get().(*[]T); ok {
+		return *s
 	}
-	clear(moves)
-	moves = moves[:0]
-	movesPool.Put(&moves)
+	return make([]T, 0, n)
 }
 
-// putMsgs returns msgs to its pool, cleared (no event outlives its chunk).
-func putMsgs(msgs []Msg) {
-	if !keepCap(cap(msgs), len(msgs)) {
+// toPool returns s to p, cleared (nothing it held outlives its chunk),
+// unless a burst grew it and chunks no longer fill a quarter of it: the
+// chunks of ordinary seconds would keep 25,000 moves and events, ~3 MB,
+// per partition for good.
+func toPool[T any](p *sync.Pool, s []T) {
+	if c := cap(s); c == 0 || c > scanGroup+1 && c > 4*len(s) {
 		return
 	}
-	clear(msgs)
-	msgs = msgs[:0]
-	msgsPool.Put(&msgs)
+	clear(s)
+	s = s[:0]
+	p.Put(&s)
 }
 
 // ensureIndex rebuilds the partition's due index when the table's watermark
@@ -575,7 +559,7 @@ scan:
 		due = due[:min(len(due), want)]
 		if c.moves == nil {
 			c.moves, msgs = getChunkSlices(len(due))
-			defer func() { putMsgs(msgs) }()
+			defer func() { toPool(&msgsPool, msgs) }()
 		}
 		for len(due) > 0 {
 			group := due[:min(len(due), recordGroup)]
