@@ -35,6 +35,33 @@ func BenchmarkDecodeCommand(b *testing.B) {
 	}
 }
 
+// BenchmarkDecodeCommandPut measures the decode of a put as the bench and
+// the API write it (every 1m with a start and a misfire grace, no
+// payload): strict, the strict decoder alone (what DecodeCommand did before
+// it read this form with its fast reader); DecodeCommand, as it is.
+//
+// go test -run X -bench DecodeCommandPut ./codecs/
+func BenchmarkDecodeCommandPut(b *testing.B) {
+	raw, err := codecs.EncodeCommand(codecs.CommandMsg{Op: codecs.OpPut, Job: &codecs.JobDef{Every: "1m", Start: "2026-12-01T04:00:07Z", MisfireGrace: "5m"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	key, lim := []byte("job-0000001"), codecs.DefaultLimits()
+	for _, c := range []struct {
+		name   string
+		decode func(key, raw []byte, lim codecs.Limits) (codecs.Command, error)
+	}{{"strict", codecs.DecodeCommandStrict}, {"DecodeCommand", codecs.DecodeCommand}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.decode(key, raw, lim); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 func BenchmarkDecodeJobRecord(b *testing.B) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	rec := codecs.EncodeJobRecord(&codecs.JobRecord{Version: 7, Status: codecs.StatusActive,

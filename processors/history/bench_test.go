@@ -94,30 +94,3 @@ func BenchmarkDispatchFold(b *testing.B) {
 		})
 	}
 }
-
-// BenchmarkCommandDecode measures the history group's decode of a put as
-// the bench writes it (every 1m with a start and a misfire grace, no
-// payload): strict, codecs.DecodeCommand (what the group did before);
-// head, decodeCommand (its fast reader and the same validation).
-//
-// go test -run X -bench CommandDecode ./processors/history/
-func BenchmarkCommandDecode(b *testing.B) {
-	raw, err := codecs.EncodeCommand(codecs.CommandMsg{Op: codecs.OpPut, Job: &codecs.JobDef{Every: "1m", Start: "2026-12-01T04:00:07Z", MisfireGrace: "5m"}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	key, lim := []byte("job-0000001"), codecs.DefaultLimits()
-	for _, c := range []struct {
-		name   string
-		decode func(key, raw []byte, lim codecs.Limits) (codecs.Command, error)
-	}{{"strict", codecs.DecodeCommand}, {"head", decodeCommand}} {
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for range b.N {
-				if _, err := c.decode(key, raw, lim); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}

@@ -69,7 +69,7 @@ func TestDispatchHeadMatchesDecode(t *testing.T) {
 		want, err := codecs.DecodeDispatch(raw)
 		require.NoError(t, err)
 		want.Payload = nil
-		head, ok := dispatchHead(raw)
+		head, ok := codecs.DispatchHead(raw)
 		plain := !strings.ContainsAny(d.FireID+d.JobID+d.Bucket+d.TriggerID, "\"\\<\n\u2028")
 		require.Equal(t, plain, ok, "case %d: %s", i, raw)
 		if ok {
@@ -104,7 +104,7 @@ func FuzzDispatchHead(f *testing.F) {
 	}
 	f.Add([]byte(`{"v":1,"fire_id":"a@b","job_id":"a","trigger":"manual","scheduled_at":"2026-01-01T00:00:00Z","fired_at":"2026-01-01T00:00:00Z","missed":0,"payload":1,"job_id":"b"}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		head, ok := dispatchHead(raw)
+		head, ok := codecs.DispatchHead(raw)
 		if !ok {
 			return
 		}

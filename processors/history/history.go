@@ -12,9 +12,9 @@
 // Each dispatch event, result and command is folded into the job's record
 // in place (codecs.FoldFire, codecs.FoldChange): only the entry it changes
 // is decoded, and a dispatch event is read only up to its payload
-// (dispatchHead), which the history never needs. A command is read by
-// decodeCommand: the form the API writes without the strict decoder's two
-// passes, with the same validation.
+// (codecs.DispatchHead), which the history never needs. A command is read
+// by codecs.DecodeCommand, which reads the form the API writes without the
+// strict decoder's two passes, with the same validation.
 //
 // Input policy: a result or dispatch record that cannot be decoded, or
 // whose key does not hash to the partition it arrived on, goes to
@@ -246,12 +246,12 @@ func (h *History) onDispatch(ctx goka.Context, msg any) {
 }
 
 // decodeDispatch decodes a dispatch event keyed key, all but its payload
-// (see dispatchHead), and returns its fire_id suffix.
+// (see codecs.DispatchHead), and returns its fire_id suffix.
 func decodeDispatch(key string, raw []byte) (codecs.Dispatch, string, error) {
 	if raw == nil {
 		return codecs.Dispatch{}, "", &codecs.Error{Code: codecs.CodeTombstone, Reason: "a null value (tombstone) is not a dispatch event"}
 	}
-	d, ok := dispatchHead(raw)
+	d, ok := codecs.DispatchHead(raw)
 	if !ok {
 		var err error
 		if d, err = codecs.DecodeDispatch(raw); err != nil {
@@ -281,7 +281,7 @@ func (h *History) onCommand(ctx goka.Context, msg any) {
 	if raw == nil {
 		return
 	}
-	cmd, err := decodeCommand([]byte(ctx.Key()), raw, h.cfg.Limits)
+	cmd, err := codecs.DecodeCommand([]byte(ctx.Key()), raw, h.cfg.Limits)
 	if err != nil || codecs.CheckHeaders(ctx.Headers()) != nil || h.partitionErr(ctx) != nil || codecs.CheckRecordTime(ctx.Timestamp()) != nil {
 		return // the scheduler group rejects it
 	}

@@ -1,4 +1,4 @@
-package history
+package codecs_test
 
 import (
 	"encoding/json"
@@ -108,10 +108,10 @@ func mutate(rng *rand.Rand, raw []byte) []byte {
 }
 
 // TestDecodeCommandMatchesStrict: on 20,000 generated commands, as
-// codecs.EncodeCommand writes them and mutated, decodeCommand gives what
-// codecs.DecodeCommand gives (the same command, or the same error), and
-// commandHead reads only what the strict decoder accepts to the same
-// message. The fast path is taken for every encoded command whose strings
+// codecs.EncodeCommand writes them and mutated, DecodeCommand gives what
+// the strict decoder alone gives (the same command, or the same error),
+// and its fast reader (commandHead) reads only what the strict decoder
+// accepts to the same message. The fast path is taken for every encoded command whose strings
 // need no escape and whose payloads hold no object.
 func TestDecodeCommandMatchesStrict(t *testing.T) {
 	t.Parallel()
@@ -126,14 +126,14 @@ func TestDecodeCommandMatchesStrict(t *testing.T) {
 			raw = mutate(rng, raw)
 		}
 		key := []byte("job-1")
-		want, wantErr := codecs.DecodeCommand(key, raw, lim)
-		got, gotErr := decodeCommand(key, raw, lim)
+		want, wantErr := codecs.DecodeCommandStrict(key, raw, lim)
+		got, gotErr := codecs.DecodeCommand(key, raw, lim)
 		require.Equal(t, want, got, "case %d: %s", i, raw)
 		require.Equal(t, wantErr, gotErr, "case %d: %s", i, raw)
 		if wantErr == nil {
 			valid++
 		}
-		head, ok := commandHead(raw)
+		head, ok := codecs.CommandHead(raw)
 		if ok {
 			fast++
 			m.V = codecs.CommandVersion
@@ -164,8 +164,9 @@ func jobPayload(m codecs.CommandMsg) string {
 	return string(m.Job.Payload)
 }
 
-// FuzzCommandHead: the fast reader never panics, and whatever it reads the
-// strict decoder reads to the same command, or refuses with the same error.
+// FuzzCommandHead: the fast reader (commandHead) never panics, and whatever
+// it reads the strict decoder reads to the same command, or refuses with
+// the same error.
 func FuzzCommandHead(f *testing.F) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 30 {
@@ -174,12 +175,12 @@ func FuzzCommandHead(f *testing.F) {
 	}
 	f.Add([]byte(`{"v":1,"op":"put","job":{"every":"1m","payload":[1,{"a":1,"a":2}]}}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		if _, ok := commandHead(raw); !ok {
+		if _, ok := codecs.CommandHead(raw); !ok {
 			return
 		}
 		lim := codecs.DefaultLimits()
-		want, wantErr := codecs.DecodeCommand([]byte("k"), raw, lim)
-		got, gotErr := decodeCommand([]byte("k"), raw, lim)
+		want, wantErr := codecs.DecodeCommandStrict([]byte("k"), raw, lim)
+		got, gotErr := codecs.DecodeCommand([]byte("k"), raw, lim)
 		require.Equal(t, want, got, "%s", raw)
 		require.Equal(t, wantErr, gotErr, "%s", raw)
 	})
