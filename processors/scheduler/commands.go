@@ -3,6 +3,7 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -350,88 +351,105 @@ func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *cod
 func (s *Scheduler) sendOwed(ctx goka.Context, shard codecs.ShardRecord, rec *codecs.JobRecord, sched schedule.Schedule, base, due, until time.Time) (time.Time, error) {
 	// Everything it owes up to until goes out under this definition, in
 	// batches of at most ChunkBytes of events like fan-out chunks (a job
-	// with more than one plan takes, e.g. a late `every 1s` job with a long
+	// with more than one batch, e.g. a late `every 1s` job with a long
 	// grace, continues where the last batch stopped): the next definition
 	// starts after until, so any owed fire left here would be lost. A time
 	// a named calendar it excludes holds is not sent, as in an advance
 	// (decideDue; adversary 16 saw a put between an advance's callbacks
 	// send one).
+	//
+	// Each time is planned as the pass that would reach it plans it
+	// (passOf): the pass under way or one waiting for it, judged against
+	// that pass's T, not against the command's time (a late pause, ts
+	// 10:16:15.152, sent a 10:16:15 of a grace-3s skip job that the advance
+	// to 10:16:19 waiting for the pass had skipped: simulation seed
+	// 4100273), in one plan per pass (a catch-up coalesced, counted and
+	// bounded as that pass would: adversary round 41).
+	entry := due
 	planned, due := plannedFrom(sched, rec, s.cfg.Calendars, until, due)
 	if due.IsZero() || due.After(until) {
 		return later(base, until), nil // only times a calendar excludes
 	}
 	est := eventOverhead + 2*len(ctx.Key()) + len(rec.Job.Bucket) + len(rec.Job.Payload)
+	limit := max(s.cfg.ChunkBytes/est, 1)
 	var (
-		buf []Fire
-		enc codecs.DispatchEncoder
+		buf    []Fire
+		msgs   []Msg
+		missed int64
+		enc    codecs.DispatchEncoder
+		fired  time.Time
 	)
+	end, ref := passOf(shard, ctx.Key(), entry, until)
 	for {
-		// Each advance has its own pass (Scheduler.advance): a time after
-		// the watermark is late against the first advance announced at or
-		// after it, the pass under way or one waiting for it, not against
-		// the command's time (a late pause, ts 10:16:15.152, sent a
-		// 10:16:15 of a grace-3s skip job that the advance to 10:16:19
-		// waiting for the pass had skipped: simulation seed 4100273).
-		end, ref := passOf(shard, due, until)
-		plan := planFires(planned, due, end, graceAt(rec.Job.MisfireGrace, end, ref), rec.Job.MisfirePolicy, s.cfg.MaxCatchUp, s.cfg.ChunkBytes/est, buf)
+		plan := planFires(planned, due, end, graceAt(rec.Job.MisfireGrace, end, ref), rec.Job.MisfirePolicy, s.cfg.MaxCatchUp, limit-len(msgs), buf)
 		withScheduled(sched, plan.Fires)
-		if len(plan.Fires) > 0 {
-			fired := s.cfg.Now()
-			msgs := make([]Msg, 0, len(plan.Fires))
-			for _, f := range plan.Fires {
-				msgs = append(msgs, scheduledEvent(&enc, ctx.Key(), rec, f, fired))
-				s.cfg.Metrics.delay(fired.Sub(f.At))
-			}
-			if err := s.dispatch(ctx, msgs); err != nil {
-				return time.Time{}, fmt.Errorf("scheduler: producing %d dispatch events before a command: %w", len(msgs), err)
-			}
+		if len(msgs) == 0 {
+			fired = s.cfg.Now()
 		}
-		s.cfg.Metrics.fired(codecs.TriggerSchedule, len(plan.Fires), plan.Missed)
-		if plan.Next.IsZero() || plan.Next.After(until) {
-			return until, nil
+		for _, f := range plan.Fires {
+			msgs = append(msgs, scheduledEvent(&enc, ctx.Key(), rec, f, fired))
+			s.cfg.Metrics.delay(fired.Sub(f.At))
 		}
-		if !plan.Next.After(due) {
-			return plan.Next.Add(-time.Nanosecond), nil // no progress (never expected): the next definition continues
+		missed += plan.Missed
+		done := plan.Next.IsZero() || plan.Next.After(until)
+		stuck := !done && !plan.Next.After(due) // no progress (never expected): the next definition continues
+		if done || stuck || len(msgs) >= limit {
+			if len(msgs) > 0 {
+				if err := s.dispatch(ctx, msgs); err != nil {
+					return time.Time{}, fmt.Errorf("scheduler: producing %d dispatch events before a command: %w", len(msgs), err)
+				}
+			}
+			s.cfg.Metrics.fired(codecs.TriggerSchedule, len(msgs), missed)
+			msgs, missed = nil, 0 // the producer may keep the batch it was given
+			switch {
+			case done:
+				return until, nil
+			case stuck:
+				return plan.Next.Add(-time.Nanosecond), nil
+			}
+			// More batches to go: the record learns how far they went, as
+			// a settle would, so that the command consumed again after a
+			// failed produce resumes here, on this store or any other,
+			// instead of sending them all again: with 1 KiB chunks and a
+			// produce failing now and then, one that needs hundreds of
+			// batches never completed (simulation seed 15 x 800 with
+			// -sim.smallchunks; adversary round 41, one batch a waiting
+			// advance). The command's own record, written last, replaces
+			// it.
+			if next := settledRecord(rec, shard, plan.Next); next != nil {
+				s.setValue(ctx, codecs.EncodeJobRecord(next))
+			}
 		}
 		if plan.Next.After(end) {
-			// The next advance's times: planned against its own T.
-			due, buf = plan.Next, plan.Fires
-			continue
-		}
-		// More batches to go: the record learns how far they went, as a
-		// settle would, so that the command consumed again after a failed
-		// produce resumes here, on this store or any other, instead of
-		// sending them all again: with 1 KiB chunks and a produce failing
-		// now and then, one that needs hundreds of batches never completed
-		// (simulation seed 15 x 800 with -sim.smallchunks). The command's
-		// own record, written last, replaces it.
-		if next := settledRecord(rec, shard, plan.Next); next != nil {
-			s.setValue(ctx, codecs.EncodeJobRecord(next))
+			// The next pass's times: planned against its own T.
+			end, ref = passOf(shard, ctx.Key(), plan.Next, until)
 		}
 		due, buf = plan.Next, plan.Fires
 	}
 }
 
-// passOf is how far a command plans a job's fires from due (up to until)
-// in one piece, end, and the time their lateness is measured against, ref
-// (ref - at > grace: late): for a time after the shard's watermark, the
-// first advance announced at or after it (the pass under way, or one
-// waiting in Queued), which would have planned it in its own pass; for a
-// time the watermark already passed (a job owing fires behind it), until.
-func passOf(shard codecs.ShardRecord, due, until time.Time) (end, ref time.Time) {
-	if !due.After(shard.Watermark) {
-		return earlier(until, later(shard.Watermark, due)), until
+// passOf is the pass that would plan a job's times from entry, where its
+// due entry is (or its first time after the last pass planned it), up to
+// until: how far that pass plans them in one piece, end, and the time
+// their lateness is measured against, ref (ref - at > grace: late). It is
+// the pass under way (Advancing) when the job's entry is at or before its
+// T and ahead of its cursor, which it has yet to reach; else the first
+// advance waiting for it (Queued) at or after entry, whose pass plans
+// every time of the job up to its T from the start of the index (a job
+// behind the cursor, or behind the watermark, included); else none
+// announced: until, the command's own time, for both.
+func passOf(shard codecs.ShardRecord, key string, entry, until time.Time) (end, ref time.Time) {
+	if a := shard.Advancing; a.After(shard.Watermark) && !entry.After(a) &&
+		((shard.PassAt.IsZero() && shard.PassKey == "") || !(store.Due{At: entry, Key: key}).NotAfter(store.Due{At: shard.PassAt, Key: shard.PassKey})) {
+		return earlier(a, until), a
 	}
-	var first time.Time
-	for _, t := range append([]time.Time{shard.Advancing}, shard.Queued...) {
-		if t.After(shard.Watermark) && !t.Before(due) && (first.IsZero() || t.Before(first)) {
-			first = t
+	q := shard.Queued // ascending
+	for i := sort.Search(len(q), func(i int) bool { return !q[i].Before(entry) }); i < len(q); i++ {
+		if q[i].After(shard.Watermark) && q[i].After(shard.Advancing) {
+			return earlier(q[i], until), q[i]
 		}
 	}
-	if first.IsZero() {
-		return until, until
-	}
-	return earlier(first, until), first
+	return until, until
 }
 
 // graceAt is the grace that has planFires, planning up to end, judge
