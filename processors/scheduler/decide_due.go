@@ -54,12 +54,18 @@ func decideDue(d store.Due, value []byte, t time.Time, bytesLeft, maxCatchUp int
 	upTo := t
 	if rec.Status == codecs.StatusPaused {
 		// A paused job is due only for fires it owed before its pause
-		// (NotBefore is the pause's time): those, and no later ones.
+		// (NotBefore is the pause's time): those, and no later ones, each
+		// late or not against this advance's T, as an active job's and as
+		// a command's (sendOwed) are: judged against the pause's time, a
+		// fire's fate depended on whether the pause was consumed before
+		// the pass or during it, and a resume consumed ahead of a pass
+		// delivered again lost the times the pass would have sent
+		// (adversary round 42).
 		upTo = earlier(t, rec.NotBefore)
 	}
 	est := eventOverhead + 2*len(d.Key) + len(rec.Job.Bucket) + len(rec.Job.Payload)
 	planned, first := plannedFrom(sched, rec, cals, upTo, d.At)
-	plan := planFires(planned, first, upTo, rec.Job.MisfireGrace, rec.Job.MisfirePolicy, maxCatchUp, bytesLeft/est, buf)
+	plan := planFires(planned, first, upTo, graceAt(rec.Job.MisfireGrace, upTo, t), rec.Job.MisfirePolicy, maxCatchUp, bytesLeft/est, buf)
 	plan.Next = indexNext(sched, rec, plan.Next, upTo)
 	withScheduled(sched, plan.Fires)
 	if rec.Status == codecs.StatusPaused {
