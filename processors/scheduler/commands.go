@@ -78,7 +78,7 @@ func (s *Scheduler) command(ctx goka.Context, raw []byte) (string, error) {
 		}
 	}
 	if upTo, owed := owedUpTo(cmd, in.Old, in.TS); owed {
-		if in.Handled, err = s.handled(ctx, in.Shard, in.Old, upTo, cmd.Op != codecs.OpDelete, cmd.Op == codecs.OpPause); err != nil {
+		if in.Handled, err = s.handled(ctx, in.Shard, in.Old, upTo, cmd.Op != codecs.OpDelete); err != nil {
 			return cmd.Op, err
 		}
 	}
@@ -300,14 +300,7 @@ var farFuture = time.Unix(1<<40, 0)
 // fire another owner dispatched in an advance it did not finish may go out
 // again, with the same payload. A paused job is handled through its
 // Through; any other job through its shard's time.
-//
-// A pause leaves the times no announced advance would reach (a late job
-// behind the watermark, with no pass under way or waiting) owed, for the
-// next advance to plan as it plans a paused job's owed times, judged
-// against its own T: sent now, they were judged against the shard's time,
-// and their fate depended on whether the pause was consumed before that
-// advance or after it (adversary round 43).
-func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *codecs.JobRecord, upTo time.Time, send, pause bool) (time.Time, error) {
+func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *codecs.JobRecord, upTo time.Time, send bool) (time.Time, error) {
 	if rec.Status == codecs.StatusPaused && !rec.Through.IsZero() {
 		return s.pausedHandled(ctx, shard, rec, send)
 	}
@@ -350,7 +343,7 @@ func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *cod
 	if err != nil {
 		return base, nil
 	}
-	return s.sendOwed(ctx, shard, rec, sched, rec.HandledThrough(shard.Watermark), due, until, reached, pause)
+	return s.sendOwed(ctx, shard, rec, sched, rec.HandledThrough(shard.Watermark), due, until, reached)
 }
 
 // sendOwed dispatches the fires of rec (schedule sched, its due entry due)
@@ -358,10 +351,7 @@ func (s *Scheduler) handled(ctx goka.Context, shard codecs.ShardRecord, rec *cod
 // the calendars it names exclude every time up to until). reached: the
 // pass under way may have reached the job already (maybeSent): its times
 // go out as that pass plans them, wherever the cursor says the entry is.
-//
-// leave: the times no announced advance reaches stay owed (a pause, see
-// handled): it returns just before the first of them.
-func (s *Scheduler) sendOwed(ctx goka.Context, shard codecs.ShardRecord, rec *codecs.JobRecord, sched schedule.Schedule, base, due, until time.Time, reached, leave bool) (time.Time, error) {
+func (s *Scheduler) sendOwed(ctx goka.Context, shard codecs.ShardRecord, rec *codecs.JobRecord, sched schedule.Schedule, base, due, until time.Time, reached bool) (time.Time, error) {
 	// Everything it owes up to until goes out under this definition, in
 	// batches of at most ChunkBytes of events like fan-out chunks (a job
 	// with more than one batch, e.g. a late `every 1s` job with a long
@@ -392,17 +382,8 @@ func (s *Scheduler) sendOwed(ctx goka.Context, shard codecs.ShardRecord, rec *co
 		enc    codecs.DispatchEncoder
 		fired  time.Time
 	)
-	end, ref, announced := passOf(shard, ctx.Key(), entry, until, reached)
+	end, ref := passOf(shard, ctx.Key(), entry, until, reached)
 	for {
-		if leave && !announced {
-			if len(msgs) > 0 {
-				if err := s.dispatch(ctx, msgs); err != nil {
-					return time.Time{}, fmt.Errorf("scheduler: producing %d dispatch events before a command: %w", len(msgs), err)
-				}
-			}
-			s.cfg.Metrics.fired(codecs.TriggerSchedule, len(msgs), missed)
-			return later(base, due.Add(-time.Nanosecond)), nil
-		}
 		plan := planFires(planned, due, end, graceAt(rec.Job.MisfireGrace, end, ref), rec.Job.MisfirePolicy, s.cfg.MaxCatchUp, limit-len(msgs), buf)
 		withScheduled(sched, plan.Fires)
 		if len(msgs) == 0 {
@@ -444,7 +425,7 @@ func (s *Scheduler) sendOwed(ctx goka.Context, shard codecs.ShardRecord, rec *co
 		}
 		if plan.Next.After(end) {
 			// The next pass's times: planned against its own T.
-			end, ref, announced = passOf(shard, ctx.Key(), plan.Next, until, false)
+			end, ref = passOf(shard, ctx.Key(), plan.Next, until, false)
 		}
 		due, buf = plan.Next, plan.Fires
 	}
@@ -465,18 +446,18 @@ func (s *Scheduler) sendOwed(ctx goka.Context, shard codecs.ShardRecord, rec *co
 // cuts were too many to keep), so it is that pass's whatever the cursor
 // says (adversary round 43: judged against the advance waiting, 45 of a
 // late job's times were skipped that the pass sends on time).
-func passOf(shard codecs.ShardRecord, key string, entry, until time.Time, reached bool) (end, ref time.Time, announced bool) {
+func passOf(shard codecs.ShardRecord, key string, entry, until time.Time, reached bool) (end, ref time.Time) {
 	if a := shard.Advancing; a.After(shard.Watermark) && !entry.After(a) &&
 		(reached || (shard.PassAt.IsZero() && shard.PassKey == "") || !(store.Due{At: entry, Key: key}).NotAfter(store.Due{At: shard.PassAt, Key: shard.PassKey})) {
-		return earlier(a, until), a, true
+		return earlier(a, until), a
 	}
 	q := shard.Queued // ascending
 	for i := sort.Search(len(q), func(i int) bool { return !q[i].Before(entry) }); i < len(q); i++ {
 		if q[i].After(shard.Watermark) && q[i].After(shard.Advancing) {
-			return earlier(q[i], until), q[i], true
+			return earlier(q[i], until), q[i]
 		}
 	}
-	return until, until, false
+	return until, until
 }
 
 // graceAt is the grace that has planFires, planning up to end, judge
@@ -552,7 +533,7 @@ func (s *Scheduler) pausedHandled(ctx goka.Context, shard codecs.ShardRecord, re
 		}
 		sched, err := jobSchedule(s.schedules, ctx.Key(), rec)
 		if err == nil {
-			through, err := s.sendOwed(ctx, shard, rec, sched, h, due, until, true, false)
+			through, err := s.sendOwed(ctx, shard, rec, sched, h, due, until, true)
 			if err != nil {
 				return time.Time{}, err
 			}
