@@ -308,6 +308,7 @@ var simRegressions = []struct {
 	{2800046, 800, "oracle: the same as 2500034 with 3 partitions, crashes, rebalances and deferred indexing", true, true},
 	{190, 800, "a resume written while advances were queued behind the pass under way owed since the last queued T; the pass to it fired the job, a crash lost its settle and wiped the store, and the entry derived from the record, behind the next pass's cursor, was taken for handled (restoredThrough)", true, true},
 	{4100273, 280, "a late pause (ts 10:16:15.152) of an every-5s, grace-3s skip job sent 10:16:15 on time against its ts, which the advance to 10:16:19, waiting for the pass under way, had skipped as late: a command plans a time after the watermark against the first advance announced at or after it (passOf)", true, true},
+	{4500006, 400, "oracle: a late pause consumed while six advances waited behind a long pass (a catch-up of hours, one fire a chunk) sent the fire_once times up to its ts coalesced against the first of them, as that advance's pass would plan them; the oracle had applied those advances on delivery and owed the times from where the last of them found the job (simOJob.fBefore, simOracle.owedFrom)", true, true},
 }
 
 func TestSimRegressions(t *testing.T) {

@@ -78,8 +78,15 @@ type simOJob struct {
 	// pauseOpen: the pause in effect was applied while a pass a callback
 	// left open (simOracle.open) was under way: the job's times up to it
 	// may have gone out with the paused definition.
-	pauseOpen   time.Time
-	prevF       time.Time // F before the last advance that moved it
+	pauseOpen time.Time
+	prevF     time.Time // F before the last advance that moved it
+	// fBefore: F before each advance (by chain) that moved it, kept while
+	// that advance is in progress or waiting for the pass under way: a
+	// command consumed before such an advance's pass reaches the job
+	// finds it where that advance found it, not at prevF (simulation seed
+	// 4500006 x 400: a pause consumed while six advances waited behind a
+	// long pass sent the times from before the first of them).
+	fBefore     map[string]time.Time
 	resumedFrom time.Time // a resume of a job paused while owing fires: where its pause found it
 	owedAtPause bool      // the pause applied while the job owed fires up to its record time
 	prePause    time.Time // F when the pause in effect was applied (where it found the job)
@@ -369,6 +376,7 @@ func (o *simOracle) put(d *simDef, p int32, ts time.Time) {
 	j := o.job(d.id, p)
 	bt := o.busyT(p)
 	existed := j.exists
+	j.fBefore = nil // what advances in progress owe it is settled or starts here
 	if !existed {
 		o.incs[d.id]++
 		j.exists, j.inc, j.paused, j.F, j.puts, j.fuzzy, j.finished = true, o.incs[d.id], false, simLater(ts, j.deleted), 0, time.Time{}, false
@@ -588,7 +596,8 @@ func (o *simOracle) pause(id string, p int32, ts time.Time) {
 			why: "owed before a pause"})
 		j.owedAtPause = true
 	}
-	if o.advanceOwes(j) && !j.prevF.IsZero() && j.prevF.Before(low) {
+	from := o.owedFrom(j)
+	if !from.IsZero() && from.Before(low) {
 		// An advance under way has not reached the job (its fires are
 		// still pending): the job still owes the times after prevF, and
 		// the pause first dispatches those up to the earlier of ts and
@@ -597,7 +606,7 @@ func (o *simOracle) pause(id string, p int32, ts time.Time) {
 		// would have counted as missed (a later late time carrying it)
 		// may then be the one that goes out (seed 4726). They are
 		// dispatched by the pause, so the job owes nothing from before it.
-		for _, t := range simTimes(j.def.sched, j.prevF, simEarlier(low, ts)) {
+		for _, t := range simTimes(j.def.sched, from, simEarlier(low, ts)) {
 			o.expect(&simExpect{fireID: codecs.ScheduledFireID(id, t), payload: j.def.payload, missed: -1, job: id, inc: j.inc, p: p,
 				why: "owed before a pause applied while the advance under way had not reached the job"})
 		}
@@ -700,15 +709,30 @@ func (o *simOracle) pause(id string, p int32, ts time.Time) {
 	o.tracef(id, "pause applied (record time %s); F=%s", simFmt(ts), simFmt(j.F))
 }
 
-// advanceOwes reports whether an advance in progress on j's partition still
-// owes j fires it has not dispatched (it has not reached the job yet).
-func (o *simOracle) advanceOwes(j *simOJob) bool {
+// owedFrom is where the earliest advance in progress (or waiting for the
+// pass under way) found j, when one of them still owes it fires (zero:
+// none does): the advances that waited behind a pass may each have moved
+// F on delivery, but none of them has reached the job, and a later one
+// takes over the fires an earlier one owed it (advance: "late for a later
+// advance that overtook it").
+func (o *simOracle) owedFrom(j *simOJob) time.Time {
+	owes := false
 	for e := range o.pending[j.id] {
 		if e.inc == j.inc && strings.HasPrefix(e.chain, "a") && o.isBusy(j.p, e.chain) {
-			return true
+			owes = true
+			break
 		}
 	}
-	return false
+	if !owes {
+		return time.Time{}
+	}
+	from := j.prevF
+	for c, f := range j.fBefore {
+		if o.isBusy(j.p, c) && !f.IsZero() && (from.IsZero() || f.Before(from)) {
+			from = f
+		}
+	}
+	return from
 }
 
 // sentThrough is the latest time of j's current definition in (from, to]
@@ -957,6 +981,15 @@ func (o *simOracle) advance(p int32, T time.Time) {
 				e.missed = -1
 			}
 		}
+		for c := range j.fBefore {
+			if !o.isBusy(p, c) {
+				delete(j.fBefore, c)
+			}
+		}
+		if j.fBefore == nil {
+			j.fBefore = map[string]time.Time{}
+		}
+		j.fBefore[chain] = j.F
 		times := simTimes(d.sched, j.F, T)
 		if len(times) == 0 {
 			j.prevF, j.F = j.F, T
