@@ -178,7 +178,7 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 		// ends (docs/architecture.md, "Deferred indexing on recovery").
 		Store: store.Options{Sync: cfg.Store.Sync, CacheSize: cfg.cacheBytes(), MemTableSize: cfg.Store.MemTableBytes, OnFatal: fatal.report, FailedWrites: failedWrites, FS: cfg.Store.FS,
 			RecoveryL0CompactionThreshold: cfg.Store.RecoveryL0CompactionThreshold,
-			DeferIndexOnRecovery:          true},
+			DeferIndexOnRecovery:          true, KeyFilter: true},
 		Limits: cfg.Limits, ChunkSize: cfg.Fanout.ChunkSize, ChunkBytes: cfg.Fanout.ChunkBytes, ChunkBudget: cfg.Fanout.Budget, BackfillRate: cfg.Fanout.BackfillRate, Producer: producer, Now: cfg.Now,
 		Logger: cfg.Logger.With("group", "scheduler"), Metrics: metrics, Inputs: in})
 	if err != nil {
@@ -203,7 +203,7 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 	if !cfg.History.Off {
 		s.hist, err = history.New(history.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Fires: cfg.History.Fires, Changes: cfg.History.Changes,
 			Store: store.Options{Sync: cfg.Store.Sync, CacheSize: cfg.historyCacheBytes(), MemTableSize: HistoryStoreMemTableBytes,
-				BloomBitsPerKey: HistoryStoreBloomBits, OnFatal: fatal.report, FailedWrites: failedWrites, FS: cfg.Store.FS}, Limits: cfg.Limits,
+				BloomBitsPerKey: HistoryStoreBloomBits, KeyFilter: true, OnFatal: fatal.report, FailedWrites: failedWrites, FS: cfg.Store.FS}, Limits: cfg.Limits,
 			Logger: cfg.Logger.With("group", "history"), Inputs: in})
 		if err != nil {
 			return nil, err

@@ -47,7 +47,7 @@ func NewJobs(kafka clients.Config, layout topology.Layout, dataDir string, log *
 	j := &Jobs{partitions: layout.Partitions, shardKeys: keys, schedules: schedule.NewCache(10_000)}
 	builder := j.stores.Builder(dataDir, func(int32) store.Options {
 		// A fresh view store indexes once, when its recovery is done.
-		return store.Options{Indexer: bucketIndexer, DeferIndexOnRecovery: true, RecoveryL0CompactionThreshold: j.RecoveryL0CompactionThreshold, Logger: func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }}
+		return store.Options{Indexer: bucketIndexer, DeferIndexOnRecovery: true, KeyFilter: true, RecoveryL0CompactionThreshold: j.RecoveryL0CompactionThreshold, Logger: func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }}
 	})
 	opts := append(kafka.GokaViewOptions(), goka.WithViewStorageBuilder(builder), goka.WithViewAutoReconnect())
 	j.view, err = goka.NewView(kafka.Brokers, layout.SchedulerTable(), new(codec.Bytes), opts...)

@@ -1,0 +1,172 @@
+package store
+
+import (
+	"hash/maphash"
+	"math/bits"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// A point read of a key that is not in the table looks through every
+// level of Pebble (memtables, each file of level 0 that spans the key, one
+// file a level below): at registration every put reads a new job's record
+// twice this way, once in the scheduler's table and once in the history
+// group's, 9 and 5 µs of the ~30 µs each group spends on a put (a CPU
+// profile of a 1M registration, 2026-12-05). A store with
+// Options.KeyFilter keeps a Bloom filter of its table's keys in memory and
+// answers such a read, and the reverse-entry read of the Set that writes
+// the new key, without Pebble.
+//
+// The filter never forgets a key (a deleted key stays in it: its reads go
+// to Pebble as before), so it can only be wrong one way, "maybe there",
+// which Pebble then answers. Every key enters it before Pebble has it:
+// Set adds its key, with wmu held, before writing, and the filter is
+// built, with wmu held, from the table after the recovery (MarkRecovered)
+// and again at twice the size when it fills; until it is built Get goes
+// to Pebble.
+
+const (
+	// filterBitsPerKey and filterProbes give about 1% false positives at
+	// the filter's capacity (a blocked filter: every probe of a key in one
+	// 512-bit block, one cache line).
+	filterBitsPerKey = 10
+	filterProbes     = 7
+	// filterMinKeys is the smallest capacity a filter is built with
+	// (Store.filterMin; the package's tests lower it).
+	filterMinKeys = 1 << 15
+)
+
+var filterSeed = maphash.MakeSeed()
+
+// keyFilter is a Bloom filter of table keys. mayContain is safe for
+// concurrent use with add; add and the counts are guarded by Store.wmu.
+type keyFilter struct {
+	words  []atomic.Uint64 // blocks of 8
+	blocks uint64
+	keys   int // keys added that set a bit (about the distinct keys)
+	limit  int // capacity: past it the filter is rebuilt larger
+}
+
+func newKeyFilter(capacity, least int) *keyFilter {
+	capacity = max(capacity, least)
+	blocks := (uint64(capacity)*filterBitsPerKey + 511) / 512
+	return &keyFilter{words: make([]atomic.Uint64, blocks*8), blocks: blocks, limit: capacity}
+}
+
+func filterHash(key string) uint64 { return maphash.String(filterSeed, key) }
+
+// probes calls f with the word index and bit of each probe of hash h.
+func (f *keyFilter) probe(h uint64, fn func(w int, bit uint64) bool) bool {
+	block, _ := bits.Mul64(h, f.blocks)
+	h2 := h*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
+	for range filterProbes {
+		i := h2 & 511
+		if !fn(int(block*8+i>>6), 1<<(i&63)) {
+			return false
+		}
+		h2 >>= 9
+	}
+	return true
+}
+
+// add adds key hash h; it reports whether a bit was set that was not.
+func (f *keyFilter) add(h uint64) bool {
+	added := false
+	f.probe(h, func(w int, bit uint64) bool {
+		if f.words[w].Load()&bit == 0 {
+			f.words[w].Or(bit)
+			added = true
+		}
+		return true
+	})
+	if added {
+		f.keys++
+	}
+	return added
+}
+
+// mayContain reports whether key hash h may have been added.
+func (f *keyFilter) mayContain(h uint64) bool {
+	return f.probe(h, func(w int, bit uint64) bool { return f.words[w].Load()&bit != 0 })
+}
+
+// filterAbsent reports whether the table certainly lacks key (false: it
+// may hold it, or the store has no filter yet).
+func (s *Store) filterAbsent(key string) bool {
+	f := s.filter.Load()
+	if f == nil || f.mayContain(filterHash(key)) {
+		return false
+	}
+	s.filterHits.Add(1)
+	return true
+}
+
+// filterAddLocked adds key to the filter before a Set writes it, building
+// a new one from the table when it is full: twice the size of the table,
+// not of the keys it saw (deleted keys stay in a filter until a rebuild:
+// sized by those, one-shot jobs' churn doubled it at every rebuild,
+// adversary round 46). The caller holds s.mu (read) and s.wmu. A filter
+// that cannot be rebuilt is dropped (reads go to Pebble); the write goes
+// on.
+func (s *Store) filterAddLocked(key string) {
+	f := s.filter.Load()
+	if f == nil {
+		return
+	}
+	if f.add(filterHash(key)); f.keys <= f.limit {
+		return
+	}
+	if err := s.buildFilterLocked(true); err != nil {
+		s.filter.Store(nil)
+		s.logf("store %s: rebuilding the key filter: %v (reads of absent keys go to Pebble)", s.dir, err)
+		return
+	}
+	s.filter.Load().add(filterHash(key))
+}
+
+// buildFilterLocked builds the filter from the table's keys, with room
+// for a quarter more than the table holds (grow: twice as many), in two
+// passes over the keys (counting, then adding: collecting the hashes
+// first took 27 times the filter's memory at its peak, adversary round
+// 46). The caller holds s.mu (read) and s.wmu: no Set runs meanwhile, and
+// the old filter, complete until the new one replaces it, keeps answering
+// readers.
+func (s *Store) buildFilterLocked(grow bool) error {
+	if err := s.commitPendingLocked(); err != nil {
+		return err
+	}
+	n, err := s.count(prefixTable)
+	if err != nil {
+		return err
+	}
+	capacity := n + n/4
+	if grow {
+		capacity = 2 * n
+	}
+	f := newKeyFilter(int(capacity), s.filterMin)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTable}, UpperBound: []byte{prefixTable + 1}})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		f.add(maphash.Bytes(filterSeed, it.Key()[1:]))
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	s.filter.Store(f)
+	return nil
+}
+
+// buildFilter builds the filter once the store has recovered
+// (Options.KeyFilter).
+func (s *Store) buildFilter() error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.mu.RUnlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return s.buildFilterLocked(false)
+}

@@ -1,0 +1,182 @@
+package store
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// TestKeyFilterNoFalseNegatives: every key added is reported as maybe
+// there, and keys never added mostly are not (about 1% at capacity).
+func TestKeyFilterNoFalseNegatives(t *testing.T) {
+	const n = 50_000
+	f := newKeyFilter(n, filterMinKeys)
+	for i := range n {
+		f.add(filterHash(fmt.Sprintf("job-%d", i)))
+	}
+	for i := range n {
+		require.True(t, f.mayContain(filterHash(fmt.Sprintf("job-%d", i))), "job-%d added, reported absent", i)
+	}
+	fp := 0
+	for i := range n {
+		if f.mayContain(filterHash(fmt.Sprintf("other-%d", i))) {
+			fp++
+		}
+	}
+	require.Less(t, float64(fp)/n, 0.03, "false positives at capacity: %d of %d", fp, n)
+	require.Greater(t, f.keys, n*99/100, "keys counted")
+}
+
+// TestKeyFilterStoreMatchesModel runs seeded random histories of Set,
+// Delete, Get, Has, restarts (a clean Close and Open, and an Open after
+// the files were copied mid-write, as a crash leaves them) and recoveries
+// (a fresh store written through the recovery's batches) against a map,
+// with the filter's smallest size lowered so that it fills and is rebuilt
+// many times: every read answers what the map holds, and the filter
+// answered some of them (the test would pass vacuously without it).
+func TestKeyFilterStoreMatchesModel(t *testing.T) {
+	seeds := 40
+	if testing.Short() {
+		seeds = 8
+	}
+	var hits, rebuilds uint64
+	for seed := range uint64(seeds) {
+		r := rand.New(rand.NewPCG(seed, 99))
+		fs := vfs.NewCrashableMem()
+		opts := Options{FS: fs, Logger: quiet, Indexer: testIndexer, KeyFilter: true, DeferIndexOnRecovery: seed%2 == 0}
+		open := func() *Store {
+			s := New("/db", opts)
+			s.filterMin = 8
+			require.NoError(t, s.Open())
+			return s
+		}
+		s := open()
+		model := map[string][]byte{}
+		keys := func() string { return fmt.Sprintf("k%03d", r.IntN(400)) }
+		recovered := false
+		var last *keyFilter
+		for op := range 3000 {
+			if !recovered && (op > 50 || r.IntN(10) == 0) {
+				require.NoError(t, s.MarkRecovered())
+				recovered = true
+			}
+			if f := s.filter.Load(); f != last {
+				rebuilds++
+				last = f
+			}
+			switch k := keys(); r.IntN(20) {
+			case 0, 1, 2, 3, 4, 5, 6:
+				v := val(at(r.IntN(1000)), fmt.Sprint("b", r.IntN(3)))
+				if r.IntN(2) == 0 {
+					// As a callback writes a new job: Get first.
+					_, err := s.Get(k)
+					require.NoError(t, err)
+				}
+				require.NoError(t, s.Set(k, v))
+				model[k] = v
+			case 7, 8:
+				require.NoError(t, s.Delete(k))
+				delete(model, k)
+			case 9:
+				has, err := s.Has(k)
+				require.NoError(t, err)
+				_, want := model[k]
+				require.Equal(t, want, has, "seed %d op %d: Has(%s)", seed, op, k)
+			case 10:
+				if recovered && r.IntN(30) == 0 {
+					hits += s.filterHits.Load()
+					require.NoError(t, s.Close())
+					if r.IntN(2) == 0 {
+						// The files as a crash leaves them: a new owner's
+						// recovery starts from what was synced.
+						fs = fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+						opts.FS = fs
+					}
+					s = open()
+					recovered = false
+					last = nil
+					// What the store holds now is the model (the clean
+					// close synced everything; a crash clone of a closed
+					// store too).
+				}
+			default:
+				got, err := s.Get(k)
+				require.NoError(t, err)
+				require.Equal(t, model[k], got, "seed %d op %d: Get(%s)", seed, op, k)
+			}
+		}
+		// Every key, and the index the Sets built, as the model says.
+		require.NoError(t, s.MarkRecovered())
+		for i := range 400 {
+			k := fmt.Sprintf("k%03d", i)
+			got, err := s.Get(k)
+			require.NoError(t, err)
+			require.Equal(t, model[k], got, "seed %d: final Get(%s)", seed, k)
+		}
+		require.NoError(t, s.RebuildIndexes(at(0)))
+		hits += s.filterHits.Load()
+		require.NoError(t, s.Close())
+	}
+	require.Positive(t, hits, "the filter answered no read")
+	require.Greater(t, rebuilds, uint64(seeds), "the filter was never rebuilt larger")
+}
+
+// TestKeyFilterConcurrentReaders: readers (an HTTP view's) reading keys a
+// writer has finished writing, while the writer adds new ones and the
+// filter is rebuilt larger again and again, always find them.
+func TestKeyFilterConcurrentReaders(t *testing.T) {
+	s := New("/db", Options{FS: vfs.NewMem(), Logger: quiet, Indexer: testIndexer, KeyFilter: true})
+	s.filterMin = 8
+	require.NoError(t, s.Open())
+	t.Cleanup(func() { _ = s.Close() })
+	require.NoError(t, s.MarkRecovered())
+	n := 20_000
+	if testing.Short() {
+		n = 4_000
+	}
+	var written atomic.Int64 // keys 0..written-1 are in the table
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(g), 1))
+			for written.Load() < int64(n) {
+				w := written.Load()
+				if w == 0 {
+					continue
+				}
+				k := fmt.Sprintf("job-%d", r.Int64N(w))
+				v, err := s.Get(k)
+				if err == nil && v == nil {
+					err = fmt.Errorf("%s was written, Get found nothing", k)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := range n {
+		k := fmt.Sprintf("job-%d", i)
+		v, err := s.Get(k)
+		require.NoError(t, err)
+		require.Nil(t, v)
+		require.NoError(t, s.Set(k, val(at(i), "")))
+		written.Store(int64(i + 1))
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	require.Positive(t, s.filterHits.Load())
+	require.GreaterOrEqual(t, s.filter.Load().limit, n, "grown to hold every key")
+}
