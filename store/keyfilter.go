@@ -46,10 +46,13 @@ type keyFilter struct {
 	blocks uint64
 	keys   int // keys added that set a bit (about the distinct keys)
 	limit  int // capacity: past it the filter is rebuilt larger
+	// deletes counts the table's deletions since the build: past limit
+	// the filter is rebuilt from the table, which may have shrunk.
+	deletes int
 }
 
 func newKeyFilter(capacity, least int) *keyFilter {
-	capacity = max(capacity, least)
+	capacity = max(capacity, least, 1)
 	blocks := (uint64(capacity)*filterBitsPerKey + 511) / 512
 	return &keyFilter{words: make([]atomic.Uint64, blocks*8), blocks: blocks, limit: capacity}
 }
@@ -117,12 +120,38 @@ func (s *Store) filterAddLocked(key string) {
 	if f.add(filterHash(key)); f.keys <= f.limit {
 		return
 	}
-	if err := s.buildFilterLocked(true); err != nil {
-		s.filter.Store(nil)
-		s.logf("store %s: rebuilding the key filter: %v (reads of absent keys go to Pebble)", s.dir, err)
+	if s.rebuildFilterLocked() {
+		s.filter.Load().add(filterHash(key))
+	}
+}
+
+// filterDeleteLocked counts a deletion of a table key; once the filter has
+// seen as many as it has room for, it is rebuilt from the table, so that a
+// table that shrank (a burst of one-shot jobs fired and purged) does not
+// keep the filter of its largest size (adversary round 46b). The caller
+// holds s.mu (read) and s.wmu.
+func (s *Store) filterDeleteLocked() {
+	f := s.filter.Load()
+	if f == nil {
 		return
 	}
-	s.filter.Load().add(filterHash(key))
+	if f.deletes++; f.deletes > f.limit {
+		s.rebuildFilterLocked()
+	}
+}
+
+// rebuildFilterLocked replaces the filter by one built from the table at
+// twice its size, and reports whether it did. The old filter goes first,
+// so that the two are never held at once (the peak was 30 bits a key,
+// adversary round 46b): reads go to Pebble meanwhile, and no Set runs (the
+// caller holds s.wmu). A filter that cannot be rebuilt stays dropped.
+func (s *Store) rebuildFilterLocked() bool {
+	s.filter.Store(nil)
+	if err := s.buildFilterLocked(true); err != nil {
+		s.logf("store %s: rebuilding the key filter: %v (reads of absent keys go to Pebble)", s.dir, err)
+		return false
+	}
+	return true
 }
 
 // buildFilterLocked builds the filter from the table's keys, with room
@@ -145,6 +174,9 @@ func (s *Store) buildFilterLocked(grow bool) error {
 		capacity = 2 * n
 	}
 	f := newKeyFilter(int(capacity), s.filterMin)
+	if s.onFilterAlloc != nil {
+		s.onFilterAlloc()
+	}
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTable}, UpperBound: []byte{prefixTable + 1}})
 	if err != nil {
 		return err

@@ -261,6 +261,9 @@ type Store struct {
 	filter     atomic.Pointer[keyFilter]
 	filterHits atomic.Uint64
 	filterMin  int
+	// onFilterAlloc, when set (the package's tests), is called where a
+	// filter build has allocated its new filter.
+	onFilterAlloc func()
 }
 
 var _ storage.Storage = (*Store)(nil)
@@ -722,6 +725,7 @@ func (s *Store) Close() (err error) {
 	// ("sync: unlock of unlocked mutex"), which killed the process.
 	err = errors.Join(err, s.db.Close())
 	s.db = nil
+	s.filter.Store(nil) // a closed store kept by a caller keeps no filter (adversary round 46b)
 	return err
 }
 
@@ -966,6 +970,7 @@ func (s *Store) Delete(key string) (err error) {
 	defer s.wmu.Unlock()
 	defer s.beginWrite()()
 	s.writesKey(key)
+	s.filterDeleteLocked()
 	if s.deferIndex {
 		// The indexes are built after the recovery, from the table.
 		if s.batching {
