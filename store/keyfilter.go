@@ -23,8 +23,9 @@ import (
 // which Pebble then answers. Every key enters it before Pebble has it:
 // Set adds its key, with wmu held, before writing, and the filter is
 // built, with wmu held, from the table after the recovery (MarkRecovered)
-// and again at twice the size when it fills; until it is built Get goes
-// to Pebble.
+// and again, at twice the table's size, when it fills with new keys or
+// has seen as many deletions as it has room for; until it is built, and
+// during a rebuild, Get goes to Pebble.
 
 const (
 	// filterBitsPerKey and filterProbes give about 1% false positives at
@@ -59,7 +60,8 @@ func newKeyFilter(capacity, least int) *keyFilter {
 
 func filterHash(key string) uint64 { return maphash.String(filterSeed, key) }
 
-// probes calls f with the word index and bit of each probe of hash h.
+// probe calls fn with the word index and bit of each probe of hash h,
+// until fn returns false (probe then returns false).
 func (f *keyFilter) probe(h uint64, fn func(w int, bit uint64) bool) bool {
 	block, _ := bits.Mul64(h, f.blocks)
 	h2 := h*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
