@@ -31,7 +31,11 @@ func TestAdv46FilterGrowsWithKeyChurn(t *testing.T) {
 	s := newMemStore(t, Options{Indexer: testIndexer, KeyFilter: true})
 	s.filterMin = 64
 	require.NoError(t, s.MarkRecovered())
-	const live, n = 32, 20_000
+	const live = 32
+	n := 20_000
+	if testing.Short() {
+		n = 5_000 // still ~75 rebuilds of a 64-key filter
+	}
 	for i := range n {
 		require.NoError(t, s.Set(keyN(i), val(at(i%100), "b")))
 		if i >= live {
@@ -300,7 +304,11 @@ func TestAdv46ModelWithMovesAndRebuilds(t *testing.T) {
 // deleted. No read may find such a key absent; afterwards the table,
 // indexes and filter agree.
 func TestAdv46MarkRecoveredRacesSetsAndReaders(t *testing.T) {
-	for seed := range uint64(3) {
+	seeds := uint64(3)
+	if testing.Short() {
+		seeds = 1 // ~20 s a seed under -race
+	}
+	for seed := range seeds {
 		opts := Options{FS: vfs.NewMem(), Logger: quiet, Indexer: testIndexer, KeyFilter: true,
 			DeferIndexOnRecovery: true, RecoveryL0CompactionThreshold: 2, MemTableSize: 256 << 10}
 		s := New("/db", opts)

@@ -37,7 +37,11 @@ func TestAdv46bFilterShrinksWithTable(t *testing.T) {
 	s := newMemStore(t, Options{Indexer: testIndexer, KeyFilter: true})
 	s.filterMin = 64
 	require.NoError(t, s.MarkRecovered())
-	const burst, live = 20_000, 200
+	const live = 200
+	burst := 20_000
+	if testing.Short() {
+		burst = 5_000
+	}
 	for i := range burst {
 		require.NoError(t, s.Set(keyN(i), val(at(i%100), "b")))
 	}
