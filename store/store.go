@@ -165,9 +165,11 @@ type Options struct {
 	// KeyFilter keeps an in-memory Bloom filter of the table's keys once
 	// the store has recovered, so that a Get of a key the table does not
 	// hold, and the Set of that key after it, do not look through
-	// Pebble's levels (keyfilter.go): ~10 bits a key (1.25 MiB at a
-	// million keys), built by one pass over the table's keys at
-	// MarkRecovered and again, twice as large, each time it fills.
+	// Pebble's levels (keyfilter.go): ~10 bits a key, 1.25x (after
+	// MarkRecovered) to 2x (after a rebuild) the table's keys, built from
+	// the table's keys at MarkRecovered and again, at twice the table's
+	// size, when it fills with new keys or has seen as many deletions as
+	// it has room for.
 	KeyFilter bool
 }
 
