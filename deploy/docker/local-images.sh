@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Copied from the workplace's shared/docker/local-images.sh (beside the
 # repository; a clean clone in CI may not have it), used by
-# deploy/compose-test.sh. Changes here: this header and a shellcheck note.
+# deploy/compose-test.sh. Changes here: this header, a shellcheck note and PROM_ALL_SD
+# (the Prometheus stand-in without the cloud service discoveries, step 9).
 # local-images.sh: a Docker engine, Compose v2 and local stand-ins for the
 # images of the project's docker-compose.yml, on a Debian bookworm machine
 # (root) that reaches the package registries (Debian's packages, Maven
@@ -28,7 +29,7 @@
 # Knobs: WORK (scratch dir), GO_FROM_PROXY=1 (ignore /usr/local/go), MIRROR (Debian mirror; default: the one apt uses),
 # GO_VERSION (toolchain for golang:1.26, default 1.26.8), COMPOSE_VERSION
 # (default v2.40.3), PROM_UI=1 (also build the Prometheus web UI with npm,
-# ~6 min more), SKIP_PROMETHEUS=1, DOCKERD_FLAGS (extra dockerd flags, e.g.
+# ~6 min more), PROM_ALL_SD=1 (every service discovery of Prometheus), SKIP_PROMETHEUS=1, DOCKERD_FLAGS (extra dockerd flags, e.g.
 # "--iptables=false --bridge=none --storage-driver=vfs" on hosts without
 # netfilter/overlayfs; not needed on this VM).
 set -euo pipefail
@@ -231,6 +232,12 @@ if [ -z "${SKIP_PROMETHEUS:-}" ]; then
   I=$WORK/images/prometheus; mkdir -p "$I"
   dir=$(go mod download -json "github.com/prometheus/prometheus@${PROM_MODULE_VERSION}" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
   rm -rf "$WORK/prom-src"; cp -r "$dir" "$WORK/prom-src"; chmod -R u+w "$WORK/prom-src"
+  # Service discovery: the project's prometheus.yml uses static_configs only, so unless
+  # PROM_ALL_SD=1 the generated plugins/plugins.go (every bundled SD: AWS, Azure, GCE, Consul,
+  # ...; what `make plugins` writes from plugins.yml) is emptied, as a trimmed plugins.yml
+  # would: their cloud SDKs are a large share of a cold compile. File and HTTP SD stay
+  # (plugins/minimum.go); promtool still compiles Kubernetes SD, which it imports itself.
+  if [ -z "${PROM_ALL_SD:-}" ]; then printf '// Emptied by local-images.sh (PROM_ALL_SD unset).\npackage plugins\n' >"$WORK/prom-src/plugins/plugins.go"; fi
   tags=netgo
   if [ -n "${PROM_UI:-}" ]; then   # the React/Mantine UI, else only the HTTP API works (UI pages answer 500)
     (cd "$WORK/prom-src/web/ui" && npm ci --no-audit --no-fund >/dev/null \
