@@ -203,7 +203,7 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 	if !cfg.History.Off {
 		s.hist, err = history.New(history.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Fires: cfg.History.Fires, Changes: cfg.History.Changes,
 			Store: store.Options{Sync: cfg.Store.Sync, CacheSize: cfg.historyCacheBytes(), MemTableSize: HistoryStoreMemTableBytes,
-				BloomBitsPerKey: HistoryStoreBloomBits, KeyFilter: true, OnFatal: fatal.report, FailedWrites: failedWrites, FS: cfg.Store.FS}, Limits: cfg.Limits,
+				BloomBitsPerKey: HistoryStoreBloomBits, KeyFilter: true, RunReads: true, OnFatal: fatal.report, FailedWrites: failedWrites, FS: cfg.Store.FS}, Limits: cfg.Limits,
 			Logger: cfg.Logger.With("group", "history"), Inputs: in})
 		if err != nil {
 			return nil, err

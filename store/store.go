@@ -171,6 +171,14 @@ type Options struct {
 	// size, when it fills with new keys or has seen as many deletions as
 	// it has room for.
 	KeyFilter bool
+	// RunReads answers Get through one kept iterator while the keys read
+	// ascend (runreader.go): a reader that goes through keys in order
+	// (the history group, reading a job's record for each dispatch event
+	// of a fan-out chunk sent in key order) seeks forward instead of
+	// making a point read per key. It pins at most one iterator's view of
+	// the store (retired after 4,096 reads or 1,024 writes); reads in
+	// another order use point reads as without it.
+	RunReads bool
 }
 
 var (
@@ -266,6 +274,8 @@ type Store struct {
 	// onFilterAlloc, when set (the package's tests), is called where a
 	// filter build has allocated its new filter.
 	onFilterAlloc func()
+
+	runs *runReader // Options.RunReads; nil without
 }
 
 var _ storage.Storage = (*Store)(nil)
@@ -303,7 +313,12 @@ func New(dir string, opts Options) *Store {
 	if opts.Sync {
 		wo = pebble.Sync
 	}
+	var runs *runReader
+	if opts.RunReads {
+		runs = &runReader{}
+	}
 	return &Store{
+		runs:      runs,
 		dir:       dir,
 		opts:      opts,
 		wo:        wo,
@@ -370,6 +385,7 @@ func (s *Store) Open() error {
 	s.opened = true
 	s.tuned = tuned
 	s.resetCache()
+	s.retireRuns()
 
 	if err := s.checkFormat(); err != nil {
 		s.opened = false
@@ -555,6 +571,7 @@ func (s *Store) reopen() (did bool, err error) {
 		return false, fmt.Errorf("%d %w", open, errIteratorsOpen)
 	}
 	s.tuned = false
+	s.retireRuns()
 	s.reopened = s.reopened.add(writesOf(s.db.Metrics()))
 	if err := s.db.Close(); err != nil {
 		s.broken.Store(true) // the DB is closed: nothing may use it
@@ -721,6 +738,7 @@ func (s *Store) Close() (err error) {
 	for _, it := range iters {
 		it.forceRelease()
 	}
+	s.retireRuns()
 	// No Flush: Close syncs the WAL, which holds every write, and the next
 	// Open replays it. A Flush would create a new WAL file first, and on a
 	// full disk pebble fails that with a fatal error no recover catches
@@ -883,6 +901,11 @@ func (s *Store) get(key string) ([]byte, uint64, error) {
 	if s.filterAbsent(key) {
 		return nil, seq, nil
 	}
+	if s.runs != nil {
+		if v, ok, _ := s.runs.get(s, key); ok {
+			return v, seq, nil
+		}
+	}
 	v, err := s.getRaw(tableKey(key))
 	if err != nil {
 		return nil, 0, fmt.Errorf("store: get %q: %w", key, err)
@@ -903,6 +926,7 @@ func (s *Store) Set(key string, value []byte) (err error) {
 	defer s.wmu.Unlock()
 	absent := s.knownAbsent(key) || s.filterAbsent(key)
 	defer s.beginWrite()()
+	s.notePut(key)
 	s.writesKey(key)
 	s.filterAddLocked(key)
 	if s.batching {
@@ -971,6 +995,7 @@ func (s *Store) Delete(key string) (err error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	defer s.beginWrite()()
+	s.notePut(key)
 	s.writesKey(key)
 	s.filterDeleteLocked()
 	if s.deferIndex {
