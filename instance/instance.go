@@ -312,6 +312,13 @@ func (s *Instance) Run(ctx context.Context) (err error) {
 	return errors.Join(s.fatal.err(), httpErr)
 }
 
+// historyOptions are the history group's goka options: its stores, and a
+// franz-go producer for its table writes, one a dispatch event
+// (clients.Config.KgoProducerBuilder).
+func (s *Instance) historyOptions() []goka.ProcessorOption {
+	return append(s.hist.Options(), goka.WithProducerBuilder(s.cfg.Kafka.KgoProducerBuilder()))
+}
+
 // runGroups runs the groups and the ticker until ctx is done.
 func (s *Instance) runGroups(ctx context.Context) {
 	var wg sync.WaitGroup
@@ -323,7 +330,7 @@ func (s *Instance) runGroups(ctx context.Context) {
 		}()
 	}
 	if s.cfg.History.Only {
-		run(s.hist.Group(), s.hist.Graph(), s.hist.Options()...)
+		run(s.hist.Group(), s.hist.Graph(), s.historyOptions()...)
 		wg.Wait()
 		return
 	}
@@ -369,7 +376,7 @@ func (s *Instance) runGroups(ctx context.Context) {
 		goka.WithNilHandling(goka.NilProcess))
 	run(s.cfg.Layout.RouterGroup(), s.route.Graph(), goka.WithNilHandling(goka.NilProcess))
 	if s.hist != nil {
-		run(s.hist.Group(), s.hist.Graph(), s.hist.Options()...)
+		run(s.hist.Group(), s.hist.Graph(), s.historyOptions()...)
 	}
 	if t := s.ticker; t != nil {
 		wg.Add(1)
