@@ -27,11 +27,16 @@ import (
 // batch, index moves, a rebuild) leaves wseq ahead of the noted count
 // and retires the iterator. Open, reopen and Close retire it too.
 //
+// A read of a key behind the iterator's last one (an executor's result
+// among a chunk's dispatch events) is a point read and leaves the
+// iterator where it is; runMinAscending ascending reads behind it (the
+// next chunk's run) reopen it there.
+//
 // The iterator pins what it sees (the memtables and table files of its
 // moment: a memtable flushed or a table compacted away since stays in
 // memory or on disk while it is open), so it is retired after runMaxReads
-// reads or runMaxWrites noted writes, as soon as a read finds it stale or
-// the keys stop ascending, and by a timer once it has answered no read
+// reads or runMaxWrites noted writes, as soon as a read finds it stale,
+// and by a timer once it has answered no read
 // for runIdle (adversary round 47: an idle history partition kept the
 // tables compacted after its last read on disk until its next read).
 
@@ -58,6 +63,7 @@ type runReader struct {
 	reads  int                 // reads it answered
 	last   []byte              // the table key of the last read, whatever answered it
 	next   []byte              // the buffer of the next one
+	at     []byte              // the iterator's last seek key
 	asc    int                 // reads in a row whose key was not below the one before
 	hits   atomic.Uint64       // reads the iterator answered (tests, metrics)
 	timer  *time.Timer         // retires an idle iterator (expire)
@@ -75,12 +81,11 @@ func (r *runReader) get(s *Store, key string) (v []byte, ok bool, err error) {
 	r.next = append(append(r.next[:0], prefixTable), key...)
 	ascending := len(r.last) > 0 && bytes.Compare(r.next, r.last) >= 0
 	r.last, r.next = r.next, r.last
-	if !ascending {
+	if ascending {
+		r.asc++
+	} else {
 		r.asc = 0
-		r.closeLocked()
-		return nil, false, nil
 	}
-	r.asc++
 	if r.it != nil && (r.reads >= runMaxReads || s.wseq.Load() != r.seq+2*r.writes) {
 		r.closeLocked()
 	}
@@ -88,11 +93,24 @@ func (r *runReader) get(s *Store, key string) (v []byte, ok bool, err error) {
 		if r.asc < runMinAscending || !r.openLocked(s) {
 			return nil, false, nil
 		}
+	} else if bytes.Compare(r.last, r.at) < 0 {
+		if r.asc < runMinAscending {
+			// Behind the iterator (a read out of the run, like an
+			// executor's result among a chunk's dispatch events): a
+			// point read, and the run goes on at the next key ahead.
+			return nil, false, nil
+		}
+		// A new run began behind it (the next chunk): one from here.
+		r.closeLocked()
+		if !r.openLocked(s) {
+			return nil, false, nil
+		}
 	}
 	if _, written := r.dirty[key]; written {
 		return nil, false, nil
 	}
 	r.reads++
+	r.at = append(r.at[:0], r.last...)
 	if !r.it.SeekGE(r.last) {
 		if r.it.Error() != nil {
 			r.closeLocked()
@@ -131,6 +149,7 @@ func (r *runReader) openLocked(s *Store) bool {
 		return false
 	}
 	r.it, r.seq, r.writes, r.reads = it, seq, 0, 0
+	r.at = r.at[:0]
 	if r.dirty == nil {
 		r.dirty = make(map[string]struct{})
 	}

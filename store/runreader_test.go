@@ -182,3 +182,38 @@ func TestRunReadsConcurrent(t *testing.T) {
 	wg.Wait()
 	require.NotZero(t, s.RunHits())
 }
+
+// TestRunReadsKeepTheRunThroughReadsBehind: reads of keys behind the
+// iterator (an executor's results among a chunk's dispatch events) are
+// point reads and do not end the run: the run's own reads still go
+// through the iterator, and every read is right.
+func TestRunReadsKeepTheRunThroughReadsBehind(t *testing.T) {
+	s := New(t.TempDir(), Options{Logger: quiet, RunReads: true})
+	require.NoError(t, s.Open())
+	defer s.Close()
+	keys := make([]string, 3000)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("job-%05d", i)
+		require.NoError(t, s.Set(keys[i], []byte(keys[i])))
+	}
+	require.NoError(t, s.MarkRecovered())
+	r := rand.New(rand.NewPCG(3, 4))
+	behind := 0
+	for i, k := range keys {
+		v, err := s.Get(k)
+		require.NoError(t, err)
+		require.Equal(t, k, string(v))
+		require.NoError(t, s.Set(k, []byte(k+"+")))
+		if i > 10 && i%10 == 0 { // a result of a job fired earlier
+			b := keys[r.IntN(i)]
+			v, err := s.Get(b)
+			require.NoError(t, err)
+			require.Equal(t, b+"+", string(v))
+			require.NoError(t, s.Set(b, []byte(b+"+")))
+			behind++
+		}
+	}
+	// The run's reads but the first few (and those after a reopen at
+	// runMaxWrites) went through the iterator.
+	require.Greater(t, s.RunHits(), uint64(len(keys)*9/10), "%d reads behind", behind)
+}
