@@ -21,19 +21,34 @@ import (
 //
 // What goka sees is the same: each emit's promise finishes once the
 // broker acknowledged the record (with its offset, which goka stores as
-// the table's local offset) or with the error that failed it. A record
-// fails after KgoGokaDeliveryTimeout without an acknowledgement (sarama
-// failed after its retries, ~1 s of an unreachable leader); the
-// processor then stops the partition's callback as with sarama and the
-// group's supervisor restarts it. At most KgoGokaBufferedBytes of
-// records wait in the client (then an emit blocks its callback until
-// the broker acknowledges), so a slow broker holds the processor back
-// instead of filling memory.
+// the table's local offset) or with the error that failed it.
+//
+// The producer is never idempotent, whatever the configuration says:
+// franz-go's idempotent producer does not fail a record whose request it
+// may have written until the broker answers it, so a broker that stops
+// answering would hold the history's callback (and, once the buffer below
+// is full, the instance's shutdown) for as long as it stays silent
+// (adversary round 48). Without idempotence one request is in flight per
+// broker, so retries do not reorder a partition's records; a retry may
+// write a record twice, which a compacted table of whole records absorbs
+// (the later of two equal records wins). A record fails after
+// KgoGokaDeliveryTimeout without an acknowledgement; goka then stops the
+// partition and the group's supervisor restarts it, and the store, which
+// holds the write the changelog lacks, is discarded and restored
+// (store.Options.Settled, wired by the instance through
+// WriteAcks).
+//
+// At most KgoGokaBufferedRecords records (and KgoGokaBufferedBytes) wait
+// in the client, then an emit blocks its callback until one finishes:
+// each waiting record's promise keeps its callback's input (a dispatch
+// event with its payload) in memory, so the count bounds that too.
 func (c Config) KgoProducerBuilder() goka.ProducerBuilder {
 	return func(brokers []string, clientID string, _ func() hash.Hash32) (goka.Producer, error) {
 		cfg := c
 		cfg.Brokers, cfg.ClientID = brokers, clientID
 		cl, err := cfg.NewKgo(
+			kgo.DisableIdempotentWrite(),
+			kgo.MaxProduceRequestsInflightPerBroker(1),
 			kgo.MaxBufferedBytes(KgoGokaBufferedBytes),
 			kgo.MaxBufferedRecords(KgoGokaBufferedRecords),
 			kgo.RecordDeliveryTimeout(KgoGokaDeliveryTimeout),
@@ -49,11 +64,17 @@ const (
 	// KgoGokaBufferedBytes bounds the records a KgoProducerBuilder
 	// producer holds unacknowledged.
 	KgoGokaBufferedBytes = 16 << 20
-	// KgoGokaBufferedRecords bounds their count.
-	KgoGokaBufferedRecords = 1 << 16
-	// KgoGokaDeliveryTimeout is how long a record may wait for its
-	// acknowledgement before it fails.
-	KgoGokaDeliveryTimeout = 30 * time.Second
+	// KgoGokaBufferedRecords bounds their count, and so the callbacks'
+	// inputs their promises keep: with --max-payload 64 KiB, ~65 MiB.
+	KgoGokaBufferedRecords = 1 << 10
+)
+
+// KgoGokaDeliveryTimeout is how long a record of a KgoProducerBuilder
+// producer may wait for its acknowledgement before it fails (a variable
+// so that tests can shorten it; read when a producer is built).
+var KgoGokaDeliveryTimeout = 30 * time.Second
+
+const (
 	// kgoCloseWait bounds Close's wait for the records still in flight
 	// (goka's sarama producer waits 60 s too).
 	kgoCloseWait = 60 * time.Second

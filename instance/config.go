@@ -282,8 +282,30 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("instance: history keeps %d fires and %d changes per job, want 1..%d and 1..%d",
 			h.Fires, h.Changes, history.MaxFires, history.MaxChanges))
 	}
+	if h := c.History; !h.Off {
+		if b := historyRecordBytes(h.Fires, h.Changes); b > c.Kafka.BatchBytes {
+			errs = append(errs, fmt.Errorf("instance: a job's history record (%d fires, %d changes) can reach %d bytes, more than batch bytes %d: its changelog write would fail; keep fewer (--history-fires, --history-changes) or raise --batch-bytes (and the broker's message.max.bytes)",
+				orDefault(h.Fires, history.DefaultFires), orDefault(h.Changes, history.DefaultChanges), b, c.Kafka.BatchBytes))
+		}
+	}
 	errs = append(errs, c.HTTP.validate())
 	return errors.Join(errs...)
+}
+
+// historyRecordBytes bounds a job's history record as a Kafka record of
+// the history table's changelog: its fires and changes at their largest
+// (codecs.HistoryFireBytes, HistoryChangeBytes), its key (a job id) and
+// the record's framing and headers (0 fires or changes: the defaults).
+func historyRecordBytes(fires, changes int) int {
+	fires, changes = orDefault(fires, history.DefaultFires), orDefault(changes, history.DefaultChanges)
+	return fires*codecs.HistoryFireBytes + changes*codecs.HistoryChangeBytes + codecs.MaxIDLen + 1<<10
+}
+
+func orDefault(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
 }
 
 // validate checks the access settings: RequireAuth refuses to start without

@@ -46,7 +46,9 @@ type Instance struct {
 	clock *clock.Clock
 	route *router.Router
 	hist  *history.History // nil with History.Off
-	cals  *views.Calendars
+	// histAcks counts the history group's writes (its stores' Settled).
+	histAcks *clients.WriteAcks
+	cals     *views.Calendars
 	// annc reads the clock table: the system's announced time, for the
 	// lateness and announced-age gauges (nil on history-only instances).
 	annc   *clock.Announcements
@@ -201,7 +203,8 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 		sched.SetClockTable(s.annc.Latest)
 	}
 	if !cfg.History.Off {
-		s.hist, err = history.New(history.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Fires: cfg.History.Fires, Changes: cfg.History.Changes,
+		s.histAcks = &clients.WriteAcks{}
+		s.hist, err = history.New(history.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Fires: cfg.History.Fires, Changes: cfg.History.Changes, Writes: s.histAcks.All(),
 			Store: store.Options{Sync: cfg.Store.Sync, CacheSize: cfg.historyCacheBytes(), MemTableSize: HistoryStoreMemTableBytes,
 				BloomBitsPerKey: HistoryStoreBloomBits, KeyFilter: true, RunReads: true, OnFatal: fatal.report, FailedWrites: failedWrites, FS: cfg.Store.FS}, Limits: cfg.Limits,
 			Logger: cfg.Logger.With("group", "history"), Inputs: in})
@@ -314,9 +317,10 @@ func (s *Instance) Run(ctx context.Context) (err error) {
 
 // historyOptions are the history group's goka options: its stores, and a
 // franz-go producer for its table writes, one a dispatch event
-// (clients.Config.KgoProducerBuilder).
+// (clients.Config.KgoProducerBuilder), counted by histAcks (the stores'
+// Settled, history.Config.Writes).
 func (s *Instance) historyOptions() []goka.ProcessorOption {
-	return append(s.hist.Options(), goka.WithProducerBuilder(s.cfg.Kafka.KgoProducerBuilder()))
+	return append(s.hist.Options(), goka.WithProducerBuilder(s.histAcks.Builder(s.cfg.Kafka.KgoProducerBuilder())))
 }
 
 // runGroups runs the groups and the ticker until ctx is done.

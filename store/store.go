@@ -151,8 +151,11 @@ type Options struct {
 	// DIR+DiscardedSuffix (replacing an older copy) and opens an empty
 	// store, and the partition is restored from its changelog from the
 	// start, like on an empty disk. nil: no
-	// mark, a kept store is trusted (the clock and history tables, whose
-	// writes are idempotent when their inputs are consumed again).
+	// mark, a kept store is trusted (the clock table, whose writes are
+	// idempotent when its inputs are consumed again; the history group
+	// sets it since adversary round 48: its folds are idempotent too,
+	// which is why a fold consumed again writes nothing and a kept store
+	// ahead of its changelog keeps it from the changelog for good).
 	Settled func() error
 	// OnDiscarded is called when Open discarded an unsettled store (see
 	// Settled), with why. Optional (the store also logs it to Logger).

@@ -24,6 +24,7 @@
 package history
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -84,7 +85,31 @@ type Config struct {
 	// Now is the group's clock, which bounds a result's scheduled_at
 	// (codecs.CheckResultTime; default time.Now).
 	Now func() time.Time
+	// Writes, when set, counts the records the group's goka producer
+	// writes (the instance wires clients.WriteAcks.All): a partition store
+	// closes as settled only when none of them failed while it was open
+	// and every one sent before its close has finished
+	// (store.Options.Settled); any other end (a kill, a crash, a failed
+	// changelog write) makes the next Open on this data dir discard the
+	// store and restore the partition from its changelog. A fold consumed
+	// again finds its fire or change already in a kept store and writes
+	// nothing, so a store ahead of its changelog would keep that fold
+	// from the changelog, and from any other owner, for good (adversary
+	// round 48). nil: a kept store is trusted.
+	Writes Writes
 }
+
+// Writes is what Config.Writes counts (clients.TopicWrites).
+type Writes interface {
+	// Flushed returns once every record sent before it has finished.
+	Flushed(ctx context.Context) error
+	// Failures counts the records that failed.
+	Failures() uint64
+}
+
+// settleWait bounds how long a partition store's close waits for the
+// records sent before it (Config.Writes).
+const settleWait = 10 * time.Second
 
 func (c *Config) setDefaults() {
 	if c.Fires == 0 {
@@ -173,6 +198,24 @@ func (h *History) StorageBuilder() storage.Builder {
 		if opts.Logger == nil {
 			log := h.cfg.Logger.With("partition", partition)
 			opts.Logger = func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }
+		}
+		if w := h.cfg.Writes; w != nil {
+			failed := w.Failures()
+			opts.Settled = func() error {
+				ctx, cancel := context.WithTimeout(context.Background(), settleWait)
+				defer cancel()
+				if err := w.Flushed(ctx); err != nil {
+					return err
+				}
+				if n := w.Failures() - failed; n > 0 {
+					return fmt.Errorf("%d writes of the history group failed while the store was open", n)
+				}
+				return nil
+			}
+			opts.OnDiscarded = func(dir string) {
+				h.cfg.Logger.Warn("the history partition store was not closed settled (a crash, a kill, a failed changelog write): discarded (moved aside); restoring the partition from its changelog",
+					"partition", partition, "dir", dir)
+			}
 		}
 		return opts
 	})
