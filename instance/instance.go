@@ -315,12 +315,11 @@ func (s *Instance) Run(ctx context.Context) (err error) {
 	return errors.Join(s.fatal.err(), httpErr)
 }
 
-// historyOptions are the history group's goka options: its stores, and a
-// franz-go producer for its table writes, one a dispatch event
-// (clients.Config.KgoProducerBuilder), counted by histAcks (the stores'
-// Settled, history.Config.Writes).
+// historyOptions are the history group's goka options: its stores, and
+// goka's producer counted by histAcks (the stores' Settled,
+// history.Config.Writes).
 func (s *Instance) historyOptions() []goka.ProcessorOption {
-	return append(s.hist.Options(), goka.WithProducerBuilder(s.histAcks.Builder(s.cfg.Kafka.KgoProducerBuilder())))
+	return append(s.hist.Options(), goka.WithProducerBuilder(s.histAcks.Builder(s.cfg.Kafka.ProducerBuilder())))
 }
 
 // runGroups runs the groups and the ticker until ctx is done.

@@ -294,6 +294,13 @@ func decodeDispatch(key string, raw []byte) (codecs.Dispatch, string, error) {
 	if raw == nil {
 		return codecs.Dispatch{}, "", &codecs.Error{Code: codecs.CodeTombstone, Reason: "a null value (tombstone) is not a dispatch event"}
 	}
+	// A job id is at most MaxIDLen bytes (legacy ids too): a longer key is
+	// no job's, and its record could outgrow --batch-bytes, which the
+	// settings bound with this length (adversary round 49: a 140 kB key's
+	// record failed its changelog write on every try).
+	if len(key) == 0 || len(key) > codecs.MaxIDLen {
+		return codecs.Dispatch{}, "", &codecs.Error{Code: codecs.CodeInvalidID, Field: "job_id", Reason: fmt.Sprintf("a dispatch event's key must be a job id of 1 to %d bytes, got %d bytes", codecs.MaxIDLen, len(key))}
+	}
 	d, ok := codecs.DispatchHead(raw)
 	if !ok {
 		var err error
