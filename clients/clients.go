@@ -272,12 +272,28 @@ func (c Config) TopicManagerBuilder() goka.TopicManagerBuilder {
 }
 
 // GokaProducer returns goka's producer (sarama) with this configuration and
-// goka's partitioning, the producer goka's ctx.Emit and SetValue use.
+// goka's partitioning, the producer goka's ctx.Emit and SetValue use, as
+// it is (the processors' is wrapped in InOrder): what `chronos bench`
+// measures the transport's ceiling with.
 func (c Config) GokaProducer() (goka.Producer, error) {
-	return c.producerBuilder()(c.Brokers, c.ClientID, goka.DefaultHasher())
+	return c.saramaProducerBuilder()(c.Brokers, c.ClientID, goka.DefaultHasher())
 }
 
+// producerBuilder is the processors' producer: goka's, reporting its
+// records in order and failing every record after one that failed
+// (InOrder).
 func (c Config) producerBuilder() goka.ProducerBuilder {
+	pb := c.saramaProducerBuilder()
+	return func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
+		p, err := pb(brokers, clientID, hasher)
+		if err != nil {
+			return nil, err
+		}
+		return InOrder(p), nil
+	}
+}
+
+func (c Config) saramaProducerBuilder() goka.ProducerBuilder {
 	cfg := c.clientSarama()
 	return func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
 		cfg.ClientID = clientID

@@ -7,6 +7,7 @@ import (
 	"hash"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/lovoo/goka"
 )
@@ -168,6 +169,36 @@ func (t TopicWrites) Flushed(ctx context.Context) error {
 	}
 	t.w.mu.Unlock()
 	return nil
+}
+
+// Writes is what a partition store asks about its processor's records
+// when it closes (TopicWrites, or a test's).
+type Writes interface {
+	// Failures returns how many records have failed so far.
+	Failures() uint64
+	// Flushed returns once every record sent before it was called has
+	// finished (acknowledged or failed), or ctx's error.
+	Flushed(ctx context.Context) error
+}
+
+// SettledSince returns a check for a partition store built now
+// (store.Options.Settled): at the store's close it waits up to wait for
+// every record w sent before to finish, and fails if one failed since the
+// check was made (the store may then hold writes its changelog lacks).
+// group names the writer, for the error.
+func SettledSince(w Writes, wait time.Duration, group string) func() error {
+	failed := w.Failures()
+	return func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
+		defer cancel()
+		if err := w.Flushed(ctx); err != nil {
+			return err
+		}
+		if n := w.Failures() - failed; n > 0 {
+			return fmt.Errorf("%d writes of %s failed while the store was open", n, group)
+		}
+		return nil
+	}
 }
 
 func (w *WriteAcks) sent(topic string) func(error) {

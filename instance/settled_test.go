@@ -3,10 +3,7 @@ package instance_test
 import (
 	"bytes"
 	"io"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +14,7 @@ import (
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/instance"
 	"github.com/chronos-scheduler/chronos/testenv"
+	"github.com/chronos-scheduler/chronos/testenv/datadir"
 )
 
 // syncBuffer is a log destination tests read while the instance writes.
@@ -85,7 +83,7 @@ func TestStoreAheadOfChangelogIsDiscardedAfterACrash(t *testing.T) {
 	require.True(t, found, "a's record in a partition store")
 	// The data dir as a kill leaves it: copied while the instance runs.
 	crashed := t.TempDir()
-	require.NoError(t, copyDir(cfg.DataDir, crashed))
+	datadir.CopyAsKilled(t, cfg.DataDir, crashed)
 	first.Stop()
 	require.NotContains(t, logs.String(), discardedLog)
 
@@ -124,29 +122,4 @@ type testWriter struct{ t testing.TB }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
-}
-
-// copyDir copies the files under src to dst, as they are.
-func copyDir(src, dst string) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		to := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(to, 0o755)
-		}
-		if d.Name() == "LOCK" {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(to, b, 0o644)
-	})
 }

@@ -10,7 +10,6 @@ package store
 
 import (
 	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-scheduler/chronos/testenv/datadir"
 )
 
 // crashingRemoveFS is the OS file system whose RemoveAll removes only the
@@ -46,28 +47,6 @@ func (f crashingRemoveFS) RemoveAll(dir string) error {
 	return errCrash
 }
 
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	require.NoError(t, filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, path)
-		to := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(to, 0o755)
-		}
-		if d.Name() == "LOCK" {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(to, b, 0o644)
-	}))
-}
-
 // crashedUnsettledStore builds, on disk, a scheduler-like store as a kill
 // leaves it: recovered from a changelog of 50 records (offsets 0..49), the
 // memtable flushed (the mark, the index version and the recovered table in
@@ -92,7 +71,7 @@ func crashedUnsettledStore(t *testing.T) string {
 	require.NoError(t, s.Set(keyN(3), val(at(1003), ""))) // ahead: never acknowledged
 	require.NoError(t, s.Sync())
 	crashed := filepath.Join(t.TempDir(), "crashed")
-	copyTree(t, dir, crashed) // the data dir as a kill leaves it
+	datadir.CopyAsKilled(t, dir, crashed) // the data dir as a kill leaves it
 	require.NoError(t, s.Close())
 	return crashed
 }
@@ -123,8 +102,8 @@ func TestInterruptedDiscardOfOlderCopy(t *testing.T) {
 	n := min(len(files), 6)
 	for mask := 0; mask < 1<<n; mask++ {
 		dir := filepath.Join(t.TempDir(), "s")
-		copyTree(t, base, dir)
-		copyTree(t, base, dir+DiscardedSuffix) // an older discarded copy
+		datadir.CopyAsKilled(t, base, dir)
+		datadir.CopyAsKilled(t, base, dir+DiscardedSuffix) // an older discarded copy
 		opts := Options{Indexer: testIndexer, Logger: quiet, Settled: func() error { return nil }}
 		o1 := opts
 		o1.FS = crashingRemoveFS{FS: vfs.Default, first: func(names []string) []string {

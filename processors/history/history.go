@@ -24,7 +24,6 @@
 package history
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -34,6 +33,7 @@ import (
 	"github.com/lovoo/goka/codec"
 	"github.com/lovoo/goka/storage"
 
+	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/processors/inputs"
 	"github.com/chronos-scheduler/chronos/store"
@@ -100,12 +100,7 @@ type Config struct {
 }
 
 // Writes is what Config.Writes counts (clients.TopicWrites).
-type Writes interface {
-	// Flushed returns once every record sent before it has finished.
-	Flushed(ctx context.Context) error
-	// Failures counts the records that failed.
-	Failures() uint64
-}
+type Writes = clients.Writes
 
 // settleWait bounds how long a partition store's close waits for the
 // records sent before it (Config.Writes).
@@ -200,18 +195,7 @@ func (h *History) StorageBuilder() storage.Builder {
 			opts.Logger = func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }
 		}
 		if w := h.cfg.Writes; w != nil {
-			failed := w.Failures()
-			opts.Settled = func() error {
-				ctx, cancel := context.WithTimeout(context.Background(), settleWait)
-				defer cancel()
-				if err := w.Flushed(ctx); err != nil {
-					return err
-				}
-				if n := w.Failures() - failed; n > 0 {
-					return fmt.Errorf("%d writes of the history group failed while the store was open", n)
-				}
-				return nil
-			}
+			opts.Settled = clients.SettledSince(w, settleWait, "the history group")
 			opts.OnDiscarded = func(dir string) {
 				h.cfg.Logger.Warn("the history partition store was not closed settled (a crash, a kill, a failed changelog write): discarded (moved aside); restoring the partition from its changelog",
 					"partition", partition, "dir", dir)

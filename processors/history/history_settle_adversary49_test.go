@@ -5,12 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/testenv"
+	"github.com/chronos-scheduler/chronos/testenv/datadir"
 	"github.com/chronos-scheduler/chronos/topology"
 )
 
@@ -117,32 +115,6 @@ func (w adv49TestWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// adv49CopyDir copies the files under src to dst as they are (Pebble's
-// LOCK file left out), as a kill leaves a data dir.
-func adv49CopyDir(src, dst string) error {
-	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, path)
-		if err != nil {
-			return err
-		}
-		to := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(to, 0o755)
-		}
-		if d.Name() == "LOCK" {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(to, b, 0o644)
-	})
-}
-
 // TestAdversary49HeldCleanStopKeepsCrashCopyRestores: a history-only
 // instance folds fires of 30 jobs on 3 partitions; its data dir copied
 // while it runs (a kill) is discarded by the next instance on it, which
@@ -179,7 +151,7 @@ func TestAdversary49HeldCleanStopKeepsCrashCopyRestores(t *testing.T) {
 	env.ProduceMany(dispatch, keys, vals, t0)
 	env.WaitConsumed(group, dispatch, time.Minute)
 	crashed := t.TempDir()
-	require.NoError(t, adv49CopyDir(dir, crashed))
+	datadir.CopyAsKilled(t, dir, crashed)
 	first.Stop()
 	require.Zero(t, logs1.count("discarded (moved aside)"))
 

@@ -23,6 +23,7 @@ import (
 	"github.com/lovoo/goka/codec"
 	"github.com/lovoo/goka/storage"
 
+	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/processors/inputs"
 	"github.com/chronos-scheduler/chronos/schedule"
@@ -125,13 +126,7 @@ type Config struct {
 
 // ProcessorWrites is what a partition store asks about the processor's
 // writes when it closes (Config.Writes).
-type ProcessorWrites interface {
-	// Failures returns how many writes have failed so far.
-	Failures() uint64
-	// Flushed returns once every write sent before it was called has
-	// finished (acknowledged or failed), or ctx's error.
-	Flushed(ctx context.Context) error
-}
+type ProcessorWrites = clients.Writes
 
 // settleWait bounds how long a partition store's close waits for the
 // changelog writes in flight (Config.Changelog); past it the store is
@@ -313,15 +308,10 @@ func (s *Scheduler) StorageBuilder() storage.Builder {
 			// on recovery"), the simulation in half its seeds.
 		}
 		if w := s.cfg.Writes; w != nil {
-			failed, failedCallbacks := w.Failures(), s.failedCallbacks.Load()
+			settled, failedCallbacks := clients.SettledSince(w, settleWait, "the processor"), s.failedCallbacks.Load()
 			opts.Settled = func() error {
-				ctx, cancel := context.WithTimeout(context.Background(), settleWait)
-				defer cancel()
-				if err := w.Flushed(ctx); err != nil {
+				if err := settled(); err != nil {
 					return err
-				}
-				if n := w.Failures() - failed; n > 0 {
-					return fmt.Errorf("%d writes of the processor failed while the store was open", n)
 				}
 				if n := s.failedCallbacks.Load() - failedCallbacks; n > 0 {
 					return fmt.Errorf("%d callbacks failed while the store was open", n)

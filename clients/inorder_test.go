@@ -1,0 +1,148 @@
+package clients
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/IBM/sarama"
+	"github.com/lovoo/goka"
+	"github.com/stretchr/testify/require"
+)
+
+// shuffledProducer is a goka producer that keeps every record's finisher;
+// the test finishes them in any order.
+type shuffledProducer struct {
+	mu   sync.Mutex
+	fins []goka.PromiseFinisher // by send number
+}
+
+func (p *shuffledProducer) Emit(topic, key string, value []byte) *goka.Promise {
+	return p.EmitWithHeaders(topic, key, value, nil)
+}
+
+func (p *shuffledProducer) EmitWithHeaders(string, string, []byte, goka.Headers) *goka.Promise {
+	pr, fin := goka.NewPromiseWithFinisher()
+	p.mu.Lock()
+	p.fins = append(p.fins, fin)
+	p.mu.Unlock()
+	return pr
+}
+
+func (p *shuffledProducer) Close() error { return nil }
+
+func (p *shuffledProducer) sent() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.fins)
+}
+
+// TestInOrderAgainstModel: records finished by the inner producer in a
+// random order, some failing, from several goroutines at once, are
+// reported each once, in the order they were sent, and a record is
+// reported acknowledged only if it and every record sent before it were;
+// once a failure is reported, a new record is failed without being sent.
+// Seeded: the seed is in the failure's name.
+func TestInOrderAgainstModel(t *testing.T) {
+	for seed := range uint64(200) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 7))
+			inner := &shuffledProducer{}
+			p := InOrder(inner)
+			n := 1 + rng.IntN(60)
+			failAt := map[int]bool{}
+			if rng.IntN(3) > 0 {
+				for range 1 + rng.IntN(3) {
+					failAt[rng.IntN(n)] = true
+				}
+			}
+			var (
+				mu       sync.Mutex
+				reported []int
+				results  = map[int]error{}
+			)
+			for i := range n {
+				p.Emit("t", fmt.Sprint(i), nil).Then(func(err error) {
+					mu.Lock()
+					defer mu.Unlock()
+					reported = append(reported, i)
+					results[i] = err
+				})
+			}
+			require.Equal(t, n, inner.sent())
+
+			order := rng.Perm(n)
+			workers := 1 + rng.IntN(4)
+			var wg sync.WaitGroup
+			for w := range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for j := w; j < n; j += workers {
+						i := order[j]
+						var err error
+						if failAt[i] {
+							err = fmt.Errorf("record %d: broker gone", i)
+						}
+						inner.fins[i](&sarama.ProducerMessage{Topic: "t"}, err)
+						if j%5 == 0 {
+							inner.fins[i](&sarama.ProducerMessage{Topic: "t"}, nil) // finished twice: ignored
+						}
+					}
+				}()
+			}
+			wg.Wait()
+
+			mu.Lock()
+			defer mu.Unlock()
+			require.Len(t, reported, n, "every record reported once")
+			first := -1
+			for i := range n {
+				require.Equal(t, i, reported[i], "reported in send order")
+				if failAt[i] && first < 0 {
+					first = i
+				}
+				switch {
+				case first < 0:
+					require.NoError(t, results[i], "record %d: it and every earlier one succeeded", i)
+				case i == first || failAt[i]:
+					require.ErrorContains(t, results[i], "broker gone", "record %d failed itself", i)
+				default:
+					require.ErrorIs(t, results[i], ErrEarlierWriteFailed, "record %d: record %d failed before it", i, first)
+				}
+			}
+
+			var after error
+			p.Emit("t", "after", nil).Then(func(err error) { after = err })
+			if first < 0 {
+				require.Equal(t, n+1, inner.sent(), "no failure: the next record is sent")
+				return
+			}
+			require.Equal(t, n, inner.sent(), "after a failure the next record is not sent")
+			require.ErrorIs(t, after, ErrEarlierWriteFailed)
+		})
+	}
+}
+
+// TestInOrderReportsARecordSentFromACallback: a record sent from a
+// promise's callback (as goka's callbacks may, in the reporting
+// goroutine) and finished at once does not deadlock and is reported after
+// the records before it.
+func TestInOrderReportsARecordSentFromACallback(t *testing.T) {
+	inner := &shuffledProducer{}
+	p := InOrder(inner)
+	var got []string
+	p.Emit("t", "a", nil).Then(func(err error) {
+		require.NoError(t, err)
+		got = append(got, "a")
+		p.Emit("t", "c", nil).Then(func(err error) { got = append(got, "c:"+fmt.Sprint(err)) })
+		inner.fins[2](nil, errors.New("gone")) // c fails at once
+	})
+	p.Emit("t", "b", nil).Then(func(err error) { got = append(got, "b:"+fmt.Sprint(err)) })
+	inner.fins[1](nil, nil) // b first: held behind a
+	require.Empty(t, got)
+	inner.fins[0](nil, nil)
+	require.Equal(t, []string{"a", "b:<nil>", "c:gone"}, got)
+}
