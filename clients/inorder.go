@@ -3,7 +3,9 @@ package clients
 import (
 	"errors"
 	"fmt"
+	"hash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
@@ -68,20 +70,33 @@ func (p *inOrder) EmitWithHeaders(topic, key string, value []byte, headers goka.
 	promise, finish := goka.NewPromiseWithFinisher()
 	s := &orderedSend{finish: finish}
 	p.mu.Lock()
-	if p.failed != nil {
-		// Not sent: the partition it belongs to is stopping, and its
-		// input is consumed again after the restart.
-		err := p.failed
-		p.mu.Unlock()
-		finish(nil, fmt.Errorf("%w (%v); %s/%q not sent", ErrEarlierWriteFailed, err, topic, key))
-		return promise
-	}
 	n := p.head + uint64(len(p.sent))
 	p.sent = append(p.sent, s)
+	failed := p.failed
 	p.mu.Unlock()
+	if failed != nil {
+		// Not sent: the partition it belongs to is stopping, and its
+		// input is consumed again after the restart. Reported in its
+		// place, after the records sent before it.
+		p.finished(n, nil, fmt.Errorf("%w (%v); %s/%q not sent", ErrEarlierWriteFailed, failed, topic, key))
+		return promise
+	}
 	p.Producer.EmitWithHeaders(topic, key, value, headers).ThenWithMessage(func(msg *sarama.ProducerMessage, err error) {
 		p.finished(n, msg, err)
 	})
+	return promise
+}
+
+// barrier returns a promise reported after every record sent before it,
+// failed if one of them failed: what a callback's commit waits for
+// (CommitOrder).
+func (p *inOrder) barrier() *goka.Promise {
+	promise, finish := goka.NewPromiseWithFinisher()
+	p.mu.Lock()
+	n := p.head + uint64(len(p.sent))
+	p.sent = append(p.sent, &orderedSend{finish: finish})
+	p.mu.Unlock()
+	p.finished(n, nil, nil)
 	return promise
 }
 
@@ -95,6 +110,11 @@ func (p *inOrder) finished(n uint64, msg *sarama.ProducerMessage, err error) {
 		return // finished twice
 	}
 	s := p.sent[i]
+	if i > 0 && msg != nil {
+		// It waits behind an earlier record: keep what goka reads of it
+		// (the offset a table write records), not its key and value.
+		msg = &sarama.ProducerMessage{Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset, Timestamp: msg.Timestamp}
+	}
 	s.done, s.msg, s.err = true, msg, err
 	k := 0
 	for k < len(p.sent) && p.sent[k].done {
@@ -133,4 +153,62 @@ func (p *inOrder) finished(n uint64, msg *sarama.ProducerMessage, err error) {
 	}
 	p.delivering = false
 	p.mu.Unlock()
+}
+
+// CommitOrder makes a goka processor commit an input only once every
+// record its producer sent before the input's callback began has been
+// acknowledged: with InOrder alone, an input whose callback sends nothing
+// through the producer (a rejected command, whose reject another client
+// writes; a history fold that changes nothing; a stale loopback) was
+// committed as soon as its callback ended, past an earlier input whose
+// write was still being retried and then failed (adversary round 50: a
+// put lost behind a rejected tombstone, a fire missing from a job's
+// history). One per processor group: its Builder wraps every producer the
+// group's runs build, and Guard (through GuardCallbacks) holds each
+// callback's commit behind the latest one's records.
+//
+// It covers the records of the processor's producer. A deferred commit
+// that another client completes later with an error (none does today:
+// inputs.Policy.Reject completes with nil) is not ordered by it.
+type CommitOrder struct {
+	cur atomic.Pointer[inOrder]
+}
+
+// Builder wraps pb's producers in InOrder and keeps the latest, whose
+// order the callbacks' commits follow.
+func (o *CommitOrder) Builder(pb goka.ProducerBuilder) goka.ProducerBuilder {
+	return func(brokers []string, clientID string, hasher func() hash.Hash32) (goka.Producer, error) {
+		p, err := pb(brokers, clientID, hasher)
+		if err != nil {
+			return nil, err
+		}
+		io := &inOrder{Producer: p}
+		o.cur.Store(io)
+		return io, nil
+	}
+}
+
+// hold withholds ctx's commit until every record sent before now has
+// been reported: failed (the input uncommitted, the partition stopping)
+// if one of them failed.
+func (o *CommitOrder) hold(ctx goka.Context) {
+	p := o.cur.Load()
+	if p == nil {
+		return // no producer built yet: nothing was sent before
+	}
+	p.barrier().Then(ctx.DeferCommit())
+}
+
+// GuardCallbacks returns the goka option every Chronos processor runs
+// with (goka keeps one context wrapper): StrictTableWrites with failed,
+// and, with order, each callback's commit held behind the records sent
+// before it (CommitOrder; order's Builder must build the processor's
+// producer).
+func GuardCallbacks(failed *atomic.Uint64, order *CommitOrder) goka.ProcessorOption {
+	return goka.WithContextWrapper(func(ctx goka.Context) goka.Context {
+		if order != nil {
+			order.hold(ctx)
+		}
+		return strictWrites{ctx, failed}
+	})
 }

@@ -40,8 +40,10 @@ var ErrWriteFailed = errors.New("clients: a table write may have failed; the inp
 // whose write failed; one whose write succeeded goes on, adversary round
 // 37), and a write that succeeds on a cancelled context while no store
 // fails goes on too (a fan-out chunk in flight at a revocation finishes).
+// goka keeps one context wrapper: the instance uses GuardCallbacks, which
+// is this and CommitOrder's hold.
 func StrictTableWrites(failed *atomic.Uint64) goka.ProcessorOption {
-	return goka.WithContextWrapper(func(ctx goka.Context) goka.Context { return strictWrites{ctx, failed} })
+	return GuardCallbacks(failed, nil)
 }
 
 // gokaContext names the embedded goka.Context: embedded as goka.Context, its

@@ -57,9 +57,10 @@ func (w *WriteAcks) Builder(pb goka.ProducerBuilder) goka.ProducerBuilder {
 	}
 }
 
-// ProducerBuilder returns goka's producer builder with this configuration
-// (the one GokaProcessorOptions uses), to wrap (WriteAcks.Builder).
-func (c Config) ProducerBuilder() goka.ProducerBuilder { return c.producerBuilder() }
+// ProducerBuilder returns goka's producer builder with this configuration,
+// as it is, to wrap (CommitOrder.Builder first, then WriteAcks.Builder;
+// GokaProcessorOptions' is wrapped in InOrder).
+func (c Config) ProducerBuilder() goka.ProducerBuilder { return c.saramaProducerBuilder() }
 
 // Wait returns once every record sent to topic before it was called has
 // been acknowledged; an error if no record at all has gone through its

@@ -315,13 +315,6 @@ func (s *Instance) Run(ctx context.Context) (err error) {
 	return errors.Join(s.fatal.err(), httpErr)
 }
 
-// historyOptions are the history group's goka options: its stores, and
-// goka's producer counted by histAcks (the stores' Settled,
-// history.Config.Writes).
-func (s *Instance) historyOptions() []goka.ProcessorOption {
-	return append(s.hist.Options(), goka.WithProducerBuilder(s.histAcks.Builder(s.cfg.Kafka.ProducerBuilder())))
-}
-
 // runGroups runs the groups and the ticker until ctx is done.
 func (s *Instance) runGroups(ctx context.Context) {
 	var wg sync.WaitGroup
@@ -329,11 +322,19 @@ func (s *Instance) runGroups(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.supervise(ctx, name, graph, opts)
+			s.supervise(ctx, name, graph, nil, opts)
+		}()
+	}
+	// runCounted runs a group whose producer's records acks counts.
+	runCounted := func(name goka.Group, graph *goka.GroupGraph, acks *clients.WriteAcks, opts ...goka.ProcessorOption) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.supervise(ctx, name, graph, acks, opts)
 		}()
 	}
 	if s.cfg.History.Only {
-		run(s.hist.Group(), s.hist.Graph(), s.historyOptions()...)
+		runCounted(s.hist.Group(), s.hist.Graph(), s.histAcks, s.hist.Options()...)
 		wg.Wait()
 		return
 	}
@@ -370,7 +371,7 @@ func (s *Instance) runGroups(ctx context.Context) {
 	if s.annc != nil && !waitCalendars(ctx, s.annc.Ready, anncStopped, CalendarsWait) && ctx.Err() == nil {
 		s.log.Warn("the clock table view has not read chronos-clock-table; starting the scheduler anyway (lateness reads may be high for the first minute)", "waited_max", CalendarsWait.String(), "err", s.annc.Ready())
 	}
-	run(s.sched.Group(), s.sched.Graph(), append(s.sched.Options(), goka.WithProducerBuilder(s.acks.Builder(s.cfg.Kafka.ProducerBuilder())))...)
+	runCounted(s.sched.Group(), s.sched.Graph(), s.acks, s.sched.Options()...)
 	// The clock table lives in the data dir too (goka's default is a
 	// shared directory under /tmp, which outlives the data dir).
 	// The clock wraps it to forget its last announcement when the partition
@@ -379,7 +380,7 @@ func (s *Instance) runGroups(ctx context.Context) {
 		goka.WithNilHandling(goka.NilProcess))
 	run(s.cfg.Layout.RouterGroup(), s.route.Graph(), goka.WithNilHandling(goka.NilProcess))
 	if s.hist != nil {
-		run(s.hist.Group(), s.hist.Graph(), s.historyOptions()...)
+		runCounted(s.hist.Group(), s.hist.Graph(), s.histAcks, s.hist.Options()...)
 	}
 	if t := s.ticker; t != nil {
 		wg.Add(1)
@@ -456,12 +457,21 @@ func (s *Instance) clockStoreOptions() store.Options {
 		Logger: func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }}
 }
 
-// supervise runs one processor until ctx is done, restarting it on error.
-func (s *Instance) supervise(ctx context.Context, name goka.Group, graph *goka.GroupGraph, opts []goka.ProcessorOption) {
+// supervise runs one processor until ctx is done, restarting it on error
+// (with a new producer: after a failed record its InOrder producer fails
+// every later one). Its inputs are committed in the order of its
+// producer's records (clients.CommitOrder); acks, if not nil, counts them
+// (the scheduler's Durable and Settled, the history's Settled).
+func (s *Instance) supervise(ctx context.Context, name goka.Group, graph *goka.GroupGraph, acks *clients.WriteAcks, opts []goka.ProcessorOption) {
 	backoff := time.Second
+	order := &clients.CommitOrder{}
+	producer := order.Builder(s.cfg.Kafka.ProducerBuilder())
+	if acks != nil {
+		producer = acks.Builder(producer)
+	}
 	for ctx.Err() == nil {
 		all := append(s.cfg.Kafka.GokaProcessorOptions(), goka.WithLogger(gokaLogger{s.log.With("group", string(name))}),
-			clients.StrictTableWrites(s.failedWrites))
+			goka.WithProducerBuilder(producer), clients.GuardCallbacks(s.failedWrites, order))
 		if id := s.cfg.Kafka.ClientID; id != "" {
 			// goka's default client id is "goka"; the group member ids the
 			// broker makes start with it.
