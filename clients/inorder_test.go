@@ -1,11 +1,14 @@
 package clients
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
@@ -145,4 +148,36 @@ func TestInOrderReportsARecordSentFromACallback(t *testing.T) {
 	require.Empty(t, got)
 	inner.fins[0](nil, nil)
 	require.Equal(t, []string{"a", "b:<nil>", "c:gone"}, got)
+}
+
+// TestInOrderBoundsHeldCommits: behind a record the broker has not
+// answered, at most MaxHeldCommits callbacks' commits wait; the next one
+// waits for room (or gives up with its context), and gets it once the
+// record is answered.
+func TestInOrderBoundsHeldCommits(t *testing.T) {
+	inner := &shuffledProducer{}
+	p := InOrder(inner).(*inOrder)
+	p.Emit("t", "head", nil)
+	var reported atomic.Int64
+	for range MaxHeldCommits {
+		require.NoError(t, p.waitRoom(context.Background()))
+		p.barrier().Then(func(err error) {
+			require.NoError(t, err)
+			reported.Add(1)
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, p.waitRoom(ctx), context.DeadlineExceeded, "the queue is full behind the head record")
+
+	got := make(chan error, 1)
+	go func() { got <- p.waitRoom(context.Background()) }()
+	select {
+	case err := <-got:
+		t.Fatalf("waitRoom returned (%v) while the head record waits", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	inner.fins[0](nil, nil)
+	require.NoError(t, <-got, "room once the head record is answered")
+	require.EqualValues(t, MaxHeldCommits, reported.Load())
 }
