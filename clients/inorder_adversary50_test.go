@@ -127,6 +127,7 @@ func TestAdversary50ConcurrentSendsAndFinishes(t *testing.T) {
 			type rep struct {
 				sender, i int
 				err       error
+				late      bool // reported when its callback was attached: finished before
 			}
 			var (
 				mu      sync.Mutex
@@ -134,10 +135,10 @@ func TestAdversary50ConcurrentSendsAndFinishes(t *testing.T) {
 				seen    = map[[2]int]int{}
 				nested  atomic.Int64
 			)
-			record := func(sender, i int) func(error) {
+			record := func(sender, i int, attaching *atomic.Bool) func(error) {
 				return func(err error) {
 					mu.Lock()
-					reports = append(reports, rep{sender, i, err})
+					reports = append(reports, rep{sender, i, err, attaching.Load()})
 					seen[[2]int{sender, i}]++
 					mu.Unlock()
 					if i%50 == 7 {
@@ -181,7 +182,15 @@ func TestAdversary50ConcurrentSendsAndFinishes(t *testing.T) {
 				go func() {
 					defer swg.Done()
 					for i := range each {
-						p.Emit("t", fmt.Sprint(s, "/", i), nil).Then(record(s, i))
+						// A promise finished before Then is attached (by a
+						// finisher goroutine while Emit returns, as goka's
+						// own Emit(...).Then may be) runs its callback in
+						// Then, here: its report is observed late, and was
+						// decided in order before.
+						var attaching atomic.Bool
+						attaching.Store(true)
+						p.Emit("t", fmt.Sprint(s, "/", i), nil).Then(record(s, i, &attaching))
+						attaching.Store(false)
 					}
 				}()
 			}
@@ -228,7 +237,7 @@ func TestAdversary50ConcurrentSendsAndFinishes(t *testing.T) {
 				if r.err != nil && !errors.Is(r.err, ErrEarlierWriteFailed) {
 					firstOwn = k
 				}
-				if r.err == nil {
+				if r.err == nil && !r.late {
 					require.Less(t, firstOwn, 0, "record %d/%d reported acknowledged after the failed record's report", r.sender, r.i)
 				}
 				if prev, ok := last[r.sender]; ok && prev > r.i {
