@@ -160,7 +160,6 @@ func adv52Check(t *testing.T, dispatch *testenv.Collector, want adv52Want, now t
 	})
 }
 
-
 // TestAdversary52CleanStopWhileTableWriteHeld: a clean stop of a real
 // instance while one scheduler table write (a put's) is held by the
 // broker finishes once the broker answers (bounded), leaves its stores
