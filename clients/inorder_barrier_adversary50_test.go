@@ -30,7 +30,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/chronos-scheduler/chronos/testenv/brokerfaults"
 )
 
 // TestAdversary50BarrierHoldsCommitsOfInputsWithoutWrites: with the
@@ -58,50 +59,11 @@ func adv50BarrierCase(t *testing.T, next string, barrier bool) {
 	require.NoError(t, err)
 	defer kc.Close()
 	var poison atomic.Bool
-	var attempts atomic.Int64
-	kc.ControlKey(int16(kmsg.Produce), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		kc.KeepControl()
-		if !poison.Load() {
-			return nil, nil, false
+	attempts := brokerfaults.FailProduce(kc, func(b brokerfaults.Batch) int16 {
+		if poison.Load() && b.Topic == table && bytes.Contains(b.Records, []byte(marker)) {
+			return kerr.NotEnoughReplicas.Code
 		}
-		req := r.(*kmsg.ProduceRequest)
-		name := func(tp kmsg.ProduceRequestTopic) string {
-			if tp.Topic == "" {
-				if info := kc.TopicIDInfo(tp.TopicID); info != nil {
-					return info.Topic
-				}
-			}
-			return tp.Topic
-		}
-		bad := func(tp kmsg.ProduceRequestTopic, p kmsg.ProduceRequestTopicPartition) bool {
-			return name(tp) == table && bytes.Contains(p.Records, []byte(marker))
-		}
-		hit := false
-		for _, tp := range req.Topics {
-			for _, p := range tp.Partitions {
-				hit = hit || bad(tp, p)
-			}
-		}
-		if !hit {
-			return nil, nil, false
-		}
-		attempts.Add(1)
-		resp := req.ResponseKind().(*kmsg.ProduceResponse)
-		for _, tp := range req.Topics {
-			rt := kmsg.NewProduceResponseTopic()
-			rt.Topic, rt.TopicID = tp.Topic, tp.TopicID
-			for _, p := range tp.Partitions {
-				rp := kmsg.NewProduceResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode = kerr.RequestTimedOut.Code
-				if bad(tp, p) {
-					rp.ErrorCode = kerr.NotEnoughReplicas.Code
-				}
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil, true
+		return 0
 	})
 	cfg := Default(kc.ListenAddrs()...)
 	cl, err := cfg.NewKgo()

@@ -38,10 +38,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/testenv"
+	"github.com/chronos-scheduler/chronos/testenv/brokerfaults"
 )
 
 const adv50Marker = "adv50-poisoned-write"
@@ -64,55 +64,13 @@ type adv50Result struct {
 // REQUEST_TIMED_OUT (nothing appended, retried).
 func adv50Poison(t *testing.T, env *testenv.Env, table string, poison *atomic.Bool) *atomic.Int64 {
 	t.Helper()
-	attempts := new(atomic.Int64)
 	c := env.Broker.Cluster()
-	c.ControlKey(int16(kmsg.Produce), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		if !poison.Load() {
-			return nil, nil, false
+	return brokerfaults.FailProduce(c, func(b brokerfaults.Batch) int16 {
+		if poison.Load() && b.Topic == table && bytes.Contains(b.Records, []byte(adv50Marker)) {
+			return kerr.NotEnoughReplicas.Code
 		}
-		req := r.(*kmsg.ProduceRequest)
-		name := func(tp kmsg.ProduceRequestTopic) string {
-			if tp.Topic == "" {
-				if info := c.TopicIDInfo(tp.TopicID); info != nil {
-					return info.Topic
-				}
-			}
-			return tp.Topic
-		}
-		hit := false
-		for _, tp := range req.Topics {
-			if name(tp) != table {
-				continue
-			}
-			for _, p := range tp.Partitions {
-				if bytes.Contains(p.Records, []byte(adv50Marker)) {
-					hit = true
-				}
-			}
-		}
-		if !hit {
-			return nil, nil, false
-		}
-		attempts.Add(1)
-		resp := req.ResponseKind().(*kmsg.ProduceResponse)
-		for _, tp := range req.Topics {
-			rt := kmsg.NewProduceResponseTopic()
-			rt.Topic, rt.TopicID = tp.Topic, tp.TopicID
-			for _, p := range tp.Partitions {
-				rp := kmsg.NewProduceResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode = kerr.RequestTimedOut.Code
-				if name(tp) == table && bytes.Contains(p.Records, []byte(adv50Marker)) {
-					rp.ErrorCode = kerr.NotEnoughReplicas.Code
-				}
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil, true
+		return 0
 	})
-	return attempts
 }
 
 // adv50Committed returns the group's committed offset of topic/0 (-1: none).

@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/testenv"
+	"github.com/chronos-scheduler/chronos/testenv/brokerfaults"
 )
 
 // TestAdversary50SchedulerPutLostBehindRejectedCommand: the whole
@@ -39,51 +39,12 @@ func TestAdversary50SchedulerPutLostBehindRejectedCommand(t *testing.T) {
 	const marker = "adv50poison"
 	table := string(env.Layout.SchedulerTable())
 	var poison atomic.Bool
-	var attempts atomic.Int64
 	c := env.Broker.Cluster()
-	c.ControlKey(int16(kmsg.Produce), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		if !poison.Load() {
-			return nil, nil, false
+	attempts := brokerfaults.FailProduce(c, func(b brokerfaults.Batch) int16 {
+		if poison.Load() && b.Topic == table && bytes.Contains(b.Records, []byte(marker)) {
+			return kerr.NotEnoughReplicas.Code
 		}
-		req := r.(*kmsg.ProduceRequest)
-		name := func(tp kmsg.ProduceRequestTopic) string {
-			if tp.Topic == "" {
-				if info := c.TopicIDInfo(tp.TopicID); info != nil {
-					return info.Topic
-				}
-			}
-			return tp.Topic
-		}
-		bad := func(tp kmsg.ProduceRequestTopic, p kmsg.ProduceRequestTopicPartition) bool {
-			return name(tp) == table && bytes.Contains(p.Records, []byte(marker))
-		}
-		hit := false
-		for _, tp := range req.Topics {
-			for _, p := range tp.Partitions {
-				hit = hit || bad(tp, p)
-			}
-		}
-		if !hit {
-			return nil, nil, false
-		}
-		attempts.Add(1)
-		resp := req.ResponseKind().(*kmsg.ProduceResponse)
-		for _, tp := range req.Topics {
-			rt := kmsg.NewProduceResponseTopic()
-			rt.Topic, rt.TopicID = tp.Topic, tp.TopicID
-			for _, p := range tp.Partitions {
-				rp := kmsg.NewProduceResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode = kerr.RequestTimedOut.Code
-				if bad(tp, p) {
-					rp.ErrorCode = kerr.NotEnoughReplicas.Code
-				}
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil, true
+		return 0
 	})
 
 	inst := env.Start(env.Config())
