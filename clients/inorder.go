@@ -157,7 +157,7 @@ func (p *inOrder) finished(n uint64, msg *sarama.ProducerMessage, err error) {
 		if d.err != nil && p.failed == nil {
 			p.failed = d.err
 		} else if d.err == nil && p.failed != nil {
-			d.err = fmt.Errorf("%w (%v); this one was acknowledged but is reported failed so that its input is not committed past that one", ErrEarlierWriteFailed, p.failed)
+			d.err = fmt.Errorf("%w (%v); this one is reported failed so that its input is not committed past that one's", ErrEarlierWriteFailed, p.failed)
 		}
 		if d.barrier {
 			p.held--

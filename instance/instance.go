@@ -318,20 +318,17 @@ func (s *Instance) Run(ctx context.Context) (err error) {
 // runGroups runs the groups and the ticker until ctx is done.
 func (s *Instance) runGroups(ctx context.Context) {
 	var wg sync.WaitGroup
-	run := func(name goka.Group, graph *goka.GroupGraph, opts ...goka.ProcessorOption) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.supervise(ctx, name, graph, nil, opts)
-		}()
-	}
-	// runCounted runs a group whose producer's records acks counts.
+	// runCounted runs a group whose producer's records acks counts (nil:
+	// none counted).
 	runCounted := func(name goka.Group, graph *goka.GroupGraph, acks *clients.WriteAcks, opts ...goka.ProcessorOption) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			s.supervise(ctx, name, graph, acks, opts)
 		}()
+	}
+	run := func(name goka.Group, graph *goka.GroupGraph, opts ...goka.ProcessorOption) {
+		runCounted(name, graph, nil, opts...)
 	}
 	if s.cfg.History.Only {
 		runCounted(s.hist.Group(), s.hist.Graph(), s.histAcks, s.hist.Options()...)

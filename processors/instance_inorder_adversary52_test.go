@@ -22,6 +22,7 @@ import (
 
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/testenv"
+	"github.com/chronos-scheduler/chronos/testenv/brokerfaults"
 )
 
 type adv52Logs struct {
@@ -76,14 +77,7 @@ func adv52Install(t *testing.T, env *testenv.Env, topic, marker string) *adv52Co
 	c.ControlKey(int16(kmsg.Produce), func(r kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		req := r.(*kmsg.ProduceRequest)
-		name := func(tp kmsg.ProduceRequestTopic) string {
-			if tp.Topic == "" {
-				if info := c.TopicIDInfo(tp.TopicID); info != nil {
-					return info.Topic
-				}
-			}
-			return tp.Topic
-		}
+		name := func(tp kmsg.ProduceRequestTopic) string { return brokerfaults.TopicName(c, tp) }
 		hasTopic, hasMarker := false, false
 		for _, tp := range req.Topics {
 			if name(tp) != topic {

@@ -31,18 +31,10 @@ func FailProduce(c *kfake.Cluster, code func(Batch) int16) *atomic.Int64 {
 	c.ControlKey(int16(kmsg.Produce), func(r kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
 		req := r.(*kmsg.ProduceRequest)
-		name := func(tp kmsg.ProduceRequestTopic) string {
-			if tp.Topic == "" {
-				if info := c.TopicIDInfo(tp.TopicID); info != nil {
-					return info.Topic
-				}
-			}
-			return tp.Topic
-		}
 		codes := make([][]int16, len(req.Topics))
 		hit := false
 		for i, tp := range req.Topics {
-			topic := name(tp)
+			topic := TopicName(c, tp)
 			codes[i] = make([]int16, len(tp.Partitions))
 			for j, p := range tp.Partitions {
 				codes[i][j] = code(Batch{Topic: topic, Partition: p.Partition, Records: p.Records})
@@ -71,4 +63,15 @@ func FailProduce(c *kfake.Cluster, code func(Batch) int16) *atomic.Int64 {
 		return resp, nil, true
 	})
 	return answered
+}
+
+// TopicName is the name of a produce request's topic, also when the
+// request names it by id (produce v13 and later).
+func TopicName(c *kfake.Cluster, tp kmsg.ProduceRequestTopic) string {
+	if tp.Topic == "" {
+		if info := c.TopicIDInfo(tp.TopicID); info != nil {
+			return info.Topic
+		}
+	}
+	return tp.Topic
 }
