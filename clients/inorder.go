@@ -10,6 +10,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/lovoo/goka"
+	"github.com/lovoo/goka/codec"
 )
 
 // ErrEarlierWriteFailed is the error of a record reported failed because
@@ -54,7 +55,8 @@ type inOrder struct {
 	ready      []*orderedSend // decided, to report in this order
 	delivering bool           // a goroutine is reporting ready
 	held       int            // barriers in sent: inputs whose commit waits
-	room       chan struct{}  // closed (and replaced) when held goes down
+	heldBytes  int            // the input bytes those barriers pin (holdBytes)
+	room       chan struct{}  // closed (and replaced) when a barrier leaves sent
 }
 
 // MaxHeldCommits is how many inputs a group's callbacks may have begun
@@ -66,11 +68,24 @@ type inOrder struct {
 // 24 MB, and no bound but the input rate times the wait).
 const MaxHeldCommits = 1024
 
+// MaxHeldBytes is how many bytes of input records (key and value) a
+// group's held commits may pin together: a callback whose input would pass
+// it waits for room before it runs (Input), unless nothing else is held
+// or its own commit is no longer held. Without it, 1,024 records as large
+// as an inbound topic's max.message.bytes (1 MiB by default; over
+// --max-payload they are rejected, and wait like the others) would pin
+// 1 GiB per group while one write is slow. Ordinary commands (~1 KiB)
+// never reach it; 512 commands with the largest default payload (64 KiB)
+// do.
+const MaxHeldBytes = 32 << 20
+
 // orderedSend is one record between its send and its report.
 type orderedSend struct {
 	finish  goka.PromiseFinisher
 	done    bool // the inner producer finished it
 	barrier bool // a callback's commit, not a record
+	out     bool // left sent: reported, or about to be
+	bytes   int  // a barrier's input bytes, counted in heldBytes
 	msg     *sarama.ProducerMessage
 	err     error
 }
@@ -103,15 +118,25 @@ func (p *inOrder) EmitWithHeaders(topic, key string, value []byte, headers goka.
 // barrier returns a promise reported after every record sent before it,
 // failed if one of them failed: what a callback's commit waits for
 // (CommitOrder).
-func (p *inOrder) barrier() *goka.Promise {
+func (p *inOrder) barrier() (*goka.Promise, *orderedSend) {
 	promise, finish := goka.NewPromiseWithFinisher()
+	s := &orderedSend{finish: finish, barrier: true}
 	p.mu.Lock()
 	n := p.head + uint64(len(p.sent))
-	p.sent = append(p.sent, &orderedSend{finish: finish, barrier: true})
+	p.sent = append(p.sent, s)
 	p.held++
 	p.mu.Unlock()
 	p.finished(n, nil, nil)
-	return promise
+	return promise, s
+}
+
+// roomLocked returns the channel closed when a barrier next leaves sent.
+// The caller holds p.mu.
+func (p *inOrder) roomLocked() chan struct{} {
+	if p.room == nil {
+		p.room = make(chan struct{})
+	}
+	return p.room
 }
 
 // waitRoom returns once fewer than MaxHeldCommits barriers wait, or ctx's
@@ -119,10 +144,7 @@ func (p *inOrder) barrier() *goka.Promise {
 func (p *inOrder) waitRoom(ctx context.Context) error {
 	p.mu.Lock()
 	for p.held >= MaxHeldCommits {
-		if p.room == nil {
-			p.room = make(chan struct{})
-		}
-		room := p.room
+		room := p.roomLocked()
 		p.mu.Unlock()
 		select {
 		case <-room:
@@ -133,6 +155,32 @@ func (p *inOrder) waitRoom(ctx context.Context) error {
 	}
 	p.mu.Unlock()
 	return nil
+}
+
+// holdBytes counts n input bytes against MaxHeldBytes for as long as
+// barrier b holds its input's commit, once the other held inputs leave
+// room for them (or none is held, or b no longer holds, or ctx is done: a
+// cancelled partition's input is held anyway, as in waitRoom).
+func (p *inOrder) holdBytes(ctx context.Context, b *orderedSend, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for !b.out && p.heldBytes > 0 && p.heldBytes+n > MaxHeldBytes {
+		room := p.roomLocked()
+		p.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			p.mu.Lock()
+			if !b.out {
+				b.bytes, p.heldBytes = n, p.heldBytes+n
+			}
+			return
+		}
+		p.mu.Lock()
+	}
+	if !b.out {
+		b.bytes, p.heldBytes = n, p.heldBytes+n
+	}
 }
 
 // finished records the inner producer's result for record n and reports
@@ -161,13 +209,15 @@ func (p *inOrder) finished(n uint64, msg *sarama.ProducerMessage, err error) {
 		}
 		if d.barrier {
 			p.held--
+			p.heldBytes -= d.bytes
 		}
+		d.out = true
 		p.ready = append(p.ready, d)
 		p.sent[k] = nil
 		k++
 	}
-	if p.room != nil && p.held < MaxHeldCommits {
-		close(p.room)
+	if p.room != nil && k > 0 {
+		close(p.room) // the waiters check again
 		p.room = nil
 	}
 	if k > 0 {
@@ -233,10 +283,10 @@ func (o *CommitOrder) Builder(pb goka.ProducerBuilder) goka.ProducerBuilder {
 // hold withholds ctx's commit until every record sent before now has
 // been reported: failed (the input uncommitted, the partition stopping)
 // if one of them failed.
-func (o *CommitOrder) hold(ctx goka.Context) {
+func (o *CommitOrder) hold(ctx goka.Context) heldInput {
 	p := o.cur.Load()
 	if p == nil {
-		return // no producer built yet: nothing was sent before
+		return heldInput{} // no producer built yet: nothing was sent before
 	}
 	done := ctx.DeferCommit()
 	// A cancelled context (a revocation, a stop) ends the wait for room,
@@ -245,7 +295,39 @@ func (o *CommitOrder) hold(ctx goka.Context) {
 	// error) at every rebalance that met a full queue (adversary round 52).
 	// No more inputs come to a cancelled partition.
 	_ = p.waitRoom(ctx.Context())
-	p.barrier().Then(done)
+	promise, b := p.barrier()
+	promise.Then(done)
+	return heldInput{p, b}
+}
+
+// heldInput is a callback's held commit: its barrier in p.
+type heldInput struct {
+	p *inOrder
+	b *orderedSend
+}
+
+// Input is goka.Input for a topic of raw records whose callback's input
+// counts against MaxHeldBytes while its commit is held (CommitOrder):
+// every Chronos processor's inputs are defined with it or with Loop.
+// goka's context wrapper, which holds the commit, does not see the
+// record; this callback does, before cb runs.
+func Input(topic goka.Stream, cb goka.ProcessCallback) goka.Edge {
+	return goka.Input(topic, new(codec.Bytes), holdingBytes(cb))
+}
+
+// Loop is goka.Loop with Input's byte bound.
+func Loop(cb goka.ProcessCallback) goka.Edge {
+	return goka.Loop(new(codec.Bytes), holdingBytes(cb))
+}
+
+func holdingBytes(cb goka.ProcessCallback) goka.ProcessCallback {
+	return func(ctx goka.Context, msg any) {
+		if c, ok := ctx.(strictWrites); ok && c.held.p != nil {
+			v, _ := msg.([]byte)
+			c.held.p.holdBytes(ctx.Context(), c.held.b, len(ctx.Key())+len(v))
+		}
+		cb(ctx, msg)
+	}
 }
 
 // GuardCallbacks returns the goka option every Chronos processor runs
@@ -255,9 +337,10 @@ func (o *CommitOrder) hold(ctx goka.Context) {
 // producer).
 func GuardCallbacks(failed *atomic.Uint64, order *CommitOrder) goka.ProcessorOption {
 	return goka.WithContextWrapper(func(ctx goka.Context) goka.Context {
+		var held heldInput
 		if order != nil {
-			order.hold(ctx)
+			held = order.hold(ctx)
 		}
-		return strictWrites{ctx, failed}
+		return strictWrites{ctx, failed, held}
 	})
 }

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -161,7 +165,8 @@ func TestInOrderBoundsHeldCommits(t *testing.T) {
 	var reported atomic.Int64
 	for range MaxHeldCommits {
 		require.NoError(t, p.waitRoom(context.Background()))
-		p.barrier().Then(func(err error) {
+		promise, _ := p.barrier()
+		promise.Then(func(err error) {
 			require.NoError(t, err)
 			reported.Add(1)
 		})
@@ -180,4 +185,80 @@ func TestInOrderBoundsHeldCommits(t *testing.T) {
 	inner.fins[0](nil, nil)
 	require.NoError(t, <-got, "room once the head record is answered")
 	require.EqualValues(t, MaxHeldCommits, reported.Load())
+}
+
+// TestInOrderBoundsHeldBytes: behind a record the broker has not
+// answered, the inputs whose commits wait pin at most MaxHeldBytes
+// together; the next callback waits for room before it runs, unless
+// nothing is held, and runs once the record is answered. A callback whose
+// own commit is no longer held does not wait.
+func TestInOrderBoundsHeldBytes(t *testing.T) {
+	const size = 1 << 20
+	inner := &shuffledProducer{}
+	p := InOrder(inner).(*inOrder)
+
+	// Nothing waits: an input larger than the bound alone is not held up.
+	_, alone := p.barrier()
+	p.holdBytes(context.Background(), alone, 2*MaxHeldBytes)
+	require.Zero(t, p.heldBytes, "a barrier with nothing before it holds no commit")
+
+	p.Emit("t", "head", nil)
+	var reported atomic.Int64
+	for range MaxHeldBytes / size {
+		promise, b := p.barrier()
+		promise.Then(func(err error) {
+			require.NoError(t, err)
+			reported.Add(1)
+		})
+		p.holdBytes(context.Background(), b, size)
+	}
+	require.Equal(t, MaxHeldBytes, p.heldBytes)
+
+	_, next := p.barrier()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	p.holdBytes(ctx, next, size) // gives up with its context: held anyway
+	require.Equal(t, MaxHeldBytes+size, p.heldBytes, "a cancelled partition's input is held one past the bound")
+
+	_, last := p.barrier()
+	got := make(chan struct{})
+	go func() {
+		p.holdBytes(context.Background(), last, size)
+		close(got)
+	}()
+	select {
+	case <-got:
+		t.Fatal("an input past MaxHeldBytes ran while the head record waits")
+	case <-time.After(50 * time.Millisecond):
+	}
+	inner.fins[0](nil, nil)
+	<-got
+	require.EqualValues(t, MaxHeldBytes/size, reported.Load())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	require.Zero(t, p.heldBytes, "every barrier left: nothing held")
+	require.Zero(t, p.held)
+}
+
+// TestProcessorInputsHoldBytes: every input edge of a Chronos processor
+// counts its bytes while its commit is held (Input, Loop): goka.Input or
+// goka.Loop in a processor would pin its inputs by count alone.
+func TestProcessorInputsHoldBytes(t *testing.T) {
+	var files []string
+	require.NoError(t, filepath.WalkDir("../processors", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".go") && !strings.HasSuffix(path, "_test.go") {
+			files = append(files, path)
+		}
+		return err
+	}))
+	inputs := 0
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, bad := range []string{"goka.Input(", "goka.Inputs(", "goka.Loop("} {
+			require.NotContains(t, string(src), bad, "%s: use clients.Input or clients.Loop", f)
+		}
+		inputs += strings.Count(string(src), "clients.Input(") + strings.Count(string(src), "clients.Loop(")
+	}
+	require.GreaterOrEqual(t, inputs, 9, "the processors' input edges were not found: did they move?")
 }

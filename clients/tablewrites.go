@@ -53,6 +53,7 @@ type gokaContext = goka.Context
 type strictWrites struct {
 	gokaContext
 	failed *atomic.Uint64
+	held   heldInput // the callback's held commit (GuardCallbacks with a CommitOrder)
 }
 
 func (c strictWrites) SetValue(value any, opts ...goka.ContextOption) {

@@ -20,6 +20,7 @@ import (
 	"github.com/lovoo/goka/codec"
 	"github.com/lovoo/goka/storage"
 
+	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/processors/inputs"
 	"github.com/chronos-scheduler/chronos/topology"
@@ -113,7 +114,7 @@ func ValidateResolution(r time.Duration) error {
 func (c *Clock) Graph() *goka.GroupGraph {
 	n := c.cfg.Layout.Names
 	return goka.DefineGroup(n.ClockGroup(),
-		goka.Input(n.Clock(), new(codec.Bytes), c.onTick),
+		clients.Input(n.Clock(), c.onTick),
 		goka.Persist(new(codec.Bytes)),
 		goka.Output(n.ShardTriggers(), new(codec.Bytes)),
 		goka.Output(n.Rejects(), new(codec.Bytes)),

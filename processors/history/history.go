@@ -168,9 +168,9 @@ func (h *History) Group() goka.Group { return h.cfg.Layout.HistoryGroup() }
 func (h *History) Graph() *goka.GroupGraph {
 	n := h.cfg.Layout.Names
 	return goka.DefineGroup(n.HistoryGroup(),
-		goka.Input(n.Dispatch(), new(codec.Bytes), h.onDispatch),
-		goka.Input(n.Results(), new(codec.Bytes), h.onResult),
-		goka.Input(n.Jobs(), new(codec.Bytes), h.onCommand),
+		clients.Input(n.Dispatch(), h.onDispatch),
+		clients.Input(n.Results(), h.onResult),
+		clients.Input(n.Jobs(), h.onCommand),
 		goka.Persist(new(codec.Bytes)),
 		goka.Output(n.Rejects(), new(codec.Bytes)),
 	)

@@ -11,6 +11,7 @@ import (
 	"github.com/lovoo/goka"
 	"github.com/lovoo/goka/codec"
 
+	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/processors/inputs"
 	"github.com/chronos-scheduler/chronos/topology"
@@ -59,7 +60,7 @@ func New(cfg Config) (*Router, error) {
 func (r *Router) Graph() *goka.GroupGraph {
 	n := r.cfg.Layout.Names
 	return goka.DefineGroup(n.RouterGroup(),
-		goka.Input(n.BucketTriggers(), new(codec.Bytes), r.onTrigger),
+		clients.Input(n.BucketTriggers(), r.onTrigger),
 		goka.Output(n.ShardTriggers(), new(codec.Bytes)),
 		goka.Output(n.Rejects(), new(codec.Bytes)),
 	)

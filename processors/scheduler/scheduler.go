@@ -245,11 +245,11 @@ func (s *Scheduler) Group() goka.Group { return s.cfg.Layout.SchedulerGroup() }
 func (s *Scheduler) Graph() *goka.GroupGraph {
 	n := s.cfg.Layout.Names
 	return goka.DefineGroup(n.SchedulerGroup(),
-		goka.Input(n.Jobs(), new(codec.Bytes), s.counted(s.onCommand)),
-		goka.Input(n.ShardTriggers(), new(codec.Bytes), s.counted(s.onTrigger)),
-		goka.Loop(new(codec.Bytes), s.counted(s.onLoop)),
+		clients.Input(n.Jobs(), s.counted(s.onCommand)),
+		clients.Input(n.ShardTriggers(), s.counted(s.onTrigger)),
+		clients.Loop(s.counted(s.onLoop)),
 		// Backfill steps: sent by completed advances, consumed here.
-		goka.Input(n.SchedulerBackfill(), new(codec.Bytes), s.counted(s.onBackfill)),
+		clients.Input(n.SchedulerBackfill(), s.counted(s.onBackfill)),
 		goka.Output(n.SchedulerBackfill(), new(codec.Bytes)),
 		goka.Persist(new(codec.Bytes)),
 		goka.Output(n.Rejects(), new(codec.Bytes)),
