@@ -27,6 +27,33 @@ import (
 // space other than U+0020 (no-break and ideographic spaces, which look
 // like it).
 func checkName(kind, field, code, s string, maxLen int) *Error {
+	if plainName(s, maxLen) {
+		return nil // the common case, without the rune checks below
+	}
+	return checkNameRunes(kind, field, code, s, maxLen)
+}
+
+// plainName reports whether s is a name made of printable ASCII alone
+// (U+0020..U+007E), which every rule of checkNameRunes accepts: no such
+// byte is a control, a format or private-use character, a space other than
+// U+0020 or an invisible letter, and ASCII is in NFC. It is a shortcut
+// (registration checked every job id rune by rune and for NFC: ~0.7 µs of
+// the ~90 µs a command costs), and TestPlainNameAgreesWithTheRules holds it
+// to the rules.
+func plainName(s string, maxLen int) bool {
+	if s == "" || len(s) > maxLen || s[0] == ' ' || s[len(s)-1] == ' ' || s == "." || s == ".." {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// checkNameRunes is checkName without the shortcut.
+func checkNameRunes(kind, field, code, s string, maxLen int) *Error {
 	switch {
 	case s == "":
 		return errorf(code, field, "empty %s", kind)
