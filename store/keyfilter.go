@@ -164,12 +164,28 @@ func (s *Store) rebuildFilterLocked() bool {
 // the old filter, complete until the new one replaces it, keeps answering
 // readers.
 func (s *Store) buildFilterLocked(grow bool) error {
+	return s.buildFilterSizedLocked(grow, -1)
+}
+
+// buildFilterSizedLocked is buildFilterLocked sized for keys keys
+// instead of by a counting pass (-1: count them). It counts the keys as
+// it adds them, and builds again by count if keys was too few for them
+// or more than four times too many (a changelog that wrote its keys
+// several times over), so the filter is never smaller than the table
+// needs and at most four times larger.
+func (s *Store) buildFilterSizedLocked(grow bool, keys int64) error {
 	if err := s.commitPendingLocked(); err != nil {
 		return err
 	}
-	n, err := s.count(prefixTable)
-	if err != nil {
-		return err
+	n := keys
+	if n < 0 {
+		if s.onFilterCount != nil {
+			s.onFilterCount()
+		}
+		var err error
+		if n, err = s.count(prefixTable); err != nil {
+			return err
+		}
 	}
 	capacity := n + n/4
 	if grow {
@@ -183,18 +199,27 @@ func (s *Store) buildFilterLocked(grow bool) error {
 	if err != nil {
 		return err
 	}
+	var counted int64
 	for ok := it.First(); ok; ok = it.Next() {
 		f.add(maphash.Bytes(filterSeed, it.Key()[1:]))
+		counted++
 	}
 	if err := it.Close(); err != nil {
 		return err
+	}
+	if keys >= 0 && (counted > keys || f.limit > 4*max(int(counted+counted/4), s.filterMin)) {
+		return s.buildFilterSizedLocked(grow, -1)
 	}
 	s.filter.Store(f)
 	return nil
 }
 
 // buildFilter builds the filter once the store has recovered
-// (Options.KeyFilter).
+// (Options.KeyFilter). A store that was empty at Open and recovered from
+// the changelog holds no key its recovery did not write, so the filter is
+// sized by the recovery's writes, in one pass over the table instead of
+// two (a build at the end of a recovery read the table's keys twice:
+// 1.07-1.70 s for a store of 833,000 jobs, the counting pass 0.47 s).
 func (s *Store) buildFilter() error {
 	if err := s.acquire(); err != nil {
 		return err
@@ -202,5 +227,5 @@ func (s *Store) buildFilter() error {
 	defer s.mu.RUnlock()
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	return s.buildFilterLocked(false)
+	return s.buildFilterSizedLocked(false, s.recoverySets)
 }

@@ -180,3 +180,58 @@ func TestKeyFilterConcurrentReaders(t *testing.T) {
 	require.Positive(t, s.filterHits.Load())
 	require.GreaterOrEqual(t, s.filter.Load().limit, n, "grown to hold every key")
 }
+
+// TestKeyFilterSizedByTheRecovery: a store fresh at Open sizes the filter
+// it builds at MarkRecovered by the recovery's writes, in one pass (one
+// filter allocated), as large as a count would make it when each key was
+// written once; when the recovery wrote its keys many times over, or the
+// store was not fresh, it builds by count (never more than four times the
+// filter the table needs), and every key is in the filter either way.
+func TestKeyFilterSizedByTheRecovery(t *testing.T) {
+	const keys = 3000
+	for _, tc := range []struct {
+		name            string
+		writes          int // each key's writes during the recovery
+		reopen          bool
+		wantAllocs      int
+		wantCounts      int
+		wantLimitAtMost int
+	}{
+		{"each key once", 1, false, 1, 0, keys + keys/4},
+		{"each key ten times", 10, false, 2, 1, keys + keys/4},
+		{"not fresh", 1, true, 1, 1, keys + keys/4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			opts := Options{FS: fs, Logger: quiet, Indexer: testIndexer, KeyFilter: true, DeferIndexOnRecovery: true}
+			s := New("/db", opts)
+			s.filterMin = 8
+			require.NoError(t, s.Open())
+			for w := range tc.writes {
+				for i := range keys {
+					require.NoError(t, s.Set(fmt.Sprintf("job-%05d", i), []byte(fmt.Sprintf("v%d", w))))
+				}
+			}
+			if tc.reopen {
+				require.NoError(t, s.Close())
+				s = New("/db", opts)
+				s.filterMin = 8
+				require.NoError(t, s.Open())
+			}
+			allocs, counts := 0, 0
+			s.onFilterAlloc = func() { allocs++ }
+			s.onFilterCount = func() { counts++ }
+			require.NoError(t, s.MarkRecovered())
+			defer s.Close()
+			f := s.filter.Load()
+			require.NotNil(t, f)
+			require.Equal(t, tc.wantAllocs, allocs, "filters allocated")
+			require.Equal(t, tc.wantCounts, counts, "passes that only count the keys")
+			require.LessOrEqual(t, f.limit, tc.wantLimitAtMost)
+			require.GreaterOrEqual(t, f.limit, keys, "room for every key")
+			for i := range keys {
+				require.True(t, f.mayContain(filterHash(fmt.Sprintf("job-%05d", i))), "job-%05d", i)
+			}
+		})
+	}
+}

@@ -236,6 +236,11 @@ type Store struct {
 	// from the changelog Set and Delete write the table only, and
 	// MarkRecovered builds the indexes in one pass. Guarded by wmu.
 	deferIndex bool
+	// recoverySets counts the Sets of a store that was fresh at Open
+	// until it is marked recovered (-1: not fresh, or not counted): no
+	// table holds more keys than were written to it, so MarkRecovered
+	// sizes the key filter by it. Guarded by wmu.
+	recoverySets int64
 	// tuned: the DB was opened with RecoveryL0CompactionThreshold (the
 	// store was empty at Open); MarkRecovered reopens it (untune).
 	// Guarded by mu (write).
@@ -277,6 +282,9 @@ type Store struct {
 	// onFilterAlloc, when set (the package's tests), is called where a
 	// filter build has allocated its new filter.
 	onFilterAlloc func()
+	// onFilterCount, when set (the package's tests), is called where a
+	// filter build counts the table's keys in a pass of its own.
+	onFilterCount func()
 
 	runs *runReader // Options.RunReads; nil without
 }
@@ -328,7 +336,9 @@ func New(dir string, opts Options) *Store {
 		minSpan:   minRangeDeletion,
 		filterMin: filterMinKeys,
 		stop:      make(chan struct{}),
-		iters:     make(map[*iterator]struct{}),
+		// Counted only from a fresh DB (checkFormat).
+		recoverySets: -1,
+		iters:        make(map[*iterator]struct{}),
 	}
 }
 
@@ -611,6 +621,7 @@ func (s *Store) checkFormat() error {
 		if err := b.Set(metaKey(metaVersion), []byte(indexVersion), nil); err != nil {
 			return err
 		}
+		s.recoverySets = 0
 		if s.opts.Indexer != nil && s.opts.DeferIndexOnRecovery {
 			if err := b.Set(metaKey(metaRebuilding), []byte{1}, nil); err != nil {
 				return err
@@ -932,6 +943,9 @@ func (s *Store) Set(key string, value []byte) (err error) {
 	s.notePut(key)
 	s.writesKey(key)
 	s.filterAddLocked(key)
+	if s.recoverySets >= 0 && !s.recovered.Load() {
+		s.recoverySets++
+	}
 	if s.batching {
 		if err := s.addPending(func(b *pebble.Batch) error { return b.Set(tableKey(key), value, nil) }); err != nil {
 			return fmt.Errorf("store: set %q: %w", key, err)
