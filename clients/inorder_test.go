@@ -262,3 +262,22 @@ func TestProcessorInputsHoldBytes(t *testing.T) {
 	}
 	require.GreaterOrEqual(t, inputs, 9, "the processors' input edges were not found: did they move?")
 }
+
+// inputCtx is a goka context with a key and headers only.
+type inputCtx struct {
+	gokaContext
+	key     string
+	headers goka.Headers
+}
+
+func (c inputCtx) Key() string           { return c.key }
+func (c inputCtx) Headers() goka.Headers { return c.headers }
+
+// TestInputBytesCountsHeaders: what an input pins is its key, value and
+// headers (adversary round 53: a record of one 640 KiB header was counted
+// as 7 bytes).
+func TestInputBytesCountsHeaders(t *testing.T) {
+	ctx := inputCtx{key: "job-1", headers: goka.Headers{"trace": make([]byte, 700), "chronos-actor": []byte("ops")}}
+	require.Equal(t, len("job-1")+3+len("trace")+700+len("chronos-actor")+3, InputBytes(ctx, []byte("{}x")))
+	require.Equal(t, len("job-1"), InputBytes(inputCtx{key: "job-1"}, nil), "a tombstone pins its key")
+}

@@ -14,8 +14,15 @@ const DroppedHeadersHeader = "chronos-dropped-headers"
 // decode to many times its size. Chronos writes at most one.
 const MaxHeaders = 64
 
-// CodeTooManyHeaders: the record carries more than MaxHeaders headers (or a
-// DroppedHeadersHeader of its own); nothing was applied.
+// MaxHeaderBytes is the most bytes of header keys and values a consumed
+// record may carry (the patched decoder's sarama.MaxRecordHeaderBytes):
+// a record whose callback's commit waits is held whole, and its headers
+// count against the bound of such records (clients.MaxHeldBytes).
+const MaxHeaderBytes = 16 << 10
+
+// CodeTooManyHeaders: the record carries more than MaxHeaders headers, or
+// more than MaxHeaderBytes of them (or a DroppedHeadersHeader of its own);
+// nothing was applied.
 const CodeTooManyHeaders = "too_many_headers"
 
 // CheckHeaders returns a *Error with CodeTooManyHeaders when h, a consumed
@@ -26,6 +33,6 @@ func CheckHeaders(h map[string][]byte) error {
 		return nil
 	}
 	return &Error{Code: CodeTooManyHeaders, Field: "headers", Reason: fmt.Sprintf(
-		"the record has more headers than the %d a Chronos consumer decodes (%s: %q); nothing was applied",
-		MaxHeaders, DroppedHeadersHeader, Truncate(string(n), 20))}
+		"the record has more headers than a Chronos consumer decodes (at most %d, of at most %d bytes of keys and values together; %s: %q); nothing was applied",
+		MaxHeaders, MaxHeaderBytes, DroppedHeadersHeader, Truncate(string(n), 20))}
 }

@@ -66,6 +66,7 @@ func inboundKafka(t *testing.T, tenv *testenv.Env) (clients.Config, instance.Con
 func TestHeaderFloodIsCutAtDecode(t *testing.T) {
 	const records, headers = 12, 400_000
 	require.Equal(t, codecs.MaxHeaders, sarama.MaxRecordHeaders)
+	require.Equal(t, codecs.MaxHeaderBytes, sarama.MaxRecordHeaderBytes)
 	tenv := testenv.New(t, 1)
 	kc, cfg := inboundKafka(t, tenv)
 	topic := string(tenv.Layout.Jobs())
@@ -316,7 +317,8 @@ func TestGokaProcessorHoldsItsFetchBufferBytes(t *testing.T) {
 // around the limit, random header keys and values, null or empty ones), a
 // consumer with the instance's configuration hands over every record with
 // its key and value intact and either all its headers as sent or, past
-// sarama.MaxRecordHeaders, only the mark with the record's header count.
+// sarama.MaxRecordHeaders headers or sarama.MaxRecordHeaderBytes of
+// their keys and values, only the mark with the record's header count.
 func TestDecodedHeadersAgreeWithTheWire(t *testing.T) {
 	tenv := testenv.New(t, 1)
 	kc, _ := inboundKafka(t, tenv)
@@ -328,10 +330,12 @@ func TestDecodedHeadersAgreeWithTheWire(t *testing.T) {
 		hs := make([]kgo.RecordHeader, rng.IntN(2*sarama.MaxRecordHeaders+2))
 		for j := range hs {
 			hs[j].Key = strconv.Itoa(rng.IntN(1000))
-			switch rng.IntN(3) {
+			switch rng.IntN(4 + 40*(i%2)) { // large values mostly in even records
 			case 0: // null value
 			case 1:
 				hs[j].Value = []byte{}
+			case 3: // large: a few make a record pass MaxRecordHeaderBytes
+				hs[j].Value = make([]byte, rng.IntN(sarama.MaxRecordHeaderBytes/2))
 			default:
 				hs[j].Value = []byte(strconv.Itoa(rng.Int()))
 			}
@@ -345,6 +349,7 @@ func TestDecodedHeadersAgreeWithTheWire(t *testing.T) {
 	pc, err := c.ConsumePartition(topic, 0, sarama.OffsetOldest)
 	require.NoError(t, err)
 	defer pc.AsyncClose()
+	cut, whole := 0, 0
 	for i, want := range sent {
 		var m *sarama.ConsumerMessage
 		select {
@@ -354,16 +359,25 @@ func TestDecodedHeadersAgreeWithTheWire(t *testing.T) {
 		}
 		require.Equal(t, string(want.Key), string(m.Key))
 		require.Equal(t, string(want.Value), string(m.Value))
-		if len(want.Headers) > sarama.MaxRecordHeaders {
+		headerBytes := 0
+		for _, h := range want.Headers {
+			headerBytes += len(h.Key) + len(h.Value)
+		}
+		if len(want.Headers) > sarama.MaxRecordHeaders || headerBytes > sarama.MaxRecordHeaderBytes {
+			cut++
 			require.Len(t, m.Headers, 1, "record %d", i)
 			require.Equal(t, codecs.DroppedHeadersHeader, string(m.Headers[0].Key))
 			require.Equal(t, strconv.Itoa(len(want.Headers)), string(m.Headers[0].Value))
 			continue
 		}
+		whole++
 		require.Len(t, m.Headers, len(want.Headers), "record %d", i)
 		for j, h := range want.Headers {
 			require.Equal(t, h.Key, string(m.Headers[j].Key), "record %d header %d", i, j)
 			require.Equal(t, string(h.Value), string(m.Headers[j].Value), "record %d header %d", i, j)
 		}
 	}
+	t.Logf("%d records cut, %d whole", cut, whole)
+	require.Positive(t, cut)
+	require.Positive(t, whole)
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/lovoo/goka"
@@ -19,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/codecs"
 )
 
@@ -26,6 +28,20 @@ import (
 const (
 	DefaultAttempts       = 3
 	DefaultAttemptTimeout = 5 * time.Second
+)
+
+// MaxRejectsInFlight and MaxRejectBytesInFlight bound the rejects a
+// Policy with a Producer is writing at once, and so the input records
+// their deferred commits hold (clients.InputBytes: key, value, headers):
+// a Reject past either waits, in its callback, for an earlier one to be
+// written or dropped (at most Attempts tries of AttemptTimeout), unless
+// none is in flight or its partition is going away (then it goes on, one
+// past the bound). Without them a slow rejects topic let every group
+// consume on and hold what it rejected (adversary round 53: 160 oversized
+// commands of 640 KiB, 100.7 MiB held within 4 s, one goroutine each).
+const (
+	MaxRejectsInFlight     = 1024
+	MaxRejectBytesInFlight = 32 << 20
 )
 
 // Drop reasons, the reason label of chronos_inputs_dropped_total.
@@ -59,6 +75,11 @@ type Policy struct {
 	Logger *slog.Logger
 	// Metrics (nil: none).
 	Metrics *Metrics
+
+	mu            sync.Mutex
+	inflight      int           // rejects being written
+	inflightBytes int           // the input bytes their commits hold
+	room          chan struct{} // closed (and replaced) when one ends
 }
 
 // Metrics are the input policy's Prometheus metrics. A nil *Metrics records
@@ -101,6 +122,8 @@ func (p *Policy) Reject(ctx goka.Context, raw []byte, err error) string {
 		ctx.Emit(p.Rejects, string(rkey), value)
 		return r.Code
 	}
+	held := clients.InputBytes(ctx, raw)
+	p.waitRoom(ctx.Context(), held)
 	done := ctx.DeferCommit()
 	rec := &kgo.Record{Topic: string(p.Rejects), Key: rkey, Value: value}
 	go func() {
@@ -110,8 +133,44 @@ func (p *Policy) Reject(ctx goka.Context, raw []byte, err error) string {
 				"offset", r.Offset, "code", r.Code, "drop_reason", reason, "err", err)
 		}
 		done(nil)
+		p.release(held)
 	}()
 	return r.Code
+}
+
+// waitRoom counts a reject of an input of n bytes in flight, once those
+// in flight leave room for it (MaxRejectsInFlight,
+// MaxRejectBytesInFlight), or none is, or ctx is done.
+func (p *Policy) waitRoom(ctx context.Context, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for p.inflight > 0 && (p.inflight >= MaxRejectsInFlight || p.inflightBytes+n > MaxRejectBytesInFlight) {
+		if p.room == nil {
+			p.room = make(chan struct{})
+		}
+		room := p.room
+		p.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			p.mu.Lock()
+			p.inflight, p.inflightBytes = p.inflight+1, p.inflightBytes+n
+			return
+		}
+		p.mu.Lock()
+	}
+	p.inflight, p.inflightBytes = p.inflight+1, p.inflightBytes+n
+}
+
+// release ends a reject of an input of n bytes.
+func (p *Policy) release(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.inflight, p.inflightBytes = p.inflight-1, p.inflightBytes-n
+	if p.room != nil {
+		close(p.room)
+		p.room = nil
+	}
 }
 
 // produce tries rec up to Attempts times; on failure it returns the drop

@@ -22,8 +22,8 @@ type ConsumerMessage struct {
 	Partition  int32
 	Offset     int64
 	// DroppedHeaders is how many of the record's headers the decoder
-	// skipped past MaxRecordHeaders (Chronos patch); Headers holds the
-	// first MaxRecordHeaders.
+	// skipped past MaxRecordHeaders or MaxRecordHeaderBytes (Chronos
+	// patch); Headers holds the others.
 	DroppedHeaders int64
 }
 

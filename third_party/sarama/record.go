@@ -14,6 +14,14 @@ import (
 // without allocating and counted in Record.DroppedHeaders.
 const MaxRecordHeaders = 64
 
+// MaxRecordHeaderBytes is the most bytes of header keys and values the
+// decoder keeps per record (Chronos patch): a header that would pass it is
+// skipped and counted in Record.DroppedHeaders like one past
+// MaxRecordHeaders. A consumer's callback may hold its record while its
+// commit waits (Chronos counts the key, value and kept headers), and 64
+// headers of up to a whole record each would otherwise be held whole.
+const MaxRecordHeaderBytes = 16 << 10
+
 const (
 	isTransactionalMask   = 0x10
 	controlMask           = 0x20
@@ -142,8 +150,9 @@ func (r *Record) decode(pd packetDecoder) (err error) {
 		if numHeaders > int64(pd.remaining()) {
 			return ErrInsufficientData
 		}
-		r.Headers = make([]*RecordHeader, min(numHeaders, MaxRecordHeaders))
+		r.Headers = make([]*RecordHeader, 0, min(numHeaders, MaxRecordHeaders))
 	}
+	headerBytes := 0
 	for i := range numHeaders {
 		if i >= MaxRecordHeaders {
 			// Skipped in place: getVarintBytes returns a slice of the
@@ -161,8 +170,13 @@ func (r *Record) decode(pd packetDecoder) (err error) {
 		if err := hdr.decode(pd); err != nil {
 			return err
 		}
+		if headerBytes += len(hdr.Key) + len(hdr.Value); headerBytes > MaxRecordHeaderBytes {
+			// Skipped: hdr holds slices of the packet, not copies.
+			r.DroppedHeaders++
+			continue
+		}
 		hdr.Key, hdr.Value = bytes.Clone(hdr.Key), bytes.Clone(hdr.Value)
-		r.Headers[i] = hdr
+		r.Headers = append(r.Headers, hdr)
 	}
 
 	return pd.pop()
