@@ -163,3 +163,18 @@ func BenchmarkAppendScheduled(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkValidateID: a job id of printable ASCII (the common case, a
+// shortcut since 2026-12-06) and one with a non-ASCII letter (the rune
+// checks and the NFC check).
+func BenchmarkValidateID(b *testing.B) {
+	for _, id := range []string{"tenant-42/report-daily-000123", "tenant-42/rapport-journalier-é"} {
+		b.Run(map[bool]string{true: "ascii", false: "unicode"}[id[len(id)-1] < 0x80], func(b *testing.B) {
+			for b.Loop() {
+				if err := codecs.ValidateID(id); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
