@@ -8,11 +8,21 @@ import (
 	"time"
 
 	"github.com/lovoo/goka"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chronos-scheduler/chronos/codecs"
 )
+
+// slowProducer acknowledges every record after a delay.
+type slowProducer struct{ delay time.Duration }
+
+func (p slowProducer) ProduceSync(ctx context.Context, rs ...*kgo.Record) kgo.ProduceResults {
+	time.Sleep(p.delay)
+	return kgo.ProduceResults{{Record: rs[0]}}
+}
 
 // heldProducer answers no produce until released.
 type heldProducer struct {
@@ -35,11 +45,10 @@ type gokaContext = goka.Context
 // rejectedInput is the goka context of one input to reject.
 type rejectedInput struct {
 	gokaContext // nil: only what Reject calls is implemented
-	ctx         context.Context
 	committed   *atomic.Int64
 }
 
-func (c rejectedInput) Context() context.Context { return c.ctx }
+func (c rejectedInput) Context() context.Context { return context.Background() }
 func (c rejectedInput) Key() string              { return "job" }
 func (c rejectedInput) Topic() goka.Stream       { return "chronos-jobs" }
 func (c rejectedInput) Partition() int32         { return 0 }
@@ -51,11 +60,12 @@ func (c rejectedInput) DeferCommit() func(error) {
 }
 
 // TestRejectsInFlightAreBounded: while the rejects topic answers
-// nothing, a Policy has at most MaxRejectBytesInFlight of rejected inputs
-// (key, value and headers) and at most MaxRejectsInFlight of them in
-// flight; the next Reject waits in its callback until one is written, or
-// goes on when its partition's context ends. Every input is committed
-// once its reject is written.
+// nothing, a Policy holds at most MaxRejectBytesInFlight of rejected
+// inputs (key, value and headers) and at most MaxRejectsInFlight of them;
+// an input rejected past that is dropped once no reject has ended for
+// RejectStall (counted with reason rejects_backlog), without holding its
+// commit, and once the held rejects are written every held input is
+// committed and the Policy takes rejects again.
 func TestRejectsInFlightAreBounded(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -67,14 +77,20 @@ func TestRejectsInFlightAreBounded(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			prod := &heldProducer{release: make(chan struct{})}
-			p := &Policy{Rejects: "chronos-rejects", Producer: prod, Attempts: 1, AttemptTimeout: time.Minute, Logger: quietLogger()}
+			reg := prometheus.NewRegistry()
+			p := &Policy{Rejects: "chronos-rejects", Producer: prod, Attempts: 1, AttemptTimeout: time.Minute,
+				Logger: slog.New(slog.DiscardHandler), Metrics: NewMetrics(reg)}
 			var committed atomic.Int64
-			in := rejectedInput{ctx: context.Background(), committed: &committed}
+			in := rejectedInput{committed: &committed}
 			raw := make([]byte, tc.value)
 			err := &codecs.Error{Code: codecs.CodePayloadTooLarge, Reason: "test"}
 			for range tc.fits {
 				p.Reject(in, raw, err)
 			}
+			backlog := func() float64 {
+				return testutil.ToFloat64(p.Metrics.dropped.WithLabelValues("chronos-jobs", DropBacklog))
+			}
+			require.Zero(t, backlog())
 			returned := make(chan struct{})
 			go func() {
 				p.Reject(in, raw, err)
@@ -82,28 +98,54 @@ func TestRejectsInFlightAreBounded(t *testing.T) {
 			}()
 			select {
 			case <-returned:
-				t.Fatalf("a reject past the bound (%d in flight) did not wait", tc.fits)
-			case <-time.After(100 * time.Millisecond):
+			case <-time.After(RejectStall + 10*time.Second):
+				t.Fatal("a reject past the bound waited past the stall")
 			}
-
-			ctx, cancel := context.WithCancel(context.Background())
-			cancelled := make(chan struct{})
-			go func() {
-				p.Reject(rejectedInput{ctx: ctx, committed: &committed}, raw, err)
-				close(cancelled)
-			}()
-			cancel()
-			<-cancelled // its partition is going away: it goes on
+			require.Equal(t, 1.0, backlog(), "dropped: %d in flight", tc.fits)
+			require.Zero(t, committed.Load(), "no held commit completed, none taken for the dropped one")
+			p.mu.Lock()
+			require.Equal(t, tc.fits, p.inflight)
+			p.mu.Unlock()
 
 			close(prod.release)
-			<-returned
-			require.Eventually(t, func() bool { return committed.Load() == int64(tc.fits+2) }, 10*time.Second, 10*time.Millisecond)
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			require.Zero(t, p.inflight)
-			require.Zero(t, p.inflightBytes)
+			require.Eventually(t, func() bool { return committed.Load() == int64(tc.fits) }, 10*time.Second, 10*time.Millisecond)
+			require.Eventually(t, func() bool {
+				p.mu.Lock()
+				defer p.mu.Unlock()
+				return p.inflight == 0 && p.inflightBytes == 0
+			}, 10*time.Second, 10*time.Millisecond)
+			p.Reject(in, raw, err)
+			require.Eventually(t, func() bool { return committed.Load() == int64(tc.fits+1) }, 10*time.Second, 10*time.Millisecond)
+			require.Equal(t, 1.0, backlog(), "room again")
 		})
 	}
 }
 
-func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+// TestRejectBurstOnAWorkingTopicDropsNothing: a burst of rejects larger
+// than MaxRejectsInFlight, from several partitions at once, on a topic
+// that answers each in a few milliseconds: the rejects past the bound
+// wait for room, none is dropped, every input is committed (adversary
+// round 54: dropping at the bound without waiting lost 68 of 20,000).
+func TestRejectBurstOnAWorkingTopicDropsNothing(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	p := &Policy{Rejects: "chronos-rejects", Producer: slowProducer{delay: 20 * time.Millisecond},
+		Logger: slog.New(slog.DiscardHandler), Metrics: NewMetrics(reg)}
+	var committed atomic.Int64
+	in := rejectedInput{committed: &committed}
+	err := &codecs.Error{Code: codecs.CodeMalformed, Reason: "test"}
+	const partitions, each = 4, MaxRejectsInFlight
+	done := make(chan struct{})
+	for range partitions {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for range each {
+				p.Reject(in, []byte("{"), err)
+			}
+		}()
+	}
+	for range partitions {
+		<-done
+	}
+	require.Eventually(t, func() bool { return committed.Load() == partitions*each }, 30*time.Second, 10*time.Millisecond)
+	require.Zero(t, testutil.ToFloat64(p.Metrics.dropped.WithLabelValues("chronos-jobs", DropBacklog)))
+}
