@@ -51,11 +51,13 @@ type Instance struct {
 	cals     *views.Calendars
 	// annc reads the clock table: the system's announced time, for the
 	// lateness and announced-age gauges (nil on history-only instances).
-	annc   *clock.Announcements
-	kgo    *kgo.Client
-	ticker *clock.Ticker // nil with NoTicker
-	http   *httpParts    // nil without an HTTP address
-	fatal  *fatalSignal
+	annc *clock.Announcements
+	kgo  *kgo.Client
+	// rejects writes the input policy's rejects (New: a client of its own).
+	rejects *kgo.Client
+	ticker  *clock.Ticker // nil with NoTicker
+	http    *httpParts    // nil without an HTTP address
+	fatal   *fatalSignal
 	// failedWrites counts the failed writes of every partition store
 	// (store.Options.FailedWrites, clients.StrictTableWrites).
 	failedWrites *atomic.Uint64
@@ -104,9 +106,19 @@ func New(ctx context.Context, cfg Config) (*Instance, error) {
 		return nil, err
 	}
 	cfg.Kafka.FetchBytes = cfg.FetchBufferBytes
-	s, err := build(cfg, cl)
+	// Rejects have a client of their own: a produce request to the rejects
+	// topic that a broker is slow to answer holds every record behind it
+	// in the same client's requests to that broker, and on the embedded
+	// broker one held reject stopped every dispatch (adversary round 55).
+	rejects, err := cfg.Kafka.NewKgo(kgo.RecordDeliveryTimeout(2*time.Minute), kgo.ProducerLinger(0))
 	if err != nil {
 		cl.Close()
+		return nil, err
+	}
+	s, err := build(cfg, cl, rejects)
+	if err != nil {
+		cl.Close()
+		rejects.Close()
 		return nil, err
 	}
 	return s, nil
@@ -140,18 +152,19 @@ func ConsumerFetchBuffer(ctx context.Context, cfg Config, adm *kadm.Client) (int
 // goka's partition channel and one in the callback.
 const HeldBesidesFetchBuffer = 3 + clients.GokaPartitionChannel
 
-// build makes the groups, the ticker and the HTTP parts on client cl.
-func build(cfg Config, cl *kgo.Client) (*Instance, error) {
+// build makes the groups, the ticker and the HTTP parts on client cl, the
+// input policy's rejects on client rejects.
+func build(cfg Config, cl, rejects *kgo.Client) (*Instance, error) {
 	fatal := &fatalSignal{ch: make(chan struct{})}
 	// Every store counts its failed writes here, so that a callback whose
 	// table write failed while its partition was stopping stops too
 	// (clients.StrictTableWrites, added to every group in supervise).
 	failedWrites := new(atomic.Uint64)
 	var metrics *scheduler.Metrics
-	// One input policy for every group: rejects are produced through the
+	// One input policy for every group: rejects are produced through a
 	// franz-go client with bounded retries, so a reject that cannot be
 	// written is counted and skipped instead of failing the partition.
-	in := &inputs.Policy{Rejects: cfg.Layout.Rejects(), Producer: cl, Logger: cfg.Logger.With("component", "inputs")}
+	in := &inputs.Policy{Rejects: cfg.Layout.Rejects(), Producer: rejects, Logger: cfg.Logger.With("component", "inputs")}
 	if cfg.Registerer != nil {
 		metrics = scheduler.NewMetrics(cfg.Registerer)
 		in.Metrics = inputs.NewMetrics(cfg.Registerer)
@@ -194,7 +207,7 @@ func build(cfg Config, cl *kgo.Client) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Instance{cfg: cfg, sched: sched, acks: acks, cals: cals, clock: clk, route: route, kgo: cl, log: cfg.Logger, fatal: fatal, failedWrites: failedWrites, stopped: make(chan struct{})}
+	s := &Instance{cfg: cfg, sched: sched, acks: acks, cals: cals, clock: clk, route: route, kgo: cl, rejects: rejects, log: cfg.Logger, fatal: fatal, failedWrites: failedWrites, stopped: make(chan struct{})}
 	sched.SetAnnouncedSource(s.latenessAnnounced)
 	if !cfg.History.Only {
 		if s.annc, err = clock.NewAnnouncements(cfg.Kafka.Brokers, cfg.Layout, cfg.Kafka.GokaViewOptions()...); err != nil {
@@ -280,6 +293,7 @@ func (s *Instance) Run(ctx context.Context) (err error) {
 		close(s.stopped)
 	}()
 	defer s.kgo.Close()
+	defer s.rejects.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {

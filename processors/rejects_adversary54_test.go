@@ -14,7 +14,8 @@ package processors_test
 // a burst on a working topic (TestAdversary54RejectStreamThroughput). Now
 // a Reject waits for room only while rejects are ending, and drops its
 // input (rejects_backlog) once none has ended for inputs.RejectStall (1 s):
-// 0.25-0.30 s to the fires, and all 20,000 rejects written.
+// 0.25-0.30 s to the fires, and all 20,000 rejects written. Since round 55
+// the bound is per group, the stall 5 s, and rejects have their own client.
 
 import (
 	"bytes"

@@ -2,6 +2,7 @@ package inputs
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync/atomic"
 	"testing"
@@ -46,7 +47,10 @@ type gokaContext = goka.Context
 type rejectedInput struct {
 	gokaContext // nil: only what Reject calls is implemented
 	committed   *atomic.Int64
+	group       goka.Group
 }
+
+func (c rejectedInput) Group() goka.Group { return c.group }
 
 func (c rejectedInput) Context() context.Context { return context.Background() }
 func (c rejectedInput) Key() string              { return "job" }
@@ -62,10 +66,10 @@ func (c rejectedInput) DeferCommit() func(error) {
 // TestRejectsInFlightAreBounded: while the rejects topic answers
 // nothing, a Policy holds at most MaxRejectBytesInFlight of rejected
 // inputs (key, value and headers) and at most MaxRejectsInFlight of them;
-// an input rejected past that is dropped once no reject has ended for
-// RejectStall (counted with reason rejects_backlog), without holding its
-// commit, and once the held rejects are written every held input is
-// committed and the Policy takes rejects again.
+// an input rejected past that is dropped once no reject has begun or
+// ended for RejectStall (counted with reason rejects_backlog), without
+// holding its commit, and once the held rejects are written every held
+// input is committed and the Policy takes rejects again.
 func TestRejectsInFlightAreBounded(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -104,7 +108,7 @@ func TestRejectsInFlightAreBounded(t *testing.T) {
 			require.Equal(t, 1.0, backlog(), "dropped: %d in flight", tc.fits)
 			require.Zero(t, committed.Load(), "no held commit completed, none taken for the dropped one")
 			p.mu.Lock()
-			require.Equal(t, tc.fits, p.inflight)
+			require.Equal(t, tc.fits, p.budgets[""].inflight)
 			p.mu.Unlock()
 
 			close(prod.release)
@@ -112,7 +116,7 @@ func TestRejectsInFlightAreBounded(t *testing.T) {
 			require.Eventually(t, func() bool {
 				p.mu.Lock()
 				defer p.mu.Unlock()
-				return p.inflight == 0 && p.inflightBytes == 0
+				return p.budgets[""].inflight == 0 && p.budgets[""].bytes == 0
 			}, 10*time.Second, 10*time.Millisecond)
 			p.Reject(in, raw, err)
 			require.Eventually(t, func() bool { return committed.Load() == int64(tc.fits+1) }, 10*time.Second, 10*time.Millisecond)
@@ -148,4 +152,69 @@ func TestRejectBurstOnAWorkingTopicDropsNothing(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return committed.Load() == partitions*each }, 30*time.Second, 10*time.Millisecond)
 	require.Zero(t, testutil.ToFloat64(p.Metrics.dropped.WithLabelValues("chronos-jobs", DropBacklog)))
+}
+
+// scriptedProducer fails the records whose key is "fail" at once (a
+// missing topic), holds the others until released.
+type scriptedProducer struct{ release chan struct{} }
+
+func (p scriptedProducer) ProduceSync(ctx context.Context, rs ...*kgo.Record) kgo.ProduceResults {
+	if string(rs[0].Key) == "fail" {
+		return kgo.ProduceResults{{Record: rs[0], Err: errors.New("rejects topic gone")}}
+	}
+	select {
+	case <-p.release:
+		return kgo.ProduceResults{{Record: rs[0]}}
+	case <-ctx.Done():
+		return kgo.ProduceResults{{Record: rs[0], Err: ctx.Err()}}
+	}
+}
+
+// failingInput is a rejectedInput whose reject the scriptedProducer fails.
+type failingInput struct{ rejectedInput }
+
+func (failingInput) Key() string { return "fail" }
+
+// TestRejectsBoundPerGroup: a group whose rejects fill the bound does
+// not hold up another group's rejects (adversary round 54: the history
+// group's rejects delayed the scheduler's fires), and once a group's last
+// reject to end was dropped (the topic does not take them), a reject past
+// its bound is dropped at once, without waiting for the stall.
+func TestRejectsBoundPerGroup(t *testing.T) {
+	prod := scriptedProducer{release: make(chan struct{})}
+	defer close(prod.release)
+	reg := prometheus.NewRegistry()
+	p := &Policy{Rejects: "chronos-rejects", Producer: prod, Attempts: 1, AttemptTimeout: time.Minute,
+		Logger: slog.New(slog.DiscardHandler), Metrics: NewMetrics(reg)}
+	var committed atomic.Int64
+	history := rejectedInput{committed: &committed, group: "history"}
+	err := &codecs.Error{Code: codecs.CodeMalformed, Reason: "test"}
+	for range MaxRejectsInFlight {
+		p.Reject(history, []byte("{"), err)
+	}
+	backlog := func() float64 {
+		return testutil.ToFloat64(p.Metrics.dropped.WithLabelValues("chronos-jobs", DropBacklog))
+	}
+	scheduler := rejectedInput{committed: &committed, group: "scheduler"}
+	start := time.Now()
+	p.Reject(scheduler, []byte("{"), err)
+	require.Less(t, time.Since(start), RejectStall/2, "the scheduler's reject waited for the history's")
+	require.Zero(t, backlog())
+
+	// The scheduler's rejects fill its bound with held ones but the last,
+	// which the topic refuses: past the bound, the next is dropped at once.
+	for range MaxRejectsInFlight - 2 {
+		p.Reject(scheduler, []byte("{"), err)
+	}
+	p.Reject(failingInput{scheduler}, []byte("{"), err)
+	require.Eventually(t, func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.budgets["scheduler"].dropped && p.budgets["scheduler"].inflight == MaxRejectsInFlight-1
+	}, 10*time.Second, time.Millisecond)
+	p.Reject(scheduler, []byte("{"), err) // fills the bound again
+	start = time.Now()
+	p.Reject(scheduler, []byte("{"), err)
+	require.Less(t, time.Since(start), RejectStall/2, "a reject past the bound waited though the topic refused the last")
+	require.Equal(t, 1.0, backlog())
 }

@@ -31,26 +31,29 @@ const (
 )
 
 // MaxRejectsInFlight and MaxRejectBytesInFlight bound the rejects a
-// Policy with a Producer is writing at once, and so the input records
-// their deferred commits hold (clients.InputBytes: key, value, headers).
-// A Reject past either waits, in its callback, for an earlier reject to
-// end while rejects are being written; once none has ended for
-// RejectStall (the rejects topic is missing, denied or not answering),
-// it drops its input at once instead (DropBacklog: counted, logged and
-// committed without a reject). Without the bound a slow rejects topic let
-// every group consume on and hold what it rejected (adversary round 53:
-// 160 oversized commands of 640 KiB, 100.7 MiB held within 4 s, one
-// goroutine each). Waiting without the stall check held the callback for
-// as long as a reject takes to be dropped (3 tries of 5 s), and one
-// Policy serves every group of an instance: 2,500 bad records on
-// chronos-results, rejected by the history group while chronos-rejects
-// was missing, delayed the scheduler's fires behind one bad command by
-// 9.9 s (adversary round 54). Dropping at once without waiting lost 68 of
-// 20,000 rejects of a burst on a working topic (the same round).
+// Policy with a Producer is writing at once for one group, and so the
+// input records their deferred commits hold (clients.InputBytes: key,
+// value, headers). A Reject past either waits, in its callback, for one
+// of its group's rejects to end, as long as the rejects topic works: it
+// drops its input at once (DropBacklog: counted, logged and committed
+// without a reject) when the group's last reject to end was dropped (the
+// topic is missing, denied or refuses it), or once none of its group's
+// rejects has begun or ended for RejectStall (one produce attempt's
+// timeout: the topic does not answer).
+//
+// Without the bound a slow rejects topic let every group consume on and
+// hold what it rejected (adversary round 53: 160 oversized commands of
+// 640 KiB, 100.7 MiB held within 4 s, one goroutine each). The bound is
+// per group: with one bound for all, 2,500 bad records on chronos-results,
+// rejected by the history group while chronos-rejects was missing,
+// delayed the scheduler's fires behind one bad command by 9.9 s (round
+// 54). Dropping at the bound without waiting lost 68 of 20,000 rejects of
+// a burst on a working topic (round 54), and waiting only 1 s lost 1,976
+// of 3,000 on a topic answering in 1.2 s (round 55).
 const (
 	MaxRejectsInFlight     = 1024
-	MaxRejectBytesInFlight = 32 << 20
-	RejectStall            = time.Second
+	MaxRejectBytesInFlight = 16 << 20
+	RejectStall            = DefaultAttemptTimeout
 )
 
 // Drop reasons, the reason label of chronos_inputs_dropped_total.
@@ -59,7 +62,7 @@ const (
 	DropDenied       = "rejects_denied"        // the producer may not write the rejects topic
 	DropTooLarge     = "reject_too_large"      // the broker refused the reject's size
 	DropFailed       = "reject_failed"         // any other produce error, after every attempt
-	DropBacklog      = "rejects_backlog"       // MaxRejectsInFlight or MaxRejectBytesInFlight were being written, none ending for RejectStall
+	DropBacklog      = "rejects_backlog"       // MaxRejectsInFlight or MaxRejectBytesInFlight of the group were being written while the rejects topic did not take them
 )
 
 // Producer produces one record and waits for its acknowledgement.
@@ -86,11 +89,17 @@ type Policy struct {
 	// Metrics (nil: none).
 	Metrics *Metrics
 
-	mu            sync.Mutex
-	inflight      int           // rejects being written
-	inflightBytes int           // the input bytes their commits hold
-	lastEnd       time.Time     // when a reject last ended, or the first in flight began
-	room          chan struct{} // closed (and replaced) when a reject ends
+	mu      sync.Mutex
+	budgets map[goka.Group]*rejectBudget
+}
+
+// rejectBudget is one group's rejects in flight. Guarded by Policy.mu.
+type rejectBudget struct {
+	inflight int           // rejects being written
+	bytes    int           // the input bytes their commits hold
+	active   time.Time     // when one last began or ended
+	dropped  bool          // the last to end was dropped
+	room     chan struct{} // closed (and replaced) when one ends
 }
 
 // Metrics are the input policy's Prometheus metrics. A nil *Metrics records
@@ -120,10 +129,10 @@ func (m *Metrics) drop(topic, reason string) {
 // the reject is produced asynchronously; the record's offset is committed
 // only once the reject is acknowledged or, after Attempts tries, dropped
 // and counted, so the partition goes on in any case. Past
-// MaxRejectsInFlight or MaxRejectBytesInFlight it waits for room while
-// rejects are being written, and is dropped and counted (DropBacklog)
-// once none has been for RejectStall; a dropped record is committed as
-// its callback ends.
+// MaxRejectsInFlight or MaxRejectBytesInFlight of its group it waits for
+// room while the rejects topic works, and is dropped and counted
+// (DropBacklog) when it does not (see MaxRejectsInFlight); a dropped
+// record is committed as its callback ends.
 func (p *Policy) Reject(ctx goka.Context, raw []byte, err error) string {
 	key := []byte(ctx.Key())
 	r := codecs.RejectOf(err, string(ctx.Topic()), ctx.Partition(), ctx.Offset(), key, raw, ctx.Timestamp())
@@ -137,8 +146,8 @@ func (p *Policy) Reject(ctx goka.Context, raw []byte, err error) string {
 		ctx.Emit(p.Rejects, string(rkey), value)
 		return r.Code
 	}
-	held := clients.InputBytes(ctx, raw)
-	if !p.admit(ctx.Context(), held) {
+	held, group := clients.InputBytes(ctx, raw), ctx.Group()
+	if !p.admit(ctx.Context(), group, held) {
 		p.Metrics.drop(r.Topic, DropBacklog)
 		log.Error("dropped input: too many rejects are being written", "topic", r.Topic, "partition", r.Partition,
 			"offset", r.Offset, "code", r.Code, "drop_reason", DropBacklog,
@@ -148,34 +157,44 @@ func (p *Policy) Reject(ctx goka.Context, raw []byte, err error) string {
 	done := ctx.DeferCommit()
 	rec := &kgo.Record{Topic: string(p.Rejects), Key: rkey, Value: value}
 	go func() {
-		if reason, err := p.produce(rec); err != nil {
+		reason, err := p.produce(rec)
+		if err != nil {
 			p.Metrics.drop(r.Topic, reason)
 			log.Error("dropped input: its reject could not be produced", "topic", r.Topic, "partition", r.Partition,
 				"offset", r.Offset, "code", r.Code, "drop_reason", reason, "err", err)
 		}
 		done(nil)
-		p.release(held)
+		p.release(group, held, err != nil)
 	}()
 	return r.Code
 }
 
-// admit counts a reject of an input of n bytes in flight once those in
-// flight leave room for it (MaxRejectsInFlight, MaxRejectBytesInFlight),
-// or none is, or ctx is done (its partition is going away: one past the
-// bound), and reports true; it reports false, counting nothing, once no
-// reject has ended for RejectStall while it waits for room.
-func (p *Policy) admit(ctx context.Context, n int) bool {
+// admit counts a reject of an input of n bytes in flight for group once
+// its rejects in flight leave room for it (MaxRejectsInFlight,
+// MaxRejectBytesInFlight), or none is, or ctx is done (its partition is
+// going away: one past the bound), and reports true. It reports false,
+// counting nothing, if the group's last reject to end was dropped, or
+// once none has begun or ended for RejectStall while it waits.
+func (p *Policy) admit(ctx context.Context, group goka.Group, n int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for p.inflight > 0 && (p.inflight >= MaxRejectsInFlight || p.inflightBytes+n > MaxRejectBytesInFlight) {
-		wait := RejectStall - time.Since(p.lastEnd)
-		if wait <= 0 {
+	if p.budgets == nil {
+		p.budgets = map[goka.Group]*rejectBudget{}
+	}
+	b := p.budgets[group]
+	if b == nil {
+		b = &rejectBudget{}
+		p.budgets[group] = b
+	}
+	for b.inflight > 0 && (b.inflight >= MaxRejectsInFlight || b.bytes+n > MaxRejectBytesInFlight) {
+		wait := RejectStall - time.Since(b.active)
+		if b.dropped || wait <= 0 {
 			return false
 		}
-		if p.room == nil {
-			p.room = make(chan struct{})
+		if b.room == nil {
+			b.room = make(chan struct{})
 		}
-		room := p.room
+		room := b.room
 		p.mu.Unlock()
 		t := time.NewTimer(wait)
 		select {
@@ -184,28 +203,26 @@ func (p *Policy) admit(ctx context.Context, n int) bool {
 		case <-ctx.Done():
 			t.Stop()
 			p.mu.Lock()
-			p.inflight, p.inflightBytes = p.inflight+1, p.inflightBytes+n
+			b.inflight, b.bytes = b.inflight+1, b.bytes+n
 			return true
 		}
 		t.Stop()
 		p.mu.Lock()
 	}
-	if p.inflight == 0 {
-		p.lastEnd = time.Now() // the stall is timed from the first in flight
-	}
-	p.inflight, p.inflightBytes = p.inflight+1, p.inflightBytes+n
+	b.inflight, b.bytes, b.active = b.inflight+1, b.bytes+n, time.Now()
 	return true
 }
 
-// release ends a reject of an input of n bytes.
-func (p *Policy) release(n int) {
+// release ends a reject of group's of an input of n bytes, dropped or
+// written.
+func (p *Policy) release(group goka.Group, n int, dropped bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.inflight, p.inflightBytes = p.inflight-1, p.inflightBytes-n
-	p.lastEnd = time.Now()
-	if p.room != nil {
-		close(p.room)
-		p.room = nil
+	b := p.budgets[group]
+	b.inflight, b.bytes, b.active, b.dropped = b.inflight-1, b.bytes-n, time.Now(), dropped
+	if b.room != nil {
+		close(b.room)
+		b.room = nil
 	}
 }
 
