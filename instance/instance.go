@@ -93,7 +93,9 @@ func New(ctx context.Context, cfg Config) (*Instance, error) {
 	cfg.HTTP.warn(cfg.Logger)
 	// No linger on this client: the fan-out hands over a whole chunk at once
 	// and waits for its acks, so waiting for more records only adds delay.
-	cl, err := cfg.Kafka.NewKgo(kgo.RecordDeliveryTimeout(2*time.Minute), kgo.ProducerLinger(0))
+	// The rejects' client below waits for each reject's ack the same way.
+	producing := []kgo.Opt{kgo.RecordDeliveryTimeout(2 * time.Minute), kgo.ProducerLinger(0)}
+	cl, err := cfg.Kafka.NewKgo(producing...)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +112,7 @@ func New(ctx context.Context, cfg Config) (*Instance, error) {
 	// topic that a broker is slow to answer holds every record behind it
 	// in the same client's requests to that broker, and on the embedded
 	// broker one held reject stopped every dispatch (adversary round 55).
-	rejects, err := cfg.Kafka.NewKgo(kgo.RecordDeliveryTimeout(2*time.Minute), kgo.ProducerLinger(0))
+	rejects, err := cfg.Kafka.NewKgo(producing...)
 	if err != nil {
 		cl.Close()
 		return nil, err
