@@ -28,9 +28,12 @@ type httpParts struct {
 	cfg  HTTP
 	jobs *views.Jobs
 	hist *views.History // nil with History.Off
-	srv  *api.Server
-	ln   net.Listener // set by listen
-	reg  prometheus.Registerer
+	// historyStart is closed when the history view may start
+	// (Instance.scheduling).
+	historyStart <-chan struct{}
+	srv          *api.Server
+	ln           net.Listener // set by listen
+	reg          prometheus.Registerer
 }
 
 // newHTTP builds the job view (under DataDir/view), the API and the lag
@@ -66,7 +69,7 @@ func newHTTP(s *Instance) (*httpParts, error) {
 	if hist != nil {
 		srv.History = hist
 	}
-	return &httpParts{cfg: cfg.HTTP, jobs: jobs, hist: hist, srv: srv, reg: cfg.Registerer}, nil
+	return &httpParts{cfg: cfg.HTTP, jobs: jobs, hist: hist, historyStart: s.scheduling, srv: srv, reg: cfg.Registerer}, nil
 }
 
 // listen opens the API's listener and sets the Host values it answers.
@@ -105,6 +108,14 @@ func (h *httpParts) run(ctx context.Context, log *slog.Logger) error {
 	histDone := make(chan error, 1)
 	go func() {
 		if h.hist == nil {
+			histDone <- nil
+			return
+		}
+		// After the scheduling parts, as the history group
+		// (Instance.awaitScheduling): reads of runs answer 503 until then.
+		select {
+		case <-h.historyStart:
+		case <-ctx.Done():
 			histDone <- nil
 			return
 		}
