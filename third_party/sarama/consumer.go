@@ -785,6 +785,19 @@ feederLoop:
 
 		for i, msg := range msgs {
 			child.interceptors(msg)
+			// Chronos patch: while the consumer is not dying and the
+			// channel has room, send without the three-way select (a
+			// select per record was ~6% of a recovery's CPU).
+			select {
+			case <-child.dying:
+			default:
+				select {
+				case child.messages <- msg:
+					firstAttempt = true
+					continue
+				default:
+				}
+			}
 		messageSelect:
 			select {
 			case <-child.dying:
