@@ -91,6 +91,12 @@ func (h *httpParts) listen(s *Instance) error {
 // shuts the server down (5 s for answers in flight). It returns the first
 // error that stopped one of them early.
 func (h *httpParts) run(ctx context.Context, log *slog.Logger) error {
+	// The views stop with ctx; a server that fails ends them too, before
+	// run waits for them (else run waited for its caller to cancel ctx,
+	// which it does only once run returned: adversary round 56).
+	outer := ctx
+	ctx, stopViews := context.WithCancel(ctx)
+	defer stopViews()
 	opts := h.cfg.Server
 	opts.Registerer = h.reg
 	hs := api.NewHTTPServer(h.srv.Handler(), opts)
@@ -127,10 +133,11 @@ func (h *httpParts) run(ctx context.Context, log *slog.Logger) error {
 	case err := <-served:
 		runErr = fmt.Errorf("http: %w", err)
 	}
-	if err := <-viewDone; err != nil && ctx.Err() == nil {
+	stopViews()
+	if err := <-viewDone; err != nil && outer.Err() == nil {
 		log.Error("job view stopped", "err", err)
 	}
-	if err := <-histDone; err != nil && ctx.Err() == nil {
+	if err := <-histDone; err != nil && outer.Err() == nil {
 		log.Error("history view stopped", "err", err)
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)

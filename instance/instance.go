@@ -364,6 +364,13 @@ func (s *Instance) runGroups(ctx context.Context) {
 		wg.Wait()
 		return
 	}
+	// HistoryWait counts from here, before the waits for the calendars
+	// and the clock table below.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		awaitScheduling(ctx, s.Ready, s.scheduling, 100*time.Millisecond, HistoryWait, s.log)
+	}()
 	anncStopped := make(chan struct{})
 	if a := s.annc; a != nil {
 		wg.Add(1)
@@ -412,11 +419,6 @@ func (s *Instance) runGroups(ctx context.Context) {
 			_ = t.Run(ctx)
 		}()
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		awaitScheduling(ctx, s.Ready, s.scheduling, 100*time.Millisecond, HistoryWait, s.log)
-	}()
 	if s.hist != nil {
 		wg.Add(1)
 		go func() {
@@ -603,6 +605,34 @@ func (s *Instance) Ready() error {
 	}
 	if s.http != nil {
 		return s.http.jobs.Ready()
+	}
+	return nil
+}
+
+// HistoryReady reports whether the history runs: its group has started
+// and recovered its partitions and, with the HTTP parts, the history view
+// has recovered (nil with History.Off). Ready does not wait for it on an
+// instance that schedules; chronos_history_ready reads it.
+func (s *Instance) HistoryReady() error {
+	if s.hist == nil {
+		return nil
+	}
+	s.mu.Lock()
+	p := s.mu.procs[s.hist.Group()]
+	s.mu.Unlock()
+	switch {
+	case p == nil:
+		select {
+		case <-s.scheduling:
+			return fmt.Errorf("group %s is not running", s.hist.Group())
+		default:
+			return fmt.Errorf("group %s waits for the scheduling parts to be ready", s.hist.Group())
+		}
+	case !p.Recovered():
+		return fmt.Errorf("group %s is recovering", s.hist.Group())
+	}
+	if s.http != nil && s.http.hist != nil {
+		return s.http.hist.Ready()
 	}
 	return nil
 }

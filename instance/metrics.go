@@ -24,13 +24,23 @@ func (s *Instance) registerGauges(reg prometheus.Registerer) {
 	reg.MustRegister(s.sched.JobsCollector(), s.sched.PartitionsGauge(), s.clock.LagGauge(s.cfg.Now), s.clock.AheadGauge(),
 		&lag.Lateness{Partitions: s.latenessPartitions, Announced: s.latenessAnnounced}, storeMemory{},
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_ready",
-			Help: "1 when every group of this instance runs and has recovered its partitions."},
+			Help: "1 when /readyz would answer 200: the scheduling groups of this instance (its history group on a history-only instance) run and have recovered their partitions, its clock ticks and the job view has caught up."},
 			func() float64 {
 				if s.Ready() != nil {
 					return 0
 				}
 				return 1
 			}))
+	if s.hist != nil {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_history_ready",
+			Help: "1 when the history group of this instance runs and has recovered its partitions and the history view has recovered (it starts once the instance is ready)."},
+			func() float64 {
+				if s.HistoryReady() != nil {
+					return 0
+				}
+				return 1
+			}))
+	}
 }
 
 // consumedAnnounced is the newest announced time this instance's
