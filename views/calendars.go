@@ -21,7 +21,7 @@ import (
 // a date (schedule.CalendarSource), the API reads calendars from it. Safe
 // for concurrent use.
 type Calendars struct {
-	view *goka.View
+	view *clients.View
 	mu   struct {
 		sync.RWMutex
 		days map[string]map[schedule.Date]struct{} // by name: the dates of the value last read
@@ -43,7 +43,7 @@ func NewCalendars(kafka clients.Config, layout topology.Layout) (*Calendars, err
 			c.update(key, value)
 			return nil
 		}))
-	v, err := goka.NewView(kafka.Brokers, layout.Calendars(), new(codec.Bytes), vopts...)
+	v, err := clients.NewView(kafka.Brokers, layout.Calendars(), new(codec.Bytes), vopts...)
 	if err != nil {
 		return nil, fmt.Errorf("views: %w", err)
 	}

@@ -20,7 +20,7 @@ import (
 // fires and commands, see processors/history), kept in local Pebble stores
 // and up to date while it runs. Safe for concurrent use.
 type History struct {
-	view       *goka.View
+	view       *clients.View
 	partitions int32
 }
 
@@ -30,7 +30,7 @@ func NewHistory(kafka clients.Config, layout topology.Layout, dataDir string, op
 	opts.Logger = func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }
 	builder := store.Builder(dataDir, opts)
 	vopts := append(kafka.GokaViewOptions(), goka.WithViewStorageBuilder(builder), goka.WithViewAutoReconnect())
-	v, err := goka.NewView(kafka.Brokers, layout.HistoryTable(), new(codec.Bytes), vopts...)
+	v, err := clients.NewView(kafka.Brokers, layout.HistoryTable(), new(codec.Bytes), vopts...)
 	if err != nil {
 		return nil, fmt.Errorf("views: %w", err)
 	}

@@ -24,7 +24,7 @@ import (
 // (one per partition, with a bucket index) and up to date while it runs.
 // Safe for concurrent use.
 type Jobs struct {
-	view       *goka.View
+	view       *clients.View
 	partitions int32
 	shardKeys  []string
 	stores     store.Registry
@@ -50,7 +50,7 @@ func NewJobs(kafka clients.Config, layout topology.Layout, dataDir string, log *
 		return store.Options{Indexer: bucketIndexer, DeferIndexOnRecovery: true, KeyFilter: true, RecoveryL0CompactionThreshold: j.RecoveryL0CompactionThreshold, Logger: func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }}
 	})
 	opts := append(kafka.GokaViewOptions(), goka.WithViewStorageBuilder(builder), goka.WithViewAutoReconnect())
-	j.view, err = goka.NewView(kafka.Brokers, layout.SchedulerTable(), new(codec.Bytes), opts...)
+	j.view, err = clients.NewView(kafka.Brokers, layout.SchedulerTable(), new(codec.Bytes), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("views: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/lovoo/goka/codec"
 	"github.com/lovoo/goka/storage"
 
+	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/topology"
 )
 
@@ -23,7 +24,7 @@ import (
 // advance, and measured against the advances it consumed it read as on
 // time (adversary 19d). Safe for concurrent use.
 type Announcements struct {
-	view   *goka.View
+	view   *clients.View
 	latest atomic.Int64 // unix nanos; 0: none read
 }
 
@@ -41,7 +42,7 @@ func NewAnnouncements(brokers []string, layout topology.Layout, opts ...goka.Vie
 			}
 			return nil
 		}))
-	v, err := goka.NewView(brokers, layout.ClockTable(), new(codec.Bytes), opts...)
+	v, err := clients.NewView(brokers, layout.ClockTable(), new(codec.Bytes), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("clock: announcements view: %w", err)
 	}
