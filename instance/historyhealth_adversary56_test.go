@@ -31,7 +31,7 @@ func TestAdv56BrokenHistoryGroupIsReported(t *testing.T) {
 	env := testenv.New(t, 2)
 	logs := &syncBuffer{}
 	cfg := env.Config()
-	cfg.HTTP.Addr = adv56Addr(t)
+	cfg.HTTP.Addr = testenv.FreeAddr(t)
 	cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(logs), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	require.NoError(t, os.MkdirAll(cfg.DataDir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(cfg.DataDir, string(env.Layout.HistoryTable())), []byte("not a dir"), 0o644))

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -19,15 +18,6 @@ import (
 	"github.com/chronos-scheduler/chronos/instance"
 	"github.com/chronos-scheduler/chronos/testenv"
 )
-
-func adv56Addr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
 
 // adv56Fires returns the fire ids GET /v1/jobs/{job}/fires lists and the
 // status code.
@@ -87,7 +77,7 @@ func TestAdv56HistoryCatchesUpWhatFiredBeforeItStarted(t *testing.T) {
 	round := func(r int, dataDir string) {
 		cfg := env.Config()
 		cfg.DataDir = dataDir
-		cfg.HTTP.Addr = adv56Addr(t)
+		cfg.HTTP.Addr = testenv.FreeAddr(t)
 		inst := env.Start(cfg)
 		// Right after ready: the history group has not joined yet.
 		before := dispatch.Len()
@@ -124,7 +114,7 @@ func TestAdv56StopBeforeReadyReturnsPromptly(t *testing.T) {
 	env := testenv.New(t, 3)
 	for _, after := range []time.Duration{0, 30 * time.Millisecond, 150 * time.Millisecond, 600 * time.Millisecond, 1500 * time.Millisecond} {
 		cfg := env.Config()
-		cfg.HTTP.Addr = adv56Addr(t)
+		cfg.HTTP.Addr = testenv.FreeAddr(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		inst, err := instance.New(ctx, cfg)
 		require.NoError(t, err)
@@ -185,11 +175,11 @@ func TestAdv56SecondInstanceStartingLateSeesEverything(t *testing.T) {
 	dispatch := env.Collect(string(env.Layout.Dispatch()))
 	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	a := env.Config()
-	a.HTTP.Addr = adv56Addr(t)
+	a.HTTP.Addr = testenv.FreeAddr(t)
 	env.Start(a)
 	env.Tick(t0)
 	b := env.Config()
-	b.HTTP.Addr = adv56Addr(t)
+	b.HTTP.Addr = testenv.FreeAddr(t)
 	env.Start(b)
 	const jobs = 16
 	for i := range jobs {

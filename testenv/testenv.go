@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"strings"
 	"sync"
@@ -259,6 +260,21 @@ func (c *Collector) WaitLen(t testing.TB, n int, timeout time.Duration) {
 		}
 		return nil
 	})
+}
+
+// FreeAddr returns a loopback address that was free a moment ago (for an
+// instance's HTTP API).
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("free address: %v", err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatalf("free address: %v", err)
+	}
+	return addr
 }
 
 // Eventually polls f until it returns nil or the timeout passes.

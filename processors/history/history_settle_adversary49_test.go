@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -19,16 +18,6 @@ import (
 	"github.com/chronos-scheduler/chronos/testenv/datadir"
 	"github.com/chronos-scheduler/chronos/topology"
 )
-
-// adv49Addr is a free local address for an instance's HTTP API.
-func adv49Addr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
 
 // adv49Fires returns how many fires GET /v1/jobs/{job}/fires lists, and
 // its status code.
@@ -81,7 +70,7 @@ func TestAdversary49LongKeyedDispatchIsRejected(t *testing.T) {
 	cfg.Kafka.BatchBytes = 128 << 10
 	cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(logs, adv49TestWriter{t}), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	require.NoError(t, cfg.Validate(), "the settings are accepted")
-	cfg.HTTP.Addr = adv49Addr(t)
+	cfg.HTTP.Addr = testenv.FreeAddr(t)
 	inst := env.Start(cfg)
 	defer inst.Stop()
 	dispatch := string(env.Layout.Dispatch())
@@ -134,7 +123,7 @@ func TestAdversary49HeldCleanStopKeepsCrashCopyRestores(t *testing.T) {
 		if dir != "" {
 			cfg.DataDir = dir
 		}
-		cfg.HTTP.Addr = adv49Addr(t)
+		cfg.HTTP.Addr = testenv.FreeAddr(t)
 		cfg.Logger = slog.New(slog.NewTextHandler(io.MultiWriter(logs, adv49TestWriter{t}), &slog.HandlerOptions{Level: slog.LevelWarn}))
 		return env.Start(cfg), logs, cfg.HTTP.Addr
 	}
