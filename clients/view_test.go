@@ -37,8 +37,8 @@ func TestViewReadsWhileItStops(t *testing.T) {
 	}
 	cfg := Default(kc.ListenAddrs()...)
 	for _, stopAfter := range []time.Duration{0, 5 * time.Millisecond, 50 * time.Millisecond, 500 * time.Millisecond} {
-		v, err := NewView(cfg.Brokers, goka.Table(topic), new(codec.Bytes),
-			append(cfg.GokaViewOptions(), goka.WithViewStorageBuilder(storage.MemoryBuilder()), goka.WithViewAutoReconnect())...)
+		v, err := NewView(cfg.Brokers, goka.Table(topic), new(codec.Bytes), storage.MemoryBuilder(),
+			append(cfg.GokaViewOptions(), goka.WithViewAutoReconnect())...)
 		require.NoError(t, err)
 		ctx, cancel := context.WithCancel(context.Background())
 		var stop atomic.Bool

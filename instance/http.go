@@ -87,15 +87,17 @@ func (h *httpParts) listen(s *Instance) error {
 	return nil
 }
 
-// run serves the API, the probes and the job view until ctx is done, then
-// shuts the server down (5 s for answers in flight). It returns the first
-// error that stopped one of them early.
-func (h *httpParts) run(ctx context.Context, log *slog.Logger) error {
-	// The views stop with ctx; a server that fails ends them too, before
-	// run waits for them (else run waited for its caller to cancel ctx,
-	// which it does only once run returned: adversary round 56).
-	outer := ctx
-	ctx, stopViews := context.WithCancel(ctx)
+// run serves the API, the probes and the views until ctx is done, then
+// shuts the server down (5 s for answers in flight) and then stops the
+// views, which the answers in flight read. It returns the first error
+// that stopped one of them early.
+func (h *httpParts) run(outer context.Context, log *slog.Logger) error {
+	// The views run on a context of their own, stopped after the server
+	// (adversary round 57: stopped first, reads in flight at a graceful
+	// stop answered 503), and also when the server fails (adversary round
+	// 56: run waited for views only its caller's cancel would stop, and
+	// its caller cancelled only once run returned).
+	ctx, stopViews := context.WithCancel(context.WithoutCancel(outer))
 	defer stopViews()
 	opts := h.cfg.Server
 	opts.Registerer = h.reg
@@ -109,8 +111,17 @@ func (h *httpParts) run(ctx context.Context, log *slog.Logger) error {
 		return err
 	}
 	defer stopProbes()
+	// A view that stops on its own (its storage cannot be opened) says so
+	// at once; its Ready then names the error (adversary round 57: a
+	// history view that could not open its stores was silent).
 	viewDone := make(chan error, 1)
-	go func() { viewDone <- h.jobs.Run(ctx) }()
+	go func() {
+		err := h.jobs.Run(ctx)
+		if err != nil && outer.Err() == nil {
+			log.Error("job view stopped; /readyz answers 503 until the process is restarted", "err", err)
+		}
+		viewDone <- err
+	}()
 	histDone := make(chan error, 1)
 	go func() {
 		if h.hist == nil {
@@ -125,24 +136,24 @@ func (h *httpParts) run(ctx context.Context, log *slog.Logger) error {
 			histDone <- nil
 			return
 		}
-		histDone <- h.hist.Run(ctx)
+		err := h.hist.Run(ctx)
+		if err != nil && outer.Err() == nil {
+			log.Error("history view stopped; reads of runs answer 503 until the process is restarted", "err", err)
+		}
+		histDone <- err
 	}()
 	var runErr error
 	select {
-	case <-ctx.Done():
+	case <-outer.Done():
 	case err := <-served:
 		runErr = fmt.Errorf("http: %w", err)
-	}
-	stopViews()
-	if err := <-viewDone; err != nil && outer.Err() == nil {
-		log.Error("job view stopped", "err", err)
-	}
-	if err := <-histDone; err != nil && outer.Err() == nil {
-		log.Error("history view stopped", "err", err)
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = hs.Shutdown(shutdown)
+	stopViews()
+	<-viewDone
+	<-histDone
 	if runErr != nil {
 		return runErr
 	}

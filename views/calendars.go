@@ -35,7 +35,7 @@ type Calendars struct {
 func NewCalendars(kafka clients.Config, layout topology.Layout) (*Calendars, error) {
 	c := &Calendars{}
 	c.mu.days = map[string]map[schedule.Date]struct{}{}
-	vopts := append(kafka.GokaViewOptions(), goka.WithViewStorageBuilder(storage.MemoryBuilder()), goka.WithViewAutoReconnect(),
+	vopts := append(kafka.GokaViewOptions(), goka.WithViewAutoReconnect(),
 		goka.WithViewCallback(func(ctx goka.UpdateContext, s storage.Storage, key string, value []byte) error {
 			if err := goka.DefaultUpdate(ctx, s, key, value); err != nil {
 				return err
@@ -43,7 +43,7 @@ func NewCalendars(kafka clients.Config, layout topology.Layout) (*Calendars, err
 			c.update(key, value)
 			return nil
 		}))
-	v, err := clients.NewView(kafka.Brokers, layout.Calendars(), new(codec.Bytes), vopts...)
+	v, err := clients.NewView(kafka.Brokers, layout.Calendars(), new(codec.Bytes), storage.MemoryBuilder(), vopts...)
 	if err != nil {
 		return nil, fmt.Errorf("views: %w", err)
 	}

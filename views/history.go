@@ -29,8 +29,8 @@ type History struct {
 func NewHistory(kafka clients.Config, layout topology.Layout, dataDir string, opts store.Options, log *slog.Logger) (*History, error) {
 	opts.Logger = func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }
 	builder := store.Builder(dataDir, opts)
-	vopts := append(kafka.GokaViewOptions(), goka.WithViewStorageBuilder(builder), goka.WithViewAutoReconnect())
-	v, err := clients.NewView(kafka.Brokers, layout.HistoryTable(), new(codec.Bytes), vopts...)
+	vopts := append(kafka.GokaViewOptions(), goka.WithViewAutoReconnect())
+	v, err := clients.NewView(kafka.Brokers, layout.HistoryTable(), new(codec.Bytes), builder, vopts...)
 	if err != nil {
 		return nil, fmt.Errorf("views: %w", err)
 	}
@@ -42,6 +42,9 @@ func (h *History) Run(ctx context.Context) error { return h.view.Run(ctx) }
 
 // Ready reports whether the view has caught up with the table.
 func (h *History) Ready() error {
+	if err := h.view.Err(); err != nil {
+		return fmt.Errorf("history view stopped (restart the process): %w", err)
+	}
 	if !h.view.Recovered() {
 		return errors.New("history view is recovering")
 	}

@@ -49,8 +49,8 @@ func NewJobs(kafka clients.Config, layout topology.Layout, dataDir string, log *
 		// A fresh view store indexes once, when its recovery is done.
 		return store.Options{Indexer: bucketIndexer, DeferIndexOnRecovery: true, KeyFilter: true, RecoveryL0CompactionThreshold: j.RecoveryL0CompactionThreshold, Logger: func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }}
 	})
-	opts := append(kafka.GokaViewOptions(), goka.WithViewStorageBuilder(builder), goka.WithViewAutoReconnect())
-	j.view, err = clients.NewView(kafka.Brokers, layout.SchedulerTable(), new(codec.Bytes), opts...)
+	opts := append(kafka.GokaViewOptions(), goka.WithViewAutoReconnect())
+	j.view, err = clients.NewView(kafka.Brokers, layout.SchedulerTable(), new(codec.Bytes), builder, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("views: %w", err)
 	}
@@ -71,6 +71,9 @@ func (j *Jobs) Run(ctx context.Context) error { return j.view.Run(ctx) }
 
 // Ready reports whether the view has caught up with the table.
 func (j *Jobs) Ready() error {
+	if err := j.view.Err(); err != nil {
+		return fmt.Errorf("job view stopped (restart the process): %w", err)
+	}
 	if !j.view.Recovered() {
 		return errors.New("job view is recovering")
 	}

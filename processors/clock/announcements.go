@@ -32,7 +32,7 @@ type Announcements struct {
 // (clients.Config.GokaViewOptions); Run runs it.
 func NewAnnouncements(brokers []string, layout topology.Layout, opts ...goka.ViewOption) (*Announcements, error) {
 	a := &Announcements{}
-	opts = append(opts, goka.WithViewStorageBuilder(storage.MemoryBuilder()), goka.WithViewAutoReconnect(),
+	opts = append(opts, goka.WithViewAutoReconnect(),
 		goka.WithViewCallback(func(ctx goka.UpdateContext, s storage.Storage, key string, value []byte) error {
 			if err := goka.DefaultUpdate(ctx, s, key, value); err != nil {
 				return err
@@ -42,7 +42,7 @@ func NewAnnouncements(brokers []string, layout topology.Layout, opts ...goka.Vie
 			}
 			return nil
 		}))
-	v, err := clients.NewView(brokers, layout.ClockTable(), new(codec.Bytes), opts...)
+	v, err := clients.NewView(brokers, layout.ClockTable(), new(codec.Bytes), storage.MemoryBuilder(), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("clock: announcements view: %w", err)
 	}
