@@ -3,7 +3,6 @@ package clients
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,8 +12,6 @@ import (
 	"github.com/lovoo/goka/codec"
 	"github.com/lovoo/goka/storage"
 	"github.com/stretchr/testify/require"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // TestViewReadsWhileItFailsAdversary57: clients.View promises "a goka view
@@ -36,16 +33,7 @@ import (
 // goka sees the error (its guard around the builder).
 func TestViewReadsWhileItFailsAdversary57(t *testing.T) {
 	const topic = "view-table-fail"
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topic))
-	require.NoError(t, err)
-	t.Cleanup(kc.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.DefaultProduceTopic(topic))
-	require.NoError(t, err)
-	t.Cleanup(cl.Close)
-	for i := range 200 {
-		require.NoError(t, cl.ProduceSync(context.Background(), &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: []byte("v")}).FirstErr())
-	}
-	cfg := Default(kc.ListenAddrs()...)
+	cfg := viewTopic(t, topic)
 	errDisk := errors.New("adversary57: cannot open the partition's store")
 	for _, failAfter := range []time.Duration{0, 5 * time.Millisecond, 50 * time.Millisecond} {
 		mem := storage.MemoryBuilder()

@@ -26,16 +26,7 @@ import (
 // Recovered is false and Get returns ErrViewClosed.
 func TestViewReadsWhileItStops(t *testing.T) {
 	const topic = "view-table"
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topic))
-	require.NoError(t, err)
-	t.Cleanup(kc.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.DefaultProduceTopic(topic))
-	require.NoError(t, err)
-	t.Cleanup(cl.Close)
-	for i := range 200 {
-		require.NoError(t, cl.ProduceSync(context.Background(), &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: []byte("v")}).FirstErr())
-	}
-	cfg := Default(kc.ListenAddrs()...)
+	cfg := viewTopic(t, topic)
 	for _, stopAfter := range []time.Duration{0, 5 * time.Millisecond, 50 * time.Millisecond, 500 * time.Millisecond} {
 		v, err := NewView(cfg.Brokers, goka.Table(topic), new(codec.Bytes), storage.MemoryBuilder(),
 			append(cfg.GokaViewOptions(), goka.WithViewAutoReconnect())...)
@@ -72,4 +63,21 @@ func TestViewReadsWhileItStops(t *testing.T) {
 		_, err = v.Get("k1")
 		require.ErrorIs(t, err, ErrViewClosed)
 	}
+}
+
+// viewTopic starts an embedded broker with topic (4 partitions) holding
+// 200 records, keys k0..k199, and returns a Config for it; it closes
+// with the test.
+func viewTopic(t *testing.T, topic string) Config {
+	t.Helper()
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(4, topic))
+	require.NoError(t, err)
+	t.Cleanup(kc.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kc.ListenAddrs()...), kgo.DefaultProduceTopic(topic))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	for i := range 200 {
+		require.NoError(t, cl.ProduceSync(context.Background(), &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: []byte("v")}).FirstErr())
+	}
+	return Default(kc.ListenAddrs()...)
 }

@@ -11,7 +11,7 @@ import (
 // TestWaitCalendarsReturnsWhenTheViewStops: the scheduler waits for the
 // calendars view to catch up, but a view that stopped (its topic cannot
 // be read: a missing ACL) must not keep every job from firing (adversary
-// 14c, read from the code): waitCalendars returns once the view stopped,
+// 14c, read from the code): awaitReady returns once the view stopped,
 // once it is ready, once its longest wait passed, or once ctx is done,
 // and not before any of them; it reports true only when the view is ready.
 func TestWaitCalendarsReturnsWhenTheViewStops(t *testing.T) {
@@ -35,7 +35,7 @@ func TestWaitCalendarsReturnsWhenTheViewStops(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				got.Store(waitCalendars(ctx, func() error {
+				got.Store(awaitReady(ctx, func() error {
 					if ready.Load() {
 						return nil
 					}
@@ -47,17 +47,17 @@ func TestWaitCalendarsReturnsWhenTheViewStops(t *testing.T) {
 			for range 10 {
 				time.Sleep(25 * time.Millisecond) // lets the 20 ms poll run; not a timing assertion
 				if released.Load() {
-					t.Fatal("waitCalendars returned while the view was recovering")
+					t.Fatal("awaitReady returned while the view was recovering")
 				}
 			}
 			c.run(stop, cancel, &ready)
 			select {
 			case <-done:
 			case <-time.After(10 * time.Second):
-				t.Fatal("waitCalendars did not return")
+				t.Fatal("awaitReady did not return")
 			}
 			if got.Load() != c.want {
-				t.Fatalf("waitCalendars reported ready %v, want %v", got.Load(), c.want)
+				t.Fatalf("awaitReady reported ready %v, want %v", got.Load(), c.want)
 			}
 		})
 	}

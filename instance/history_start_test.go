@@ -46,7 +46,7 @@ func TestHistoryStartsAfterScheduling(t *testing.T) {
 						return nil
 					}
 					return errors.New("group chronos-scheduler is recovering")
-				}, scheduling, 10*time.Millisecond, c.most, log)
+				}, scheduling, c.most, log)
 			}()
 			// Still closed to the history while the scheduling parts recover.
 			for polls.Load() < 10 {

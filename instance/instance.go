@@ -67,7 +67,8 @@ type Instance struct {
 	runErr  error
 	// scheduling is closed once this instance schedules: its scheduling
 	// parts are ready (Ready), or HistoryWait passed without it. The
-	// history group and the history view start then (startsHistory).
+	// history group and the history view start then (runGroups,
+	// httpParts.run).
 	scheduling chan struct{}
 	mu         struct {
 		sync.Mutex
@@ -263,15 +264,16 @@ func (s *Instance) Scheduler() *scheduler.Scheduler { return s.sched }
 // normally takes well under a second).
 const CalendarsWait = time.Minute
 
-// waitCalendars waits until ready reports the calendars view caught up
-// with its topic, the view has stopped (stopped closed: its Run returned),
+// awaitReady waits until ready reports a part caught up (the calendars
+// view, the clock table view, the scheduling parts), the view has stopped
+// (stopped closed: its Run returned; nil: never),
 // most has passed (a view that keeps reconnecting to a topic it cannot
 // read, e.g. without the ACL), or ctx is done; it reports whether the
 // view was ready. A view that cannot read must not hold scheduling back:
 // every job would stop firing for want of a list of days off (adversary
 // 14c), so the scheduler then starts with named calendars excluding what
 // the view has read so far, and the caller logs it.
-func waitCalendars(ctx context.Context, ready func() error, stopped <-chan struct{}, most time.Duration) bool {
+func awaitReady(ctx context.Context, ready func() error, stopped <-chan struct{}, most time.Duration) bool {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.NewTimer(most)
@@ -369,7 +371,7 @@ func (s *Instance) runGroups(ctx context.Context) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		awaitScheduling(ctx, s.Ready, s.scheduling, 100*time.Millisecond, HistoryWait, s.log)
+		awaitScheduling(ctx, s.Ready, s.scheduling, HistoryWait, s.log)
 	}()
 	anncStopped := make(chan struct{})
 	if a := s.annc; a != nil {
@@ -393,7 +395,7 @@ func (s *Instance) runGroups(ctx context.Context) {
 	}()
 	// The scheduler fires only once the calendars are read: a holiday is
 	// not dispatched because the view was still recovering after a start.
-	if !waitCalendars(ctx, s.cals.Ready, calsStopped, CalendarsWait) && ctx.Err() == nil {
+	if !awaitReady(ctx, s.cals.Ready, calsStopped, CalendarsWait) && ctx.Err() == nil {
 		s.log.Error("the calendars view has not read chronos-calendars; scheduling anyway: named calendars exclude only what it has read until it catches up", "waited_max", CalendarsWait.String(), "err", s.cals.Ready())
 	}
 	// The lateness measures a partition from the announced time when it
@@ -401,7 +403,7 @@ func (s *Instance) runGroups(ctx context.Context) {
 	// announcement, compacted: well under a second), so a partition that
 	// recovers at once is not measured from before the rebalance. At most
 	// CalendarsWait; the gauges only, nothing fires differently.
-	if s.annc != nil && !waitCalendars(ctx, s.annc.Ready, anncStopped, CalendarsWait) && ctx.Err() == nil {
+	if s.annc != nil && !awaitReady(ctx, s.annc.Ready, anncStopped, CalendarsWait) && ctx.Err() == nil {
 		s.log.Warn("the clock table view has not read chronos-clock-table; starting the scheduler anyway (lateness reads may be high for the first minute)", "waited_max", CalendarsWait.String(), "err", s.annc.Ready())
 	}
 	runCounted(s.sched.Group(), s.sched.Graph(), s.acks, s.sched.Options()...)
@@ -435,29 +437,15 @@ func (s *Instance) runGroups(ctx context.Context) {
 }
 
 // awaitScheduling closes scheduling once ready reports the scheduling
-// parts ready (polled every poll), or after most, or never if ctx ends
-// first.
-func awaitScheduling(ctx context.Context, ready func() error, scheduling chan<- struct{}, poll, most time.Duration, log *slog.Logger) {
-	limit := time.NewTimer(most)
-	defer limit.Stop()
-	tick := time.NewTicker(poll)
-	defer tick.Stop()
-	for {
-		err := ready()
-		if err == nil {
-			close(scheduling)
+// parts ready, or after most, or never if ctx ends first.
+func awaitScheduling(ctx context.Context, ready func() error, scheduling chan<- struct{}, most time.Duration, log *slog.Logger) {
+	if !awaitReady(ctx, ready, nil, most) {
+		if ctx.Err() != nil {
 			return
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-limit.C:
-			log.Warn("the scheduling parts are not ready; starting the history group and view anyway", "waited", most.String(), "err", err)
-			close(scheduling)
-			return
-		case <-tick.C:
-		}
+		log.Warn("the scheduling parts are not ready; starting the history group and view anyway", "waited", most.String(), "err", ready())
 	}
+	close(scheduling)
 }
 
 // WaitReady waits until the instance is ready (Ready returns nil). It

@@ -23,24 +23,20 @@ func (s *Instance) registerGauges(reg prometheus.Registerer) {
 	}
 	reg.MustRegister(s.sched.JobsCollector(), s.sched.PartitionsGauge(), s.clock.LagGauge(s.cfg.Now), s.clock.AheadGauge(),
 		&lag.Lateness{Partitions: s.latenessPartitions, Announced: s.latenessAnnounced}, storeMemory{},
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_ready",
-			Help: "1 when /readyz would answer 200: the scheduling groups of this instance (its history group on a history-only instance) run and have recovered their partitions, its clock ticks and the job view has caught up."},
-			func() float64 {
-				if s.Ready() != nil {
-					return 0
-				}
-				return 1
-			}))
+		readyGauge("chronos_ready", "1 when /readyz would answer 200: the scheduling groups of this instance (its history group on a history-only instance) run and have recovered their partitions, its clock ticks and the job view has caught up.", s.Ready))
 	if s.hist != nil {
-		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "chronos_history_ready",
-			Help: "1 when the history group of this instance runs and has recovered its partitions and the history view has recovered (it starts once the instance is ready)."},
-			func() float64 {
-				if s.HistoryReady() != nil {
-					return 0
-				}
-				return 1
-			}))
+		reg.MustRegister(readyGauge("chronos_history_ready", "1 when the history group of this instance runs and has recovered its partitions and the history view has recovered (it starts once the instance is ready).", s.HistoryReady))
 	}
+}
+
+// readyGauge is 1 while ready reports nil, else 0.
+func readyGauge(name, help string, ready func() error) prometheus.GaugeFunc {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, func() float64 {
+		if ready() != nil {
+			return 0
+		}
+		return 1
+	})
 }
 
 // consumedAnnounced is the newest announced time this instance's
