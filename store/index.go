@@ -12,10 +12,6 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 )
 
-// rebuildBatchSize is the number of table records indexed per batch in
-// RebuildIndexes.
-const rebuildBatchSize = 4096
-
 // Due is one due-index entry.
 type Due struct {
 	At  time.Time
@@ -483,7 +479,7 @@ func (s *Store) DueOf(key string) (time.Time, error) {
 }
 
 // RebuildIndexes drops all index entries and recomputes them from the table
-// with the Indexer, in batches of rebuildBatchSize records, and stores
+// with the Indexer, as sorted sstables it ingests (indexAll), and stores
 // indexedUpTo. A rebuild interrupted by a crash is redone by the next Open.
 // Without an Indexer it only drops the indexes.
 func (s *Store) RebuildIndexes(indexedUpTo time.Time) (err error) {
@@ -560,11 +556,27 @@ func (s *Store) rebuildLocked(indexedUpTo time.Time) error {
 	return nil
 }
 
-func (s *Store) indexAll(it *pebble.Iterator) error {
+// indexAll writes the index entries of every record it iterates (the
+// indexes are empty) as sorted sstables and ingests them: at the end of an
+// empty-disk recovery with deferred indexing, inserting them into the
+// memtable one batch at a time, then flushing and compacting them, was
+// most of the index pass's cost (docs/performance.md, "The index pass as
+// sorted sstables").
+func (s *Store) indexAll(it *pebble.Iterator) (err error) {
+	po := s.pebbleOptions(false)
+	po.EnsureDefaults()
+	wo := po.MakeWriterOptions(0, s.db.TableFormat()) // not WritingToLowestLevel: Pebble picks the level
+	po.Cache.Unref()
+	b, err := newIndexBuild(s.fs(), s.dir, wo)
+	if err != nil {
+		return fmt.Errorf("store: index build: %w", err)
+	}
+	defer func() {
+		if cerr := b.close(); err == nil && cerr != nil {
+			err = fmt.Errorf("store: index build: %w", cerr)
+		}
+	}()
 	r := tableReader{s}
-	b := s.db.NewBatch()
-	defer func() { b.Close() }()
-	n := 0
 	var buf []byte
 	for ok := it.First(); ok; ok = it.Next() {
 		key := string(it.Key()[1:])
@@ -576,20 +588,20 @@ func (s *Store) indexAll(it *pebble.Iterator) error {
 		if err != nil {
 			return fmt.Errorf("store: indexing %q: %w", key, err)
 		}
-		if buf, err = s.updateIndex(b, buf, key, rev{}, entryRev(e), false); err != nil {
+		if buf, err = updateIndex(b, buf, key, rev{}, entryRev(e), false); err != nil {
 			return err
-		}
-		if n++; n%rebuildBatchSize == 0 {
-			if err := b.Commit(s.wo); err != nil {
-				return err
-			}
-			b.Reset()
 		}
 	}
 	if err := it.Error(); err != nil {
 		return err
 	}
-	return b.Commit(s.wo)
+	if err := b.ingest(s.db); err != nil {
+		return fmt.Errorf("store: index build: %w", err)
+	}
+	// No floor is known for the new entries: the next scan finds it.
+	s.floor.seq++
+	s.floor.key = nil
+	return nil
 }
 
 // Stats counts table records and due entries (iterates both).
