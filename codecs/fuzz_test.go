@@ -92,6 +92,32 @@ func FuzzDecodeJobRecord(f *testing.F) {
 	})
 }
 
+// FuzzDecodeJobRecordInto: decoding into a record that held another one
+// (as the index passes reuse theirs) gives what a new record gets, and an
+// error leaves nothing of the record before.
+func FuzzDecodeJobRecordInto(f *testing.F) {
+	samples := sampleRecords()
+	for _, r := range samples {
+		f.Add(codecs.EncodeJobRecord(&r), uint8(0))
+	}
+	f.Add([]byte{1, 2, 3}, uint8(1))
+	f.Fuzz(func(t *testing.T, b []byte, prev uint8) {
+		want, wantErr := codecs.DecodeJobRecord(b)
+		r := codecs.GetJobRecord()
+		defer codecs.PutJobRecord(r)
+		held := samples[int(prev)%len(samples)]
+		require.NoError(t, codecs.DecodeJobRecordInto(codecs.EncodeJobRecord(&held), r))
+		err := codecs.DecodeJobRecordInto(b, r)
+		if wantErr != nil {
+			require.EqualError(t, err, wantErr.Error())
+			require.Equal(t, codecs.JobRecord{}, *r)
+			return
+		}
+		require.NoError(t, err)
+		require.Equal(t, *want, *r)
+	})
+}
+
 // FuzzDecodeShardHead decodes arbitrary shard records both ways: whatever
 // DecodeShardRecord reads, DecodeShardHead reads with the same times and
 // backfills, and the head encoded again decodes in full to the same

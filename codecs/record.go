@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/chronos-scheduler/chronos/schedule"
@@ -468,26 +469,38 @@ func (r *JobRecord) extensions() int {
 
 // DecodeJobRecord parses a job record. The payload aliases b.
 func DecodeJobRecord(b []byte) (*JobRecord, error) {
+	r := new(JobRecord)
+	if err := DecodeJobRecordInto(b, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// DecodeJobRecordInto parses a job record into r, overwriting all of it
+// (for a caller that decodes many records and keeps none, such as an
+// index pass). The payload aliases b; on an error r holds no record.
+func DecodeJobRecordInto(b []byte, r *JobRecord) error {
+	*r = JobRecord{}
 	if len(b) < 2 || b[0] != tagJob {
-		return nil, ErrNotJob
+		return ErrNotJob
 	}
 	if !knownFormat(b[1]) {
-		return nil, fmt.Errorf("codecs: job record format %d is not supported", b[1])
+		return fmt.Errorf("codecs: job record format %d is not supported", b[1])
 	}
 	rd := reader{b: b[2:]}
-	r := &JobRecord{Version: rd.uvarint(), Status: Status(rd.byte())}
+	r.Version, r.Status = rd.uvarint(), Status(rd.byte())
 	r.Job.Spec = schedule.Spec{Cron: string(rd.bytes()), Every: time.Duration(rd.varint()), At: rd.time(),
-		TZ: string(rd.bytes()), Start: rd.time(), End: rd.time()}
+		TZ: known(rd.bytes()), Start: rd.time(), End: rd.time()}
 	r.Job.Payload = rd.bytes()
 	r.Job.Bucket = string(rd.bytes())
-	r.Job.MisfirePolicy = string(rd.bytes())
+	r.Job.MisfirePolicy = known(rd.bytes())
 	r.Job.MisfireGrace = time.Duration(rd.varint())
 	r.NotBefore, r.CreatedAt, r.UpdatedAt = rd.time(), rd.time(), rd.time()
 	if b[1] >= recordFormat {
 		r.Through = rd.time()
 	}
 	if b[1] >= recordFormat3 {
-		r.Job.Spec.DST = schedule.DST{Gap: string(rd.bytes()), Overlap: string(rd.bytes())}
+		r.Job.Spec.DST = schedule.DST{Gap: known(rd.bytes()), Overlap: known(rd.bytes())}
 	}
 	if b[1] >= recordFormat4 {
 		r.Job.Jitter = time.Duration(rd.varint())
@@ -508,15 +521,56 @@ func DecodeJobRecord(b []byte) (*JobRecord, error) {
 		}
 	}
 	if rd.err != nil {
-		return nil, fmt.Errorf("codecs: corrupt job record: %w", rd.err)
+		*r = JobRecord{}
+		return fmt.Errorf("codecs: corrupt job record: %w", rd.err)
 	}
 	if len(rd.b) != 0 {
-		return nil, fmt.Errorf("codecs: corrupt job record: %d trailing bytes", len(rd.b))
+		*r = JobRecord{}
+		return fmt.Errorf("codecs: corrupt job record: %d trailing bytes", len(rd.b))
 	}
 	if len(r.Job.Payload) == 0 {
 		r.Job.Payload = nil
 	}
-	return r, nil
+	return nil
+}
+
+var jobRecords = sync.Pool{New: func() any { return new(JobRecord) }}
+
+// GetJobRecord returns a record from a pool, for DecodeJobRecordInto; give
+// it back with PutJobRecord once nothing refers to it (its payload
+// aliases what it was decoded from).
+func GetJobRecord() *JobRecord { return jobRecords.Get().(*JobRecord) }
+
+// PutJobRecord gives r back to GetJobRecord's pool.
+func PutJobRecord(r *JobRecord) {
+	*r = JobRecord{}
+	jobRecords.Put(r)
+}
+
+// known returns b as a string, without a copy for the values most records
+// share (time zones, misfire policies, DST rules).
+func known(b []byte) string {
+	switch {
+	case len(b) == 0:
+		return ""
+	case string(b) == "UTC":
+		return "UTC"
+	case string(b) == MisfireFireOnce:
+		return MisfireFireOnce
+	case string(b) == MisfireSkip:
+		return MisfireSkip
+	case string(b) == MisfireFireAll:
+		return MisfireFireAll
+	case string(b) == schedule.GapShift:
+		return schedule.GapShift
+	case string(b) == schedule.OverlapFirst:
+		return schedule.OverlapFirst
+	case string(b) == schedule.OverlapLast:
+		return schedule.OverlapLast
+	case string(b) == schedule.OverlapBoth:
+		return schedule.OverlapBoth
+	}
+	return string(b)
 }
 
 // EncodeShardRecord returns the binary encoding of r.

@@ -59,8 +59,9 @@ func NewJobs(kafka clients.Config, layout topology.Layout, dataDir string, log *
 
 // bucketIndexer indexes job records by bucket (the view keeps no due index).
 func bucketIndexer(_ store.Reader, _ string, value []byte) (store.Entry, error) {
-	rec, err := codecs.DecodeJobRecord(value)
-	if err != nil {
+	rec := codecs.GetJobRecord()
+	defer codecs.PutJobRecord(rec)
+	if err := codecs.DecodeJobRecordInto(value, rec); err != nil {
 		return store.Entry{}, nil
 	}
 	return store.Entry{Bucket: rec.Job.Bucket}, nil

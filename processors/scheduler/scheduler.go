@@ -400,8 +400,11 @@ func (s *Scheduler) indexer(shardKey string) store.Indexer {
 			}
 			return store.Entry{}, nil
 		}
-		rec, err := codecs.DecodeJobRecord(value)
-		if err != nil {
+		// The record is not kept: one from the pool spares an index pass
+		// (every record of a recovered partition) an allocation each.
+		rec := codecs.GetJobRecord()
+		defer codecs.PutJobRecord(rec)
+		if err := codecs.DecodeJobRecordInto(value, rec); err != nil {
 			s.cfg.Logger.Error("undecodable job record; it will not fire", "job", key, "err", err)
 			return store.Entry{}, nil
 		}
@@ -411,6 +414,7 @@ func (s *Scheduler) indexer(shardKey string) store.Indexer {
 		// through (codecs.JobRecord.Due).
 		e := store.Entry{Bucket: indexedBucket(rec)}
 		var sched schedule.Schedule
+		var err error
 		switch rec.Status {
 		case codecs.StatusActive, codecs.StatusPaused:
 			if sched, err = jobSchedule(s.schedules, key, rec); err != nil {
