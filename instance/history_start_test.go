@@ -22,7 +22,7 @@ func TestHistoryStartsAfterScheduling(t *testing.T) {
 		name      string
 		most      time.Duration
 		act       func(cancel context.CancelFunc, ready *atomic.Bool)
-		wantOpen  bool // scheduling still open when awaitScheduling returned
+		wantOpen  bool // scheduling still open when awaitStage returned
 		wantWarns bool
 	}{
 		{"ready", time.Hour, func(_ context.CancelFunc, ready *atomic.Bool) { ready.Store(true) }, false, false},
@@ -40,13 +40,13 @@ func TestHistoryStartsAfterScheduling(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				awaitScheduling(ctx, func() error {
+				awaitStage(ctx, func() error {
 					polls.Add(1)
 					if ready.Load() {
 						return nil
 					}
 					return errors.New("group chronos-scheduler is recovering")
-				}, scheduling, c.most, log)
+				}, scheduling, c.most, log, "the scheduling parts are not ready", "the history group and view")
 			}()
 			// Still closed to the history while the scheduling parts recover.
 			for polls.Load() < 10 {
@@ -61,7 +61,7 @@ func TestHistoryStartsAfterScheduling(t *testing.T) {
 			select {
 			case <-done:
 			case <-time.After(10 * time.Second):
-				t.Fatal("awaitScheduling did not return")
+				t.Fatal("awaitStage did not return")
 			}
 			open := true
 			select {

@@ -109,7 +109,7 @@ func TestAdv56HistoryCatchesUpWhatFiredBeforeItStarted(t *testing.T) {
 // TestAdv56StopBeforeReadyReturnsPromptly: an instance cancelled at
 // various points before (and around) its scheduling parts are ready
 // returns from Run promptly and leaves none of its goroutines behind
-// (awaitScheduling, the history start, the history view's goroutine).
+// (awaitStage, the history start, the history view's goroutine).
 func TestAdv56StopBeforeReadyReturnsPromptly(t *testing.T) {
 	env := testenv.New(t, 3)
 	for _, after := range []time.Duration{0, 30 * time.Millisecond, 150 * time.Millisecond, 600 * time.Millisecond, 1500 * time.Millisecond} {
@@ -139,7 +139,7 @@ func TestAdv56StopBeforeReadyReturnsPromptly(t *testing.T) {
 	testenv.Eventually(t, 10*time.Second, func() error {
 		buf := make([]byte, 4<<20)
 		stacks = string(buf[:runtime.Stack(buf, true)])
-		for _, f := range []string{"instance.awaitScheduling", "instance.(*Instance).runGroups", "instance.(*httpParts).run", "instance.(*Instance).supervise", "views.(*History).Run"} {
+		for _, f := range []string{"instance.awaitStage", "instance.(*Instance).runGroups", "instance.(*httpParts).run", "instance.(*Instance).supervise", "views.(*History).Run"} {
 			if strings.Contains(stacks, f) {
 				return fmt.Errorf("%s still running", f)
 			}

@@ -28,12 +28,13 @@ type httpParts struct {
 	cfg  HTTP
 	jobs *views.Jobs
 	hist *views.History // nil with History.Off
-	// historyStart is closed when the history view may start
+	// jobsStart is closed when the job view may start
+	// (Instance.recovered), historyStart when the history view may
 	// (Instance.scheduling).
-	historyStart <-chan struct{}
-	srv          *api.Server
-	ln           net.Listener // set by listen
-	reg          prometheus.Registerer
+	jobsStart, historyStart <-chan struct{}
+	srv                     *api.Server
+	ln                      net.Listener // set by listen
+	reg                     prometheus.Registerer
 }
 
 // newHTTP builds the job view (under DataDir/view), the API and the lag
@@ -69,7 +70,7 @@ func newHTTP(s *Instance) (*httpParts, error) {
 	if hist != nil {
 		srv.History = hist
 	}
-	return &httpParts{cfg: cfg.HTTP, jobs: jobs, hist: hist, historyStart: s.scheduling, srv: srv, reg: cfg.Registerer}, nil
+	return &httpParts{cfg: cfg.HTTP, jobs: jobs, hist: hist, jobsStart: s.recovered, historyStart: s.scheduling, srv: srv, reg: cfg.Registerer}, nil
 }
 
 // listen opens the API's listener and sets the Host values it answers.
@@ -116,6 +117,14 @@ func (h *httpParts) run(outer context.Context, log *slog.Logger) error {
 	// history view that could not open its stores was silent).
 	viewDone := make(chan error, 1)
 	go func() {
+		// After the scheduling groups (Instance.runGroups): reads of jobs
+		// answer 503 until it has recovered.
+		select {
+		case <-h.jobsStart:
+		case <-ctx.Done():
+			viewDone <- nil
+			return
+		}
 		err := h.jobs.Run(ctx)
 		if err != nil && outer.Err() == nil {
 			log.Error("job view stopped; /readyz answers 503 until the process is restarted", "err", err)
@@ -129,7 +138,7 @@ func (h *httpParts) run(outer context.Context, log *slog.Logger) error {
 			return
 		}
 		// After the scheduling parts, as the history group
-		// (Instance.awaitScheduling): reads of runs answer 503 until then.
+		// (Instance.runGroups): reads of runs answer 503 until then.
 		select {
 		case <-h.historyStart:
 		case <-ctx.Done():

@@ -70,7 +70,12 @@ type Instance struct {
 	// history group and the history view start then (runGroups,
 	// httpParts.run).
 	scheduling chan struct{}
-	mu         struct {
+	// recovered is closed once this instance's scheduling groups have
+	// recovered their partitions and its clock ticks (scheduled), or
+	// JobViewWait passed without it; the job view starts then
+	// (httpParts.run). A history-only instance closes it at once.
+	recovered chan struct{}
+	mu        struct {
 		sync.Mutex
 		procs map[goka.Group]*goka.Processor
 	}
@@ -214,7 +219,7 @@ func build(cfg Config, cl, rejects *kgo.Client) (*Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Instance{cfg: cfg, sched: sched, acks: acks, cals: cals, clock: clk, route: route, kgo: cl, rejects: rejects, log: cfg.Logger, fatal: fatal, failedWrites: failedWrites, stopped: make(chan struct{}), scheduling: make(chan struct{})}
+	s := &Instance{cfg: cfg, sched: sched, acks: acks, cals: cals, clock: clk, route: route, kgo: cl, rejects: rejects, log: cfg.Logger, fatal: fatal, failedWrites: failedWrites, stopped: make(chan struct{}), scheduling: make(chan struct{}), recovered: make(chan struct{})}
 	sched.SetAnnouncedSource(s.latenessAnnounced)
 	if !cfg.History.Only {
 		if s.annc, err = clock.NewAnnouncements(cfg.Kafka.Brokers, cfg.Layout, cfg.Kafka.GokaViewOptions()...); err != nil {
@@ -255,6 +260,14 @@ func build(cfg Config, cl, rejects *kgo.Client) (*Instance, error) {
 // instance ready in 20.6-25.0 s at 1M jobs, against 12.4-13.4 s without
 // the history's two (docs/architecture.md, "Recovery: scheduling first").
 const HistoryWait = 5 * time.Minute
+
+// JobViewWait is the longest the job view waits at start for the
+// scheduling groups to recover before it starts anyway. The job view
+// replays the whole scheduler table (every partition, not only those this
+// instance owns): recovered beside the scheduler's stores it took half the
+// CPU before the instance fired again (docs/architecture.md, "Recovery:
+// scheduling first").
+const JobViewWait = 5 * time.Minute
 
 // Scheduler returns the scheduler group (its stores serve the read API).
 func (s *Instance) Scheduler() *scheduler.Scheduler { return s.sched }
@@ -361,17 +374,24 @@ func (s *Instance) runGroups(ctx context.Context) {
 		runCounted(name, graph, nil, opts...)
 	}
 	if s.cfg.History.Only {
-		close(s.scheduling) // nothing to schedule: the history view starts at once
+		close(s.recovered) // nothing to schedule: the views start at once
+		close(s.scheduling)
 		runCounted(s.hist.Group(), s.hist.Graph(), s.histAcks, s.hist.Options()...)
 		wg.Wait()
 		return
 	}
-	// HistoryWait counts from here, before the waits for the calendars
-	// and the clock table below.
+	// JobViewWait and HistoryWait count from here, before the waits for
+	// the calendars and the clock table below. The job view starts once
+	// the scheduling groups have recovered, the history once the job view
+	// has too (Ready).
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		awaitScheduling(ctx, s.Ready, s.scheduling, HistoryWait, s.log)
+		start := time.Now()
+		if awaitStage(ctx, s.scheduled, s.recovered, JobViewWait, s.log, "the scheduling groups have not recovered", "the job view") {
+			s.log.Info("the scheduling groups have recovered their partitions", "after", time.Since(start).Round(time.Millisecond).String())
+		}
+		awaitStage(ctx, s.Ready, s.scheduling, max(HistoryWait-time.Since(start), 0), s.log, "the scheduling parts are not ready", "the history group and view")
 	}()
 	anncStopped := make(chan struct{})
 	if a := s.annc; a != nil {
@@ -436,16 +456,19 @@ func (s *Instance) runGroups(ctx context.Context) {
 	wg.Wait()
 }
 
-// awaitScheduling closes scheduling once ready reports the scheduling
-// parts ready, or after most, or never if ctx ends first.
-func awaitScheduling(ctx context.Context, ready func() error, scheduling chan<- struct{}, most time.Duration, log *slog.Logger) {
-	if !awaitReady(ctx, ready, nil, most) {
+// awaitStage closes open once ready reports nil (and reports true), or
+// after most with a warning that waitFor still holds and what starts
+// anyway, or never if ctx ends first.
+func awaitStage(ctx context.Context, ready func() error, open chan<- struct{}, most time.Duration, log *slog.Logger, waitFor, starts string) bool {
+	ok := awaitReady(ctx, ready, nil, most)
+	if !ok {
 		if ctx.Err() != nil {
-			return
+			return false
 		}
-		log.Warn("the scheduling parts are not ready; starting the history group and view anyway", "waited", most.String(), "err", ready())
+		log.Warn(waitFor+"; starting "+starts+" anyway", "waited", most.Round(time.Second).String(), "err", ready())
 	}
-	close(scheduling)
+	close(open)
+	return ok
 }
 
 // WaitReady waits until the instance is ready (Ready returns nil). It
@@ -585,16 +608,22 @@ func (s *Instance) setProc(g goka.Group, p *goka.Processor) {
 // this holds (HistoryWait) and recovers after it. A history-only instance
 // is ready when its history group has recovered.
 func (s *Instance) Ready() error {
-	if err := s.ticking(); err != nil {
-		return err
-	}
-	if err := s.groupsReady(); err != nil {
+	if err := s.scheduled(); err != nil {
 		return err
 	}
 	if s.http != nil {
 		return s.http.jobs.Ready()
 	}
 	return nil
+}
+
+// scheduled reports whether this instance fires: its clock ticks and its
+// scheduling groups have recovered (Ready without the job view).
+func (s *Instance) scheduled() error {
+	if err := s.ticking(); err != nil {
+		return err
+	}
+	return s.groupsReady()
 }
 
 // HistoryReady reports whether the history runs: its group has started
