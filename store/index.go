@@ -576,6 +576,11 @@ func (s *Store) indexAll(it *pebble.Iterator) (err error) {
 			err = fmt.Errorf("store: index build: %w", cerr)
 		}
 	}()
+	// No floor is known for the new entries: the next scan finds it. Set
+	// before the first ingest, so that an ingest failing after another
+	// leaves no floor above the entries already in (adversary round 58).
+	s.floor.seq++
+	s.floor.key = nil
 	r := tableReader{s}
 	var buf []byte
 	for ok := it.First(); ok; ok = it.Next() {
@@ -598,9 +603,6 @@ func (s *Store) indexAll(it *pebble.Iterator) (err error) {
 	if err := b.ingest(s.db); err != nil {
 		return fmt.Errorf("store: index build: %w", err)
 	}
-	// No floor is known for the new entries: the next scan finds it.
-	s.floor.seq++
-	s.floor.key = nil
 	return nil
 }
 

@@ -32,9 +32,10 @@ var indexBuildRunBytes = 8 << 20
 // come in key order, land where no compaction rewrites them. It is a
 // batchWriter that only sets.
 type indexBuild struct {
-	fs   vfs.FS
-	dir  string
-	opts sstable.WriterOptions
+	fs       vfs.FS
+	storeDir string
+	dir      string
+	opts     sstable.WriterOptions
 	// rev writes the reverse entries as they come (the table is iterated
 	// in key order, so they are sorted) to revPath.
 	rev     *sstable.Writer
@@ -55,7 +56,7 @@ func newIndexBuild(fs vfs.FS, storeDir string, opts sstable.WriterOptions) (*ind
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	return &indexBuild{fs: fs, dir: dir, opts: opts}, nil
+	return &indexBuild{fs: fs, storeDir: storeDir, dir: dir, opts: opts}, nil
 }
 
 func (b *indexBuild) create() (*sstable.Writer, string, error) {
@@ -161,11 +162,20 @@ func (b *indexBuild) ingest(db *pebble.DB) error {
 }
 
 // close removes the build's files (after an ingest, Pebble has its own
-// links or copies).
+// links or copies) and syncs the store's directory, so that a crash after
+// it does not bring them back (Pebble synced the directory with them in
+// it during the ingest; adversary round 58).
 func (b *indexBuild) close() error {
 	if b.rev != nil {
 		_ = b.rev.Close()
 		b.rev = nil
 	}
-	return b.fs.RemoveAll(b.dir)
+	if err := b.fs.RemoveAll(b.dir); err != nil {
+		return err
+	}
+	d, err := b.fs.OpenDir(b.storeDir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
 }
