@@ -560,8 +560,8 @@ func (s *Store) rebuildLocked(indexedUpTo time.Time) error {
 // indexes are empty) as sorted sstables and ingests them: at the end of an
 // empty-disk recovery with deferred indexing, inserting them into the
 // memtable one batch at a time, then flushing and compacting them, was
-// most of the index pass's cost (docs/performance.md, "The index pass as
-// sorted sstables").
+// most of the index pass's cost (docs/performance.md, "Fires before the
+// job view; the index pass as sorted sstables").
 func (s *Store) indexAll(it *pebble.Iterator) (err error) {
 	po := s.pebbleOptions(false)
 	po.EnsureDefaults()
