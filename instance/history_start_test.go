@@ -46,7 +46,7 @@ func TestHistoryStartsAfterScheduling(t *testing.T) {
 						return nil
 					}
 					return errors.New("group chronos-scheduler is recovering")
-				}, scheduling, c.most, log, "the scheduling parts are not ready", "the history group and view")
+				}, scheduling, time.Now(), c.most, log, "the scheduling parts are not ready", "the history group and view")
 			}()
 			// Still closed to the history while the scheduling parts recover.
 			for polls.Load() < 10 {

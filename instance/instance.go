@@ -388,10 +388,10 @@ func (s *Instance) runGroups(ctx context.Context) {
 	go func() {
 		defer wg.Done()
 		start := time.Now()
-		if awaitStage(ctx, s.scheduled, s.recovered, JobViewWait, s.log, "the scheduling groups have not recovered", "the job view") {
+		if awaitStage(ctx, s.scheduled, s.recovered, start, JobViewWait, s.log, "the scheduling groups have not recovered", "the job view") {
 			s.log.Info("the scheduling groups have recovered their partitions", "after", time.Since(start).Round(time.Millisecond).String())
 		}
-		awaitStage(ctx, s.Ready, s.scheduling, max(HistoryWait-time.Since(start), 0), s.log, "the scheduling parts are not ready", "the history group and view")
+		awaitStage(ctx, s.Ready, s.scheduling, start, HistoryWait, s.log, "the scheduling parts are not ready", "the history group and view")
 	}()
 	anncStopped := make(chan struct{})
 	if a := s.annc; a != nil {
@@ -457,15 +457,16 @@ func (s *Instance) runGroups(ctx context.Context) {
 }
 
 // awaitStage closes open once ready reports nil (and reports true), or
-// after most with a warning that waitFor still holds and what starts
-// anyway, or never if ctx ends first.
-func awaitStage(ctx context.Context, ready func() error, open chan<- struct{}, most time.Duration, log *slog.Logger, waitFor, starts string) bool {
-	ok := awaitReady(ctx, ready, nil, most)
+// once most has passed since start, with a warning that waitFor still
+// holds, how long it waited and what starts anyway, or never if ctx ends
+// first.
+func awaitStage(ctx context.Context, ready func() error, open chan<- struct{}, start time.Time, most time.Duration, log *slog.Logger, waitFor, starts string) bool {
+	ok := awaitReady(ctx, ready, nil, max(most-time.Since(start), 0))
 	if !ok {
 		if ctx.Err() != nil {
 			return false
 		}
-		log.Warn(waitFor+"; starting "+starts+" anyway", "waited", most.Round(time.Second).String(), "err", ready())
+		log.Warn(waitFor+"; starting "+starts+" anyway", "waited", time.Since(start).Round(time.Second).String(), "err", ready())
 	}
 	close(open)
 	return ok

@@ -394,6 +394,14 @@ func (s *Store) Open() error {
 	if err != nil {
 		return fmt.Errorf("store: opening pebble at %s: %w", s.dir, err)
 	}
+	// An index build a crash interrupted left its files: its rebuild is
+	// redone (the rebuilding mark) or its mark was never durable
+	// (adversary round 59: a live rebuild's mark is not synced, and a
+	// compaction's sync of the directory made the build's directory
+	// durable). Removed under Pebble's lock, which the DB now holds.
+	if err := fs.RemoveAll(fs.PathJoin(s.dir, indexBuildDir)); err != nil {
+		return errors.Join(fmt.Errorf("store: removing an interrupted index build: %w", err), db.Close())
+	}
 	s.db = db
 	s.opened = true
 	s.tuned = tuned
