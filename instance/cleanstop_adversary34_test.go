@@ -14,15 +14,24 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chronos-scheduler/chronos/codecs"
+	"github.com/chronos-scheduler/chronos/store"
 	"github.com/chronos-scheduler/chronos/testenv"
 )
 
-// marks lists the CHRONOS-UNSETTLED files under dir.
+// marks lists the CHRONOS-UNSETTLED files under dir, in stores (not in
+// the copies a start moved aside, DIR.discarded: a store a rebalance
+// closed with writes in flight keeps its mark there, and the partition
+// is restored from its changelog; the Apache Kafka step of a loaded CI
+// run found 7 marks where 4 stores ran).
 func adv34Marks(t *testing.T, dir string) []string {
 	var out []string
 	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if d.IsDir() && strings.HasSuffix(d.Name(), store.DiscardedSuffix) {
+			t.Logf("a discarded store copy: %s", path)
+			return filepath.SkipDir
 		}
 		if d.Name() == "CHRONOS-UNSETTLED" {
 			rel, _ := filepath.Rel(dir, path)
@@ -61,7 +70,8 @@ func TestAdv34CleanStopUnderLoadKeepsStores(t *testing.T) {
 	// every recovered scheduler store, and since adversary round 48 every
 	// history store, is marked while it runs
 	var sched, hist int
-	for _, m := range adv34Marks(t, cfg.DataDir) {
+	running := adv34Marks(t, cfg.DataDir)
+	for _, m := range running {
 		switch {
 		case strings.Contains(m, "scheduler-table"):
 			sched++
@@ -69,8 +79,8 @@ func TestAdv34CleanStopUnderLoadKeepsStores(t *testing.T) {
 			hist++
 		}
 	}
-	require.Equal(t, 4, sched, "every recovered scheduler store is marked while it runs")
-	require.Equal(t, 4, hist, "every recovered history store is marked while it runs")
+	require.Equal(t, 4, sched, "every recovered scheduler store is marked while it runs: %v", running)
+	require.Equal(t, 4, hist, "every recovered history store is marked while it runs: %v", running)
 	first.Stop()
 	marks := adv34Marks(t, cfg.DataDir)
 	re := regexp.MustCompile(`closing with writes the changelog may not hold[^\n]*`)
