@@ -117,9 +117,9 @@ type History struct {
 }
 
 // DefaultRecoveryL0CompactionThreshold is the default of
-// Store.RecoveryL0CompactionThreshold: off (docs/configuration.md gives the
-// measurements behind it, and why it is not on by default yet).
-const DefaultRecoveryL0CompactionThreshold = 0
+// Store.RecoveryL0CompactionThreshold (docs/configuration.md gives the
+// measurements behind it).
+const DefaultRecoveryL0CompactionThreshold = 16
 
 // DefaultHistoryCacheBytes is the default of History.CacheBytes.
 const DefaultHistoryCacheBytes = 192 << 20
@@ -136,10 +136,10 @@ type Store struct {
 	// up to twice that (see scheduler.StaggeredMemTableSize).
 	MemTableBytes uint64
 	// RecoveryL0CompactionThreshold is the Pebble L0 compaction threshold
-	// of the scheduler's and the job view's partition stores while they
-	// recover from an empty directory (default
-	// DefaultRecoveryL0CompactionThreshold; 0: Pebble's default; see
-	// store.Options).
+	// the scheduler's and the job view's partition stores compact under
+	// while they recover from an empty directory (default
+	// DefaultRecoveryL0CompactionThreshold; 0: Pebble's own, 4,
+	// throughout; see store.Options).
 	RecoveryL0CompactionThreshold int
 	// FS is the file system of the stores (default: the operating
 	// system's; tests inject faults through it).
@@ -265,7 +265,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("instance: fetch buffer bytes %d, want 1 MiB..1 GiB", c.FetchBufferBytes))
 	}
 	if t := c.Store.RecoveryL0CompactionThreshold; t < 0 || t > 64 {
-		errs = append(errs, fmt.Errorf("instance: --store-recovery-l0-compaction-threshold %d, want 0 (Pebble's default, 4) to 64", t))
+		errs = append(errs, fmt.Errorf("instance: --store-recovery-l0-compaction-threshold %d, want 0 (off: Pebble's 4 throughout) to 64", t))
 	}
 	if c.HTTP.Addr != "" && c.Registerer != nil {
 		if _, ok := c.Registerer.(prometheus.Gatherer); !ok {

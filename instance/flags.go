@@ -31,7 +31,7 @@ func (c *Config) RegisterFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&c.Store.Sync, "sync-store", c.Store.Sync, "fsync every partition store write")
 	fs.Int64Var(&c.Store.CacheBytes, "store-cache-bytes", c.Store.CacheBytes, "Pebble block cache of all partition stores together")
 	fs.Uint64Var(&c.Store.MemTableBytes, "store-memtable-bytes", c.Store.MemTableBytes, "base memtable size of each partition store (staggered up to 2x by partition)")
-	fs.IntVar(&c.Store.RecoveryL0CompactionThreshold, "store-recovery-l0-compaction-threshold", c.Store.RecoveryL0CompactionThreshold, "level-0 sublevels Pebble lets build up before compacting them while the scheduler's and the job view's stores recover from an empty disk (0: Pebble's default, 4)")
+	fs.IntVar(&c.Store.RecoveryL0CompactionThreshold, "store-recovery-l0-compaction-threshold", c.Store.RecoveryL0CompactionThreshold, "Pebble level-0 compaction threshold of the scheduler's and the job view's stores while they recover from an empty disk: compactions wait for half as many sublevels (0: Pebble's 4 throughout)")
 	fs.BoolVar(&c.History.Off, "no-history", c.History.Off, "run no history group and serve no fire or change history on this instance")
 	fs.BoolVar(&c.History.Only, "history-only", c.History.Only, "run only the history group (and the HTTP API) on this instance: no scheduling; run the others with --no-history")
 	fs.IntVar(&c.History.Fires, "history-fires", c.History.Fires, "fires kept per job by the history group")

@@ -88,7 +88,7 @@ func TestRecoveryL0CompactionThresholdIsValidated(t *testing.T) {
 		if err := cfg.Validate(); ok {
 			require.NotContains(t, fmt.Sprint(err), "l0-compaction-threshold", "%d", v)
 		} else {
-			require.ErrorContains(t, err, fmt.Sprintf("--store-recovery-l0-compaction-threshold %d, want 0 (Pebble's default, 4) to 64", v))
+			require.ErrorContains(t, err, fmt.Sprintf("--store-recovery-l0-compaction-threshold %d, want 0 (off: Pebble's 4 throughout) to 64", v))
 		}
 	}
 }

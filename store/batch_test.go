@@ -161,10 +161,10 @@ func TestRecoveryBatchCloseKeepsEverything(t *testing.T) {
 	}
 }
 
-// A store empty at Open recovers under RecoveryL0CompactionThreshold and
-// is reopened with Pebble's default at MarkRecovered, keeping every write
-// and its offset; a store with data at Open is not tuned; an iterator
-// open at MarkRecovered keeps the store as it is and keeps working.
+// A store empty at Open recovers behind the compaction gate of
+// RecoveryL0CompactionThreshold, which MarkRecovered releases on the same
+// DB, keeping every write and its offset; a store with data at Open is not
+// tuned; an iterator open at MarkRecovered keeps working across it.
 func TestRecoveryThresholdEndsAtMarkRecovered(t *testing.T) {
 	t.Parallel()
 	fs := vfs.NewMem()
@@ -174,6 +174,7 @@ func TestRecoveryThresholdEndsAtMarkRecovered(t *testing.T) {
 	s := New("/db", opts)
 	require.NoError(t, s.Open())
 	require.True(t, s.tuned)
+	db := s.db
 	state := map[string]string{}
 	pad := strings.Repeat("x", 1000)
 	for i := 0; i < 5000; i++ {
@@ -185,13 +186,14 @@ func TestRecoveryThresholdEndsAtMarkRecovered(t *testing.T) {
 	}
 	require.Greater(t, s.db.Metrics().Flush.Count, int64(2), "the recovery flushed")
 	require.NoError(t, s.MarkRecovered())
-	require.False(t, s.tuned, "reopened with Pebble's threshold")
+	require.False(t, s.tuned, "the gate is released")
+	require.Same(t, db, s.db, "the same DB: no reopen")
 	require.Equal(t, state, tableState(t, s))
 	off, err := s.GetOffset(-1)
 	require.NoError(t, err)
 	require.Equal(t, int64(4999), off)
 	checkConsistent(t, s)
-	// Writes after the reopen are indexed and kept.
+	// Writes after the release are indexed and kept.
 	require.NoError(t, s.Set("after", val(at(1), "")))
 	due, err := s.DueOf("after")
 	require.NoError(t, err)
@@ -213,9 +215,49 @@ func TestRecoveryThresholdEndsAtMarkRecovered(t *testing.T) {
 	it, err := s.Iterator()
 	require.NoError(t, err)
 	require.NoError(t, s.MarkRecovered())
-	require.True(t, s.tuned, "kept as it is while an iterator is open")
+	require.False(t, s.tuned, "released with an iterator open")
 	require.True(t, it.Next())
 	require.Equal(t, "a", string(it.Key()))
 	it.Release()
 	require.NoError(t, s.Close())
+}
+
+// The gate holds level 0 back while a tuned store recovers: with random
+// keys flushed ~25 times it grows at least as deep as Pebble lets it under
+// the threshold (a compaction at 2×sublevels ≥ threshold), where Pebble's
+// own threshold compacts at 2. After MarkRecovered, on the same DB, the
+// compactions bring it down, and three more flushes (depth 3, far below
+// the gate's 16) are compacted too.
+func TestRecoveryGateHoldsLevelZero(t *testing.T) {
+	t.Parallel()
+	opts := deferOpts(vfs.NewMem())
+	opts.RecoveryL0CompactionThreshold = 32
+	opts.MemTableSize = 256 << 10
+	s := New("/db", opts)
+	require.NoError(t, s.Open())
+	defer s.Close()
+	rng := rand.New(rand.NewPCG(32, 1))
+	pad := strings.Repeat("r", 300)
+	write := func(n int) (deepest int32) {
+		for i := 0; i < n; i++ {
+			require.NoError(t, s.Set(keyN(rng.IntN(99999)), append(val(at(i%50), "b"), pad...)))
+			if i%100 == 0 {
+				deepest = max(deepest, s.db.Metrics().Levels[0].Sublevels)
+			}
+		}
+		return deepest
+	}
+	held := write(20000)
+	require.NoError(t, s.MarkRecovered())
+	require.Eventually(t, func() bool { return s.db.Metrics().Levels[0].Sublevels < 4 }, 20*time.Second, 20*time.Millisecond,
+		"released, Pebble compacts level 0 down")
+	t.Logf("deepest level 0: %d sublevels while held (threshold 32)", held)
+	require.GreaterOrEqual(t, held, int32(16), "the gate let level 0 grow to threshold/2 before compacting")
+	for range 3 {
+		write(500)
+		require.NoError(t, s.db.Flush())
+	}
+	require.Eventually(t, func() bool { return s.db.Metrics().Levels[0].Sublevels < 2 }, 20*time.Second, 20*time.Millisecond,
+		"released, Pebble compacts level 0 at its own threshold")
+	checkConsistent(t, s)
 }

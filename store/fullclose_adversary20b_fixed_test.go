@@ -13,8 +13,12 @@ import (
 )
 
 // A disk that fills up at the end of a recovery (unsynced writes, the
-// default): the reopen's Close has to write the WAL tail. Promise: ErrFatal,
-// OnFatal once, no crash, no hang.
+// default). Round 20b: the reopen's Close had to write the WAL tail. There
+// is no reopen now (the compaction gate is released on the same DB), so
+// the full disk is met by the next write that reaches it, at the latest
+// Close's sync of the WAL. Promise: no crash, no hang, and the failure is
+// reported (MarkRecovered's ErrFatal, or Close's error), with OnFatal at
+// most once.
 func TestAdv20bFullDiskAtReopen(t *testing.T) {
 	var full atomic.Bool
 	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
@@ -38,16 +42,18 @@ func TestAdv20bFullDiskAtReopen(t *testing.T) {
 	select {
 	case err := <-done:
 		t.Logf("MarkRecovered: %v", err)
-		require.ErrorIs(t, err, ErrFatal)
+		if err != nil {
+			require.ErrorIs(t, err, ErrFatal)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("MarkRecovered hangs on a full disk")
 	}
-	require.Equal(t, int32(1), fatals.Load())
+	require.LessOrEqual(t, fatals.Load(), int32(1))
 	cl := make(chan error, 1)
 	go func() { cl <- s.Close() }()
 	select {
 	case err := <-cl:
-		require.ErrorIs(t, err, ErrFatal)
+		require.ErrorIs(t, err, syscall.ENOSPC, "Close syncs the WAL on the full disk")
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close hangs")
 	}

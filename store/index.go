@@ -563,7 +563,7 @@ func (s *Store) rebuildLocked(indexedUpTo time.Time) error {
 // most of the index pass's cost (docs/performance.md, "Fires before the
 // job view; the index pass as sorted sstables").
 func (s *Store) indexAll(it *pebble.Iterator) (err error) {
-	po := s.pebbleOptions(false)
+	po := s.pebbleOptions(nil)
 	po.EnsureDefaults()
 	wo := po.MakeWriterOptions(0, s.db.TableFormat()) // not WritingToLowestLevel: Pebble picks the level
 	po.Cache.Unref()

@@ -26,11 +26,7 @@ func (s *Store) Written() (Writes, error) {
 		return Writes{}, err
 	}
 	defer s.mu.RUnlock()
-	return s.reopened.add(writesOf(s.db.Metrics())), nil
-}
-
-func (w Writes) add(o Writes) Writes {
-	return Writes{WAL: w.WAL + o.WAL, Flush: w.Flush + o.Flush, Compaction: w.Compaction + o.Compaction}
+	return writesOf(s.db.Metrics()), nil
 }
 
 func writesOf(m *pebble.Metrics) Writes {

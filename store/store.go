@@ -242,12 +242,12 @@ type Store struct {
 	// sizes the key filter by it. Guarded by wmu.
 	recoverySets int64
 	// tuned: the DB was opened with RecoveryL0CompactionThreshold (the
-	// store was empty at Open); MarkRecovered reopens it (untune).
-	// Guarded by mu (write).
+	// store was empty at Open) and its compaction gate still holds;
+	// MarkRecovered releases it (untune). Guarded by mu (write).
 	tuned bool
-	// reopened is what the DB wrote before untune reopened it (Written
-	// adds it, so its counts do not go back). Guarded by mu.
-	reopened Writes
+	// gate is the DB's compaction scheduler when tuned at Open, else nil.
+	// Guarded by mu.
+	gate *compactionGate
 	// batching: Set and Delete add to pending instead of writing one by
 	// one, committed every recoveryBatchBytes (see Options: while goka
 	// replays a changelog into a store that needs no reads to write it).
@@ -390,7 +390,11 @@ func (s *Store) Open() error {
 	if err := fs.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("store: creating %s: %w", s.dir, err)
 	}
-	db, err := s.openDB(tuned)
+	var gate *compactionGate
+	if tuned {
+		gate = newCompactionGate(s.opts.RecoveryL0CompactionThreshold)
+	}
+	db, err := s.openDB(gate)
 	if err != nil {
 		return fmt.Errorf("store: opening pebble at %s: %w", s.dir, err)
 	}
@@ -405,6 +409,7 @@ func (s *Store) Open() error {
 	s.db = db
 	s.opened = true
 	s.tuned = tuned
+	s.gate = gate
 	s.resetCache()
 	s.retireRuns()
 
@@ -510,17 +515,17 @@ func (s *Store) fs() vfs.FS {
 	return s.opts.FS
 }
 
-// openDB opens the DB; recovering: with the recovery's L0 compaction
-// threshold.
-func (s *Store) openDB(recovering bool) (*pebble.DB, error) {
-	po := s.pebbleOptions(recovering)
+// openDB opens the DB; with a gate, as its compaction scheduler (a
+// recovery's).
+func (s *Store) openDB(gate *compactionGate) (*pebble.DB, error) {
+	po := s.pebbleOptions(gate)
 	defer po.Cache.Unref() // the DB holds its own reference
 	return pebble.Open(s.dir, po)
 }
 
 // pebbleOptions are the options the DB is opened with, with a new block
 // cache the caller must Unref.
-func (s *Store) pebbleOptions(recovering bool) *pebble.Options {
+func (s *Store) pebbleOptions(gate *compactionGate) *pebble.Options {
 	size := s.opts.CacheSize
 	if size <= 0 {
 		size = defaultCacheSize
@@ -531,9 +536,11 @@ func (s *Store) pebbleOptions(recovering bool) *pebble.Options {
 		FormatMajorVersion: pebble.FormatNewest,
 		MemTableSize:       s.opts.MemTableSize,
 	}
-	if t := s.opts.RecoveryL0CompactionThreshold; recovering && t > 0 {
-		po.L0CompactionThreshold = t
-		po.L0StopWritesThreshold = max(12, 4*t)
+	if gate != nil {
+		// Pebble's threshold throughout; the gate holds compactions back
+		// during the recovery. Writes stall deeper than the gate opens.
+		po.Experimental.CompactionScheduler = gate
+		po.L0StopWritesThreshold = max(12, 4*gate.threshold)
 	}
 	if s.opts.BloomBitsPerKey > 0 {
 		// L1 to L6 take L0's filter policy (pebble's EnsureDefaults).
@@ -545,66 +552,19 @@ func (s *Store) pebbleOptions(recovering bool) *pebble.Options {
 	return po
 }
 
-// untune reopens a store that was opened with the recovery's L0
-// compaction threshold with Pebble's own, once its recovery is done. The
-// DB is closed (its WAL synced) and opened again on the same files:
-// nothing is lost, and the next compactions bring level 0 down. A store
-// with an iterator open stays as it is (an iterator would not survive
-// the reopen); so does a closed or broken one. A failed reopen is fatal:
-// the store is unusable and the process must restart (OnFatal).
-func (s *Store) untune() error {
-	did, err := s.reopen()
-	// Reported with no lock held: a logger or OnFatal may use the store
-	// (adversary round 20b).
-	switch {
-	case errors.Is(err, errIteratorsOpen):
-		s.logf("store %s: %v at the end of the recovery; keeping the recovery's compaction threshold", s.dir, err)
-		return nil
-	case err != nil:
-		// reopen marked the store broken (under the lock, so that nothing
-		// uses the closed DB); it was not broken before, so this reports
-		// the store's first fatal error.
-		err = fmt.Errorf("%w: %s: reopening after the recovery: %v", ErrFatal, s.dir, err)
-		s.logf("store %s: %v; the process must restart to recover from the changelog", s.dir, err)
-		if s.opts.OnFatal != nil {
-			s.opts.OnFatal(err)
-		}
-		return err
-	case did:
-		s.logf("store %s: recovered; reopened with Pebble's compaction threshold", s.dir)
-	}
-	return nil
-}
-
-var errIteratorsOpen = errors.New("iterators open")
-
-// reopen is untune's reopen, under s.mu; did: it reopened the DB.
-func (s *Store) reopen() (did bool, err error) {
+// untune releases the compaction gate of a store that recovered from an
+// empty directory: from then on Pebble compacts as it would by default,
+// on the same DB (no reopen: closing it waited for running compactions
+// and replayed the WAL, a pause of the partition).
+func (s *Store) untune() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.tuned || s.closed || !s.opened || s.broken.Load() {
-		return false, nil
-	}
-	s.itMu.Lock()
-	open := len(s.iters)
-	s.itMu.Unlock()
-	if open > 0 {
-		return false, fmt.Errorf("%d %w", open, errIteratorsOpen)
-	}
+	gate, tuned := s.gate, s.tuned
 	s.tuned = false
-	s.retireRuns()
-	s.reopened = s.reopened.add(writesOf(s.db.Metrics()))
-	if err := s.db.Close(); err != nil {
-		s.broken.Store(true) // the DB is closed: nothing may use it
-		return false, err
+	s.mu.Unlock()
+	if tuned && gate != nil {
+		gate.release()
+		s.logf("store %s: recovered; compacting at Pebble's threshold", s.dir)
 	}
-	db, err := s.openDB(false)
-	if err != nil {
-		s.broken.Store(true)
-		return false, err
-	}
-	s.db = db
-	return true, nil
 }
 
 // checkFormat writes the index version on a fresh DB and rebuilds the
@@ -1238,9 +1198,7 @@ func (s *Store) MarkRecovered() (err error) {
 	if err := s.endRecovery(); err != nil {
 		return err
 	}
-	if err := s.untune(); err != nil {
-		return err
-	}
+	s.untune()
 	if s.opts.KeyFilter {
 		// An accelerator only: without it reads go to Pebble.
 		if err := s.buildFilter(); err != nil {

@@ -102,6 +102,7 @@ func randHex(n int) string {
 // ticker (the test drives time with Tick) and with its own data dir.
 func (e *Env) Config() instance.Config {
 	return instance.Config{Kafka: e.Kafka, Layout: e.Layout, DataDir: e.T.TempDir(), Clock: instance.Clock{NoTicker: true},
+		Store:  instance.Store{RecoveryL0CompactionThreshold: instance.DefaultRecoveryL0CompactionThreshold},
 		Logger: slog.New(slog.NewTextHandler(testWriter{e.T}, &slog.HandlerOptions{Level: logLevel()}))}
 }
 

@@ -1,0 +1,210 @@
+package store
+
+import (
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// compactionGate is the Pebble compaction scheduler of a store that
+// recovers from an empty directory with a RecoveryL0CompactionThreshold.
+// While it holds, it lets compactions run only once level 0 is as deep as
+// Pebble would have let it grow under that threshold (it picks a level-0
+// compaction at 2×sublevels/threshold ≥ 1). Released (MarkRecovered), it
+// schedules like Pebble's default scheduler: as many compactions as the DB
+// allows. So the recovery compacts out of level 0 less often, as a DB
+// opened with that threshold does, and the store keeps Pebble's own
+// threshold afterwards without closing and reopening the DB (the reopen
+// paused the partition: it waited for running compactions and replayed
+// the WAL).
+//
+// The DB's write stall (L0StopWritesThreshold, opened at four times the
+// threshold) is deeper than the gate, so a stalled DB always finds it
+// open: a held gate never stops writes for good.
+type compactionGate struct {
+	// threshold: while holding, compactions wait until level 0 has
+	// threshold/2 sublevels or more (2×sublevels ≥ threshold).
+	threshold int
+	// tick is how often a waiting compaction is reconsidered.
+	tick time.Duration
+
+	db pebble.DBForCompaction
+	// depth reads level 0's sublevels; set by Register (the DB's Metrics).
+	depth func() int
+
+	mu         sync.Mutex
+	holding    bool
+	running    int
+	granting   bool
+	grantDone  *sync.Cond
+	registered bool
+	gone       bool // unregistered: never call the DB again
+	stop       chan struct{}
+	stopped    chan struct{}
+	poke       chan struct{}
+}
+
+var _ pebble.CompactionScheduler = (*compactionGate)(nil)
+
+func newCompactionGate(threshold int) *compactionGate {
+	g := &compactionGate{
+		threshold: threshold,
+		tick:      100 * time.Millisecond,
+		holding:   true,
+		stop:      make(chan struct{}),
+		stopped:   make(chan struct{}),
+		poke:      make(chan struct{}, 1),
+	}
+	g.grantDone = sync.NewCond(&g.mu)
+	return g
+}
+
+// Register implements pebble.CompactionScheduler: called once when the DB
+// opens.
+func (g *compactionGate) Register(_ int, db pebble.DBForCompaction) {
+	g.mu.Lock()
+	g.db = db
+	if d, ok := db.(*pebble.DB); ok {
+		g.depth = func() int { return int(d.Metrics().Levels[0].Sublevels) }
+	} else {
+		g.depth = func() int { return g.threshold } // never holds back
+	}
+	g.registered = true
+	g.mu.Unlock()
+	go g.loop()
+}
+
+// Unregister implements pebble.CompactionScheduler: called once by the
+// DB's Close; after it returns the gate never calls the DB.
+func (g *compactionGate) Unregister() {
+	g.mu.Lock()
+	registered := g.registered
+	g.mu.Unlock()
+	if registered {
+		close(g.stop)
+		<-g.stopped
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.gone = true
+	for g.granting {
+		g.grantDone.Wait()
+	}
+}
+
+// TrySchedule implements pebble.CompactionScheduler. The DB calls it with
+// its mutex held, so it may not read the DB's metrics: a held gate refuses,
+// and the DB keeps the compaction waiting until the gate grants it.
+func (g *compactionGate) TrySchedule() (bool, pebble.CompactionGrantHandle) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.gone || g.holding {
+		return false, nil
+	}
+	if g.db.GetAllowedWithoutPermission() > g.running {
+		g.running++
+		return true, g
+	}
+	return false, nil
+}
+
+// UpdateGetAllowedWithoutPermission implements pebble.CompactionScheduler.
+func (g *compactionGate) UpdateGetAllowedWithoutPermission() { g.wake() }
+
+// Started, MeasureCPU and CumulativeStats implement
+// pebble.CompactionGrantHandle: no pacing.
+func (g *compactionGate) Started()                                          {}
+func (g *compactionGate) MeasureCPU(pebble.CompactionGoroutineKind)         {}
+func (g *compactionGate) CumulativeStats(pebble.CompactionGrantHandleStats) {}
+
+// Done implements pebble.CompactionGrantHandle: a compaction ended.
+func (g *compactionGate) Done() {
+	g.mu.Lock()
+	g.running--
+	g.mu.Unlock()
+	g.grant()
+}
+
+// release opens the gate for good (the recovery is done) and grants what
+// waits.
+func (g *compactionGate) release() {
+	g.mu.Lock()
+	g.holding = false
+	g.mu.Unlock()
+	g.wake()
+}
+
+// held reports whether the gate still holds compactions back.
+func (g *compactionGate) held() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.holding
+}
+
+func (g *compactionGate) wake() {
+	select {
+	case g.poke <- struct{}{}:
+	default:
+	}
+}
+
+func (g *compactionGate) loop() {
+	defer close(g.stopped)
+	t := time.NewTicker(g.tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-t.C:
+		case <-g.poke:
+		}
+		g.grant()
+	}
+}
+
+// grant lets waiting compactions run, up to what the DB allows, unless the
+// gate holds and level 0 is not yet deep enough. Called without the DB's
+// locks (the loop, Done).
+func (g *compactionGate) grant() {
+	g.mu.Lock()
+	for g.granting {
+		g.grantDone.Wait()
+	}
+	if g.gone {
+		g.mu.Unlock()
+		return
+	}
+	allowed := g.db.GetAllowedWithoutPermission() - g.running
+	holding, depth := g.holding, g.depth
+	if allowed <= 0 {
+		g.mu.Unlock()
+		return
+	}
+	g.granting = true
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.granting = false
+		g.grantDone.Broadcast()
+		g.mu.Unlock()
+	}()
+	for first := true; allowed > 0; allowed-- {
+		if waiting, _ := g.db.GetWaitingCompaction(); !waiting {
+			return
+		}
+		// Level 0's depth is read only when a compaction waits (the
+		// DB's metrics take its mutex and copy every level's).
+		if first && holding && 2*depth() < g.threshold {
+			return
+		}
+		first = false
+		if !g.db.Schedule(g) {
+			return
+		}
+		g.mu.Lock()
+		g.running++
+		g.mu.Unlock()
+	}
+}
