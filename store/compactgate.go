@@ -30,8 +30,9 @@ type compactionGate struct {
 	tick time.Duration
 
 	db pebble.DBForCompaction
-	// depth reads level 0's sublevels; set by Register (the DB's Metrics).
-	depth func() int
+	// level0 reads level 0's sublevels and files; set by Register (the
+	// DB's Metrics).
+	level0 func() (sublevels int, files int64)
 
 	mu         sync.Mutex
 	holding    bool
@@ -66,9 +67,12 @@ func (g *compactionGate) Register(_ int, db pebble.DBForCompaction) {
 	g.mu.Lock()
 	g.db = db
 	if d, ok := db.(*pebble.DB); ok {
-		g.depth = func() int { return int(d.Metrics().Levels[0].Sublevels) }
+		g.level0 = func() (int, int64) {
+			l := d.Metrics().Levels[0]
+			return int(l.Sublevels), l.TablesCount
+		}
 	} else {
-		g.depth = func() int { return g.threshold } // never holds back
+		g.level0 = func() (int, int64) { return g.threshold, 0 } // never holds back
 	}
 	g.registered = true
 	g.mu.Unlock()
@@ -126,6 +130,33 @@ func (g *compactionGate) Done() {
 	g.grant()
 }
 
+// deep: level 0 needs a compaction under the gate's threshold, by
+// Pebble's rule for a threshold (its L0 score: 2×sublevels/threshold, or
+// files/L0CompactionFileThreshold when larger, at least 1). Files count
+// when keys come in order: flushed files that do not overlap stay one
+// sublevel (adversary round 60: ascending keys kept every flush in level
+// 0 until the recovery ended).
+func (g *compactionGate) deep(sublevels int, files int64) bool {
+	return 2*sublevels >= g.threshold || files >= l0CompactionFileThreshold
+}
+
+// l0CompactionFileThreshold is Pebble's default L0CompactionFileThreshold
+// (the store does not set it).
+const l0CompactionFileThreshold = 500
+
+// abandon stops a gate whose DB failed to open: Pebble registers the
+// scheduler before its Open can still fail, and never unregisters it
+// then (adversary round 60: each failed Open left a loop polling the
+// half-opened DB).
+func (g *compactionGate) abandon() {
+	g.mu.Lock()
+	registered := g.registered && !g.gone
+	g.mu.Unlock()
+	if registered {
+		g.Unregister()
+	}
+}
+
 // release opens the gate for good (the recovery is done) and grants what
 // waits.
 func (g *compactionGate) release() {
@@ -177,7 +208,7 @@ func (g *compactionGate) grant() {
 		return
 	}
 	allowed := g.db.GetAllowedWithoutPermission() - g.running
-	holding, depth := g.holding, g.depth
+	holding, level0 := g.holding, g.level0
 	if allowed <= 0 {
 		g.mu.Unlock()
 		return
@@ -194,9 +225,9 @@ func (g *compactionGate) grant() {
 		if waiting, _ := g.db.GetWaitingCompaction(); !waiting {
 			return
 		}
-		// Level 0's depth is read only when a compaction waits (the
-		// DB's metrics take its mutex and copy every level's).
-		if first && holding && 2*depth() < g.threshold {
+		// Level 0 is read only when a compaction waits (the DB's
+		// metrics take its mutex and copy every level's).
+		if first && holding && !g.deep(level0()) {
 			return
 		}
 		first = false

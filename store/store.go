@@ -520,7 +520,11 @@ func (s *Store) fs() vfs.FS {
 func (s *Store) openDB(gate *compactionGate) (*pebble.DB, error) {
 	po := s.pebbleOptions(gate)
 	defer po.Cache.Unref() // the DB holds its own reference
-	return pebble.Open(s.dir, po)
+	db, err := pebble.Open(s.dir, po)
+	if err != nil && gate != nil {
+		gate.abandon()
+	}
+	return db, err
 }
 
 // pebbleOptions are the options the DB is opened with, with a new block
