@@ -173,7 +173,7 @@ func TestRecoveryThresholdEndsAtMarkRecovered(t *testing.T) {
 	opts.MemTableSize = 1 << 20 // several flushes below
 	s := New("/db", opts)
 	require.NoError(t, s.Open())
-	require.True(t, s.tuned)
+	require.True(t, s.tuned())
 	db := s.db
 	state := map[string]string{}
 	pad := strings.Repeat("x", 1000)
@@ -186,7 +186,7 @@ func TestRecoveryThresholdEndsAtMarkRecovered(t *testing.T) {
 	}
 	require.Greater(t, s.db.Metrics().Flush.Count, int64(2), "the recovery flushed")
 	require.NoError(t, s.MarkRecovered())
-	require.False(t, s.tuned, "the gate is released")
+	require.False(t, s.tuned(), "the gate is released")
 	require.Same(t, db, s.db, "the same DB: no reopen")
 	require.Equal(t, state, tableState(t, s))
 	off, err := s.GetOffset(-1)
@@ -202,7 +202,7 @@ func TestRecoveryThresholdEndsAtMarkRecovered(t *testing.T) {
 
 	s = New("/db", opts)
 	require.NoError(t, s.Open())
-	require.False(t, s.tuned, "a store with data at Open is not tuned")
+	require.False(t, s.tuned(), "a store with data at Open is not tuned")
 	state["after"] = string(val(at(1), ""))
 	require.Equal(t, state, tableState(t, s))
 	require.NoError(t, s.Close())
@@ -210,12 +210,12 @@ func TestRecoveryThresholdEndsAtMarkRecovered(t *testing.T) {
 	// An iterator open at MarkRecovered.
 	s = New("/other", opts)
 	require.NoError(t, s.Open())
-	require.True(t, s.tuned)
+	require.True(t, s.tuned())
 	require.NoError(t, s.Set("a", val(at(1), "")))
 	it, err := s.Iterator()
 	require.NoError(t, err)
 	require.NoError(t, s.MarkRecovered())
-	require.False(t, s.tuned, "released with an iterator open")
+	require.False(t, s.tuned(), "released with an iterator open")
 	require.True(t, it.Next())
 	require.Equal(t, "a", string(it.Key()))
 	it.Release()

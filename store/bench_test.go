@@ -137,7 +137,7 @@ func BenchmarkRecoveryReplay(b *testing.B) {
 			}
 			// MarkRecovered may reopen the DB (new metrics): count both.
 			compacted := s.db.Metrics().Total().TableBytesCompacted
-			reopened := s.tuned
+			reopened := s.tuned()
 			if err := s.MarkRecovered(); err != nil {
 				b.Fatal(err)
 			}

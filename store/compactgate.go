@@ -24,7 +24,8 @@ import (
 // open: a held gate never stops writes for good.
 type compactionGate struct {
 	// threshold: while holding, compactions wait until level 0 has
-	// threshold/2 sublevels or more (2×sublevels ≥ threshold).
+	// threshold/2 sublevels or more (2×sublevels ≥ threshold), or
+	// l0CompactionFileThreshold files (deep).
 	threshold int
 	// tick is how often a waiting compaction is reconsidered.
 	tick time.Duration
@@ -158,12 +159,14 @@ func (g *compactionGate) abandon() {
 }
 
 // release opens the gate for good (the recovery is done) and grants what
-// waits.
-func (g *compactionGate) release() {
+// waits; it reports whether the gate held until then.
+func (g *compactionGate) release() bool {
 	g.mu.Lock()
+	was := g.holding
 	g.holding = false
 	g.mu.Unlock()
 	g.wake()
+	return was
 }
 
 // held reports whether the gate still holds compactions back.

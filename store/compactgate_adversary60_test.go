@@ -135,7 +135,7 @@ func TestAdv60OpenCloseLeavesNoGateLoop(t *testing.T) {
 		opts.MemTableSize = 64 << 10
 		s := New("/db", opts)
 		require.NoError(t, s.Open())
-		require.True(t, s.tuned)
+		require.True(t, s.tuned())
 		n := rng.IntN(4000)
 		for j := 0; j < n; j++ {
 			require.NoError(t, s.Set(keyN(rng.IntN(2000)), append(val(at(j%77), "b"), randPad(rng, 200)...)))
@@ -174,7 +174,7 @@ func TestAdv60OpenCloseLeavesNoGateLoop(t *testing.T) {
 		// Reopened on the same directory: not gated.
 		s2 := New("/db", opts)
 		require.NoError(t, s2.Open())
-		require.False(t, s2.tuned, "a directory with a DB is not gated")
+		require.False(t, s2.tuned(), "a directory with a DB is not gated")
 		require.NoError(t, s2.MarkRecovered())
 		checkConsistent(t, s2)
 		require.NoError(t, s2.Close())

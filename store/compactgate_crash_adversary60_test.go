@@ -56,7 +56,7 @@ func adv60CrashAroundTheGate(t *testing.T, seed uint64) {
 	}
 	s := New("/db", optsOf(fs))
 	require.NoError(t, s.Open())
-	require.True(t, s.tuned)
+	require.True(t, s.tuned())
 	state := map[string]string{}
 	states := []map[string]string{maps.Clone(state)}
 	pad := string(randPad(rng, 800))

@@ -105,7 +105,7 @@ func TestAdv60NeverRecoveredStoreWorks(t *testing.T) {
 	require.NoError(t, s.Close())
 	s2 := New("/db", opts)
 	require.NoError(t, s2.Open())
-	require.False(t, s2.tuned)
+	require.False(t, s2.tuned())
 	require.Equal(t, state, tableState(t, s2))
 	off, err = s2.GetOffset(-1)
 	require.NoError(t, err)

@@ -66,7 +66,7 @@ func TestAdv60GateStress(t *testing.T) {
 				RecoveryL0CompactionThreshold: tc.t, MemTableSize: tc.mem}
 			s := New("/db", opts)
 			require.NoError(t, s.Open())
-			require.True(t, s.tuned)
+			require.True(t, s.tuned())
 			var (
 				wg       sync.WaitGroup
 				stop     atomic.Bool
@@ -142,7 +142,7 @@ func TestAdv60GateStress(t *testing.T) {
 			time.Sleep(500 * time.Millisecond)
 			if tc.mark {
 				fail(s.MarkRecovered())
-				require.False(t, s.tuned)
+				require.False(t, s.tuned())
 			}
 			time.Sleep(1500 * time.Millisecond)
 			// Close while the writers run.
@@ -165,7 +165,7 @@ func TestAdv60GateStress(t *testing.T) {
 			// Reopened on the same directory (not empty: not gated).
 			s2 := New("/db", opts)
 			require.NoError(t, s2.Open())
-			require.False(t, s2.tuned)
+			require.False(t, s2.tuned())
 			if !tc.mark {
 				require.NoError(t, s2.MarkRecovered())
 			}

@@ -45,7 +45,7 @@ func adv20bCrashDuringReopen(t *testing.T, seed uint64) {
 	}
 	s := New("/db", optsOf(fs))
 	require.NoError(t, s.Open())
-	require.True(t, s.tuned)
+	require.True(t, s.tuned())
 	state := map[string]string{}
 	states := []map[string]string{maps.Clone(state)}
 	pad := strings.Repeat("p", 500)
@@ -71,7 +71,7 @@ func adv20bCrashDuringReopen(t *testing.T, seed uint64) {
 	during.Store(true)
 	require.NoError(t, s.MarkRecovered())
 	during.Store(false)
-	require.False(t, s.tuned)
+	require.False(t, s.tuned())
 	require.NoError(t, s.Close())
 	t.Logf("%d crash points", len(clones))
 	for ci, c := range clones {

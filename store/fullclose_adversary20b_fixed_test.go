@@ -31,7 +31,7 @@ func TestAdv20bFullDiskAtReopen(t *testing.T) {
 	opts := Options{FS: fs, Logger: quiet, RecoveryL0CompactionThreshold: 16, OnFatal: func(error) { fatals.Add(1) }}
 	s := New("/db", opts)
 	require.NoError(t, s.Open())
-	require.True(t, s.tuned)
+	require.True(t, s.tuned())
 	for i := 0; i < 100; i++ {
 		require.NoError(t, s.Set(fmt.Sprintf("k%03d", i), []byte("v")))
 		require.NoError(t, s.SetOffset(int64(i)))

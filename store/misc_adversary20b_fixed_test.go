@@ -24,7 +24,7 @@ func TestAdv20bWrittenMonotonic(t *testing.T) {
 	before, err := s.Written()
 	require.NoError(t, err)
 	require.NoError(t, s.MarkRecovered())
-	require.False(t, s.tuned)
+	require.False(t, s.tuned())
 	after, err := s.Written()
 	require.NoError(t, err)
 	t.Logf("before %+v after %+v", before, after)

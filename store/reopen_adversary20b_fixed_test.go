@@ -43,7 +43,7 @@ func TestAdv20bRecoveryEndOpensNothing(t *testing.T) {
 	}
 	s = New("/db", opts)
 	require.NoError(t, s.Open())
-	require.True(t, s.tuned)
+	require.True(t, s.tuned())
 	for i := 0; i < 10; i++ {
 		require.NoError(t, s.Set(keyN(i), val(at(i), "b")))
 		require.NoError(t, s.SetOffset(int64(i)))
@@ -57,7 +57,7 @@ func TestAdv20bRecoveryEndOpensNothing(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("MarkRecovered hangs")
 	}
-	require.False(t, s.tuned)
+	require.False(t, s.tuned())
 	require.Zero(t, fatals.Load())
 	v, err := s.Get(keyN(1))
 	require.NoError(t, err)

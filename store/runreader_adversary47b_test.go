@@ -35,7 +35,7 @@ func TestAdversary47HeldTunedLifecycle(t *testing.T) {
 		Logger: func(f string, a ...any) { mu.Lock(); logged = append(logged, fmt.Sprintf(f, a...)); mu.Unlock() }})
 	s.filterMin = 16
 	require.NoError(t, s.Open())
-	require.True(t, s.tuned)
+	require.True(t, s.tuned())
 	keys := adv47Keys(300)
 	model := map[string]string{}
 	for i, k := range keys {
@@ -55,7 +55,7 @@ func TestAdversary47HeldTunedLifecycle(t *testing.T) {
 	}
 	require.True(t, adv47ItOpen(s), "the run reader holds an iterator")
 	require.NoError(t, s.MarkRecovered())
-	require.False(t, s.tuned, "MarkRecovered did not release the gate; logged: %q", logged)
+	require.False(t, s.tuned(), "MarkRecovered did not release the gate; logged: %q", logged)
 	hits := s.RunHits()
 	for i, k := range keys {
 		v, err := s.Get(k)

@@ -76,12 +76,13 @@ type Options struct {
 	// equal write rates and equal sizes do that in lockstep, so the
 	// scheduler staggers the sizes of its partition stores.
 	MemTableSize uint64
-	// RecoveryL0CompactionThreshold is how many sublevels of level 0
-	// (roughly, flushed memtables not yet compacted) Pebble lets build up
-	// before it compacts them into the next level, while a store that was
-	// empty at Open recovers (until MarkRecovered, which then reopens the
-	// DB with Pebble's default of 4); 0: Pebble's default throughout.
-	// Writes stall at four times it (at least Pebble's 12). A recovery
+	// RecoveryL0CompactionThreshold is the Pebble level-0 compaction
+	// threshold a store that was empty at Open compacts under while it
+	// recovers: its compaction gate (compactgate.go) lets a compaction run
+	// once level 0 has half as many sublevels (roughly, flushed memtables
+	// not yet compacted) or 500 files, until MarkRecovered releases it on
+	// the same DB; 0: Pebble's default, 4, throughout. Writes stall at
+	// four times it (at least Pebble's 12), for the life of the DB. A recovery
 	// writes keys in no order, so every compaction out of level 0 rewrites
 	// most of the next level: a higher threshold compacts less often and
 	// less in all (BenchmarkRecoveryReplay). It is not kept afterwards:
@@ -241,12 +242,9 @@ type Store struct {
 	// table holds more keys than were written to it, so MarkRecovered
 	// sizes the key filter by it. Guarded by wmu.
 	recoverySets int64
-	// tuned: the DB was opened with RecoveryL0CompactionThreshold (the
-	// store was empty at Open) and its compaction gate still holds;
-	// MarkRecovered releases it (untune). Guarded by mu (write).
-	tuned bool
-	// gate is the DB's compaction scheduler when tuned at Open, else nil.
-	// Guarded by mu.
+	// gate is the DB's compaction scheduler when the store was empty at
+	// Open with a RecoveryL0CompactionThreshold, else nil; MarkRecovered
+	// releases it (untune). Guarded by mu.
 	gate *compactionGate
 	// batching: Set and Delete add to pending instead of writing one by
 	// one, committed every recoveryBatchBytes (see Options: while goka
@@ -408,7 +406,6 @@ func (s *Store) Open() error {
 	}
 	s.db = db
 	s.opened = true
-	s.tuned = tuned
 	s.gate = gate
 	s.resetCache()
 	s.retireRuns()
@@ -561,14 +558,20 @@ func (s *Store) pebbleOptions(gate *compactionGate) *pebble.Options {
 // on the same DB (no reopen: closing it waited for running compactions
 // and replayed the WAL, a pause of the partition).
 func (s *Store) untune() {
-	s.mu.Lock()
-	gate, tuned := s.gate, s.tuned
-	s.tuned = false
-	s.mu.Unlock()
-	if tuned && gate != nil {
-		gate.release()
+	s.mu.RLock()
+	gate := s.gate
+	s.mu.RUnlock()
+	if gate != nil && gate.release() {
 		s.logf("store %s: recovered; compacting at Pebble's threshold", s.dir)
 	}
+}
+
+// tuned reports whether the store's compaction gate still holds (the
+// store was empty at Open and has not been marked recovered).
+func (s *Store) tuned() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.gate != nil && s.gate.held()
 }
 
 // checkFormat writes the index version on a fresh DB and rebuilds the

@@ -38,7 +38,7 @@ func TestAdv20bUnlistableNonEmptyDirIsTuned(t *testing.T) {
 	v, err := s.Get("a")
 	require.NoError(t, err)
 	require.NotNil(t, v, "the store holds data")
-	require.False(t, s.tuned, "a store opened on a non-empty directory is never tuned")
+	require.False(t, s.tuned(), "a store opened on a non-empty directory is never tuned")
 }
 
 // Concurrent callers while MarkRecovered reopens the DB.
