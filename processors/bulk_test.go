@@ -133,7 +133,7 @@ func TestBulkPauseResumeDelete(t *testing.T) {
 	// job against the oracle and that the commands read are commands more
 	// than the shards' counts of the operation; it returns the counts.
 	run := func(bt codecs.BucketTrigger, actor string, others []codecs.BucketTrigger, commands int64) (matched, changed int64) {
-		before := len(commandRecords(jobs))
+		before := len(jobs.Commands())
 		for _, o := range others {
 			send(o, actor)
 		}
@@ -145,7 +145,7 @@ func TestBulkPauseResumeDelete(t *testing.T) {
 		env.WaitApplied()
 		require.NoError(t, check())
 		testenv.Eventually(t, time.Minute, func() error {
-			if n := int64(len(commandRecords(jobs)) - before); n != changed+commands {
+			if n := int64(len(jobs.Commands()) - before); n != changed+commands {
 				return fmt.Errorf("read %d commands, want %d", n, changed+commands)
 			}
 			return nil
@@ -174,12 +174,12 @@ func TestBulkPauseResumeDelete(t *testing.T) {
 	active, paused := codecs.StatusActive, codecs.StatusPaused
 
 	// Pause the bucket "fleet": its active jobs, of both tenants.
-	commandsBefore = len(commandRecords(jobs))
+	commandsBefore = len(jobs.Commands())
 	wm, wc := select_(inFleet, []codecs.Status{active}, paused)
 	m, c := run(codecs.BucketTrigger{Op: codecs.BulkPause, Bucket: "fleet", Note: "maintenance INC-7", TriggerID: "pause-fleet"}, "ops-token", nil, 0)
 	require.Equal(t, [2]int64{wm, wc}, [2]int64{m, c}, "matched and changed")
 	require.NotZero(t, c)
-	for _, r := range commandRecords(jobs)[commandsBefore:] {
+	for _, r := range jobs.Commands()[commandsBefore:] {
 		rec, err := record(string(r.Key))
 		require.NoError(t, err)
 		// The command is conditional on the version the walk saw (the
@@ -261,18 +261,18 @@ func TestBulkSurvivesHandover(t *testing.T) {
 	}
 	env.ProduceMany(string(env.Layout.Jobs()), keys, values, t0)
 	env.WaitApplied()
-	before := len(commandRecords(jobs))
+	before := len(jobs.Commands())
 	v, err := codecs.EncodeBucketTrigger(codecs.BucketTrigger{Op: codecs.BulkPause, Bucket: "big", TriggerID: "handover"})
 	require.NoError(t, err)
 	env.Produce(string(env.Layout.BucketTriggers()), "big", v, t0.Add(time.Minute))
 	testenv.Eventually(t, time.Minute, func() error {
-		if len(commandRecords(jobs)) < before+10 {
-			return fmt.Errorf("%d commands so far", len(commandRecords(jobs))-before)
+		if len(jobs.Commands()) < before+10 {
+			return fmt.Errorf("%d commands so far", len(jobs.Commands())-before)
 		}
 		return nil
 	})
 	a.Stop()
-	stopped := len(commandRecords(jobs)) - before
+	stopped := len(jobs.Commands()) - before
 	t.Logf("first instance stopped after %d of the bulk commands", stopped)
 	cfgB := env.Config()
 	cfgB.Fanout.ChunkSize = 2
@@ -322,7 +322,7 @@ func TestBulkSurvivesHandover(t *testing.T) {
 		return nil
 	})
 	sent := map[string]int{}
-	for _, r := range commandRecords(jobs)[before:] {
+	for _, r := range jobs.Commands()[before:] {
 		require.Regexp(t, `^\{"v":1,"op":"pause","if_version":[0-9]+\}$`, string(r.Value))
 		sent[string(r.Key)]++
 	}
@@ -442,18 +442,6 @@ func TestBulkQueueFull(t *testing.T) {
 	})
 	env.WaitApplied()
 	testenv.Eventually(t, time.Minute, status(codecs.StatusPaused))
-}
-
-// commandRecords returns the records on chronos-jobs c has collected,
-// without the bulk operations' barriers (keyed by a shard key).
-func commandRecords(c *testenv.Collector) []*kgo.Record {
-	var out []*kgo.Record
-	for _, r := range c.Records() {
-		if !strings.HasPrefix(string(r.Key), topology.ShardKeyPrefix) {
-			out = append(out, r)
-		}
-	}
-	return out
 }
 
 // TestBulkOrderWithOneKey: a pause of bucket "o" and then a resume of
@@ -656,7 +644,7 @@ func TestBulkResentWhileInProgress(t *testing.T) {
 	env.WaitConsumed(string(env.Layout.SchedulerGroup()), string(env.Layout.SchedulerLoop()), time.Minute)
 	env.WaitApplied()
 	var sent int
-	for _, r := range commandRecords(pauses) {
+	for _, r := range pauses.Commands() {
 		if string(r.Key) == "r-0000" {
 			t.Logf("r-0000 command at offset %d: %s", r.Offset, r.Value)
 			if strings.Contains(string(r.Value), `"op":"pause"`) {
@@ -705,7 +693,7 @@ func TestBulkReplayedContinuationRunsNoChunkTwice(t *testing.T) {
 	env.WaitConsumed(string(env.Layout.SchedulerGroup()), string(env.Layout.SchedulerLoop()), time.Minute)
 	env.WaitApplied()
 	var sent int
-	for _, r := range commandRecords(cmds) {
+	for _, r := range cmds.Commands() {
 		if strings.Contains(string(r.Value), `"op":"pause"`) {
 			sent++
 		}
@@ -843,7 +831,7 @@ func TestBulkDeleteLosesToARePut(t *testing.T) {
 		version[id(i)] = record(id(i)).Version
 	}
 	testenv.Eventually(t, time.Minute, func() error {
-		if got := len(commandRecords(jobs)); got != n {
+		if got := len(jobs.Commands()); got != n {
 			return fmt.Errorf("read %d of the %d puts", got, n)
 		}
 		return nil
@@ -922,7 +910,7 @@ func TestBulkDeleteLosesToARePut(t *testing.T) {
 	var changed, skipped int64
 	var recs []*kgo.Record
 	testenv.Eventually(t, time.Minute, func() error {
-		recs = commandRecords(jobs)[start:]
+		recs = jobs.Commands()[start:]
 		var bulk int64
 		for _, r := range recs {
 			if len(r.Headers) > 0 && strings.Contains(string(r.Value), `"op":"delete"`) {

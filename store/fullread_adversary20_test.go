@@ -33,7 +33,7 @@ import (
 // indexes during a recovery still does. Nothing in Chronos reads a
 // recovering table (goka's view refuses Get until it has recovered, and a
 // processor's callbacks run after), and on a full disk the recovery's own
-// writes end the process the same way (processors/diskfull_test.go). A
+// writes end the process the same way (processors/faults/diskfull_test.go). A
 // read that does not commit would need the batch indexed (Pebble's indexed
 // batch) and every read path to read through it.
 func TestAdversary20ReadOnFullDiskKillsProcess(t *testing.T) {

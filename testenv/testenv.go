@@ -232,6 +232,19 @@ func (c *Collector) Records() []*kgo.Record {
 	return append([]*kgo.Record(nil), c.recs...)
 }
 
+// Commands returns the records of a collector on chronos-jobs that are job
+// commands: what has arrived so far without the bulk operations' barriers
+// (keyed by a shard key, topology.ShardKeyPrefix).
+func (c *Collector) Commands() []*kgo.Record {
+	var out []*kgo.Record
+	for _, r := range c.Records() {
+		if !strings.HasPrefix(string(r.Key), topology.ShardKeyPrefix) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Len returns how many records have arrived.
 func (c *Collector) Len() int {
 	c.mu.Lock()

@@ -1,6 +1,7 @@
 // Package racelists checks that the race step of .ci/run names every test
-// that starts goroutines of its own in the five packages it runs by name
-// (processors/scheduler, store, cmd/chronos, schedule, processors): the step
+// that starts goroutines of its own in the packages it runs by name
+// (processors/scheduler, store, cmd/chronos, schedule, and processors with
+// processors/faults and processors/heldwrites under one list): the step
 // runs only those there, so a new such test left out of its list would never
 // run under the race detector. It also checks that the package the step
 // leaves out as pure functions (codecs) starts none in its tests.
@@ -21,11 +22,13 @@ import (
 // lists maps each package directory to the shell variable of .ci/run that
 // holds its -run pattern.
 var lists = map[string]string{
-	"processors/scheduler": "race_scheduler",
-	"store":                "race_store",
-	"cmd/chronos":          "race_cmd",
-	"schedule":             "race_schedule",
-	"processors":           "race_processors",
+	"processors/scheduler":  "race_scheduler",
+	"store":                 "race_store",
+	"cmd/chronos":           "race_cmd",
+	"schedule":              "race_schedule",
+	"processors":            "race_processors",
+	"processors/faults":     "race_processors",
+	"processors/heldwrites": "race_processors",
 }
 
 func TestRaceListsNameEveryTestThatStartsGoroutines(t *testing.T) {

@@ -1,4 +1,4 @@
-package processors_test
+package faults_test
 
 import (
 	"encoding/json"
@@ -68,7 +68,7 @@ func TestBulkKill9Finishes(t *testing.T) {
 	}
 	paused := func() int {
 		var c int
-		for _, r := range commandRecords(jobs) {
+		for _, r := range jobs.Commands() {
 			if strings.Contains(string(r.Value), `"op":"pause"`) {
 				c++
 			}

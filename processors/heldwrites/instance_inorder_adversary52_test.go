@@ -1,4 +1,4 @@
-package processors_test
+package heldwrites_test
 
 // Adversary round 52: the processors' InOrder producer and CommitOrder
 // barriers (instance.supervise) on a real instance, with a scheduler

@@ -1,4 +1,4 @@
-package processors_test
+package heldwrites_test
 
 // Adversary round 51: what CommitOrder's barriers pin while the head
 // record waits.

@@ -1,4 +1,4 @@
-package processors_test
+package faults_test
 
 import (
 	"context"

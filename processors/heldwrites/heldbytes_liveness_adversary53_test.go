@@ -1,4 +1,4 @@
-package processors_test
+package heldwrites_test
 
 // Adversary round 53: liveness and accounting of clients.MaxHeldBytes on a
 // group of two partitions wired as Chronos's: two rounds of a held table

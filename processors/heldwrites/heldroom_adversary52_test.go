@@ -1,4 +1,4 @@
-package processors_test
+package heldwrites_test
 
 // Adversary round 52: a callback waiting for room (clients.MaxHeldCommits
 // commits held behind one record the broker holds) when its partition

@@ -1,4 +1,4 @@
-package processors_test
+package heldwrites_test
 
 // Adversary round 54: inputs.Policy's bound on rejects in flight
 // (MaxRejectsInFlight, MaxRejectBytesInFlight) and the decoder's header

@@ -1,4 +1,4 @@
-package processors_test
+package heldwrites_test
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package processors_test
+package heldwrites_test
 
 // Adversary round 55: inputs.Policy's stall check (RejectStall) on real
 // instances on the embedded broker.

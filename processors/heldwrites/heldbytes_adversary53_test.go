@@ -1,4 +1,4 @@
-package processors_test
+package heldwrites_test
 
 // Adversary round 53: clients.MaxHeldBytes (32 MiB of held inputs a
 // group). A processor wired as every Chronos group is (clients.Input,

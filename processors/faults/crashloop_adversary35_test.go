@@ -1,6 +1,6 @@
 //go:build adversary35
 
-package processors_test
+package faults_test
 
 import (
 	"encoding/json"

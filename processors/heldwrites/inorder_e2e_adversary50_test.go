@@ -1,4 +1,4 @@
-package processors_test
+package heldwrites_test
 
 // Adversary round 50: clients.InOrder end to end, with goka v1.1.16,
 // sarama and the embedded broker (kfake).
