@@ -119,7 +119,7 @@ type History struct {
 // DefaultRecoveryL0CompactionThreshold is the default of
 // Store.RecoveryL0CompactionThreshold (docs/configuration.md gives the
 // measurements behind it).
-const DefaultRecoveryL0CompactionThreshold = 16
+const DefaultRecoveryL0CompactionThreshold = 32
 
 // DefaultHistoryCacheBytes is the default of History.CacheBytes.
 const DefaultHistoryCacheBytes = 192 << 20
