@@ -238,23 +238,31 @@ func TestRecoveryGateHoldsLevelZero(t *testing.T) {
 	defer s.Close()
 	rng := rand.New(rand.NewPCG(32, 1))
 	pad := strings.Repeat("r", 300)
-	write := func(n int) (deepest int32) {
-		for i := 0; i < n; i++ {
+	// write writes n records, or until level 0 has reached `until`
+	// sublevels (0: all n), and returns the deepest level 0 it saw.
+	write := func(n int, until int32) (deepest int32) {
+		for i := 0; i < n && (until == 0 || deepest < until); i++ {
 			require.NoError(t, s.Set(keyN(rng.IntN(99999)), append(val(at(i%50), "b"), pad...)))
-			if i%100 == 0 {
+			if i%50 == 0 {
 				deepest = max(deepest, s.db.Metrics().Levels[0].Sublevels)
 			}
 		}
 		return deepest
 	}
-	held := write(20000)
+	// Until level 0 is 16 sublevels deep (the gate's threshold/2), or
+	// 200,000 writes (~50 MiB): 20,000 writes were not always enough when
+	// flushes lag behind the writer (GOMAXPROCS=1, a loaded CI machine)
+	// and Pebble flushes several memtables into one file. Without the
+	// gate (threshold 0) level 0 reached 12 at most: Pebble compacts from
+	// 2 sublevels on, and falls only that far behind this writer.
+	held := write(200000, 16)
 	require.NoError(t, s.MarkRecovered())
 	require.Eventually(t, func() bool { return s.db.Metrics().Levels[0].Sublevels < 4 }, 20*time.Second, 20*time.Millisecond,
 		"released, Pebble compacts level 0 down")
 	t.Logf("deepest level 0: %d sublevels while held (threshold 32)", held)
 	require.GreaterOrEqual(t, held, int32(16), "the gate let level 0 grow to threshold/2 before compacting")
 	for range 3 {
-		write(500)
+		write(500, 0)
 		require.NoError(t, s.db.Flush())
 	}
 	require.Eventually(t, func() bool { return s.db.Metrics().Levels[0].Sublevels < 2 }, 20*time.Second, 20*time.Millisecond,
