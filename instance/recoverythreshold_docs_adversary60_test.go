@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Promise 6: the flag's default (16 then, 32 since 2026-12-06's second
-// change) is the docs' and the store is no longer reopened
-// at the end of its recovery (59a2e1e); the reference table says so, and
+// Promise 6: the reference table gives the flag's default (16 when round
+// 60 ran, 32 since d982142), the store is no longer reopened at the end of
+// its recovery (59a2e1e), and
 // the other docs that name the flag do not still call it off by default or
 // describe the reopen.
 func TestAdv60RecoveryThresholdDocsMatchTheDefault(t *testing.T) {
