@@ -837,6 +837,50 @@ func JobStatus(b []byte) (Status, bool) {
 	return Status(b[2+n]), true
 }
 
+// JobBucket reads only the bucket of an encoded job record, without
+// decoding the rest (the job view's bucket index, which reads every record
+// at the end of a recovery: a full decode was half of that pass). ok is
+// false for anything that is not a job record of a known format, or is
+// cut before its bucket. It does not check the fields after the bucket:
+// a record corrupt past it still gives its bucket, where DecodeJobRecord
+// fails (FuzzJobBucket: whatever DecodeJobRecord reads, JobBucket reads
+// the same bucket).
+func JobBucket(b []byte) (bucket []byte, ok bool) {
+	if len(b) < 2 || b[0] != tagJob || !knownFormat(b[1]) {
+		return nil, false
+	}
+	rd := reader{b: b[2:]}
+	rd.uvarint()  // version
+	rd.byte()     // status
+	rd.bytes()    // cron
+	rd.varint()   // every
+	rd.skipTime() // at
+	rd.bytes()    // tz
+	rd.skipTime() // start
+	rd.skipTime() // end
+	rd.bytes()    // payload
+	bucket = rd.bytes()
+	return bucket, rd.err == nil
+}
+
+// skipTime reads past a time as time does, without building it.
+func (r *reader) skipTime() {
+	switch r.byte() {
+	case 0:
+	case 1:
+		r.varint()
+	case 2:
+		r.varint()
+		if ns := r.uvarint(); r.err == nil && ns >= 1e9 {
+			r.err = errors.New("bad nanoseconds")
+		}
+	default:
+		if r.err == nil {
+			r.err = errors.New("bad time flag")
+		}
+	}
+}
+
 // readShardFormat4 reads what format 4 of a shard record adds after the
 // times: backfill refs (a count, maybe 0) and the bulk state.
 func readShardFormat4(rd *reader, r *ShardRecord, bulk bool) {

@@ -299,7 +299,7 @@ func (s *Store) applyMoves(moves []Move, span *[2]Due, indexedUpTo time.Time) (e
 	if s.deferIndex {
 		// Moves on an index a deferred recovery has not built yet would
 		// mark a partial index current: build it first (see rebuildLocked).
-		if err := s.rebuildSelfLocked(); err != nil {
+		if err := s.rebuildSelfLocked(nil); err != nil {
 			return fmt.Errorf("store: indexing the recovered table before moves: %w", err)
 		}
 	}
@@ -495,13 +495,14 @@ func (s *Store) RebuildIndexes(indexedUpTo time.Time) (err error) {
 func (s *Store) rebuild(indexedUpTo time.Time) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	return s.rebuildLocked(indexedUpTo)
+	return s.rebuildLocked(indexedUpTo, nil)
 }
 
 // rebuildLocked is rebuild with s.wmu held. It ends a deferred recovery's
 // deferral: the rebuild indexes the whole table, and every later write
 // maintains the indexes itself (MarkRecovered then has nothing to build).
-func (s *Store) rebuildLocked(indexedUpTo time.Time) error {
+// A non-nil fb gets every key of the table (endRecovery's key filter).
+func (s *Store) rebuildLocked(indexedUpTo time.Time, fb *filterBuild) error {
 	defer s.beginWrite()()
 	if err := s.commitPendingLocked(); err != nil {
 		return err
@@ -529,7 +530,7 @@ func (s *Store) rebuildLocked(indexedUpTo time.Time) error {
 		if err != nil {
 			return err
 		}
-		if err := s.indexAll(it); err != nil {
+		if err := s.indexAll(it, fb); err != nil {
 			return errors.Join(err, it.Close())
 		}
 		if err := it.Close(); err != nil {
@@ -561,8 +562,10 @@ func (s *Store) rebuildLocked(indexedUpTo time.Time) error {
 // empty-disk recovery with deferred indexing, inserting them into the
 // memtable one batch at a time, then flushing and compacting them, was
 // most of the index pass's cost (docs/performance.md, "Fires before the
-// job view; the index pass as sorted sstables").
-func (s *Store) indexAll(it *pebble.Iterator) (err error) {
+// job view; the index pass as sorted sstables"). A non-nil fb gets each
+// key too: the key filter of a recovered store is filled by this pass
+// instead of a second one over the table.
+func (s *Store) indexAll(it *pebble.Iterator, fb *filterBuild) (err error) {
 	po := s.pebbleOptions(nil)
 	po.EnsureDefaults()
 	wo := po.MakeWriterOptions(0, s.db.TableFormat()) // not WritingToLowestLevel: Pebble picks the level
@@ -584,6 +587,9 @@ func (s *Store) indexAll(it *pebble.Iterator) (err error) {
 	r := tableReader{s}
 	var buf []byte
 	for ok := it.First(); ok; ok = it.Next() {
+		if fb != nil {
+			fb.add(it.Key()[1:])
+		}
 		key := string(it.Key()[1:])
 		v, err := it.ValueAndErr()
 		if err != nil {

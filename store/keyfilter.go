@@ -187,30 +187,59 @@ func (s *Store) buildFilterSizedLocked(grow bool, keys int64) error {
 			return err
 		}
 	}
-	capacity := n + n/4
+	b := s.newFilterBuild(grow, n, keys >= 0)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTable}, UpperBound: []byte{prefixTable + 1}})
+	if err != nil {
+		return err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		b.add(it.Key()[1:])
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	return s.finishFilterLocked(b)
+}
+
+// filterBuild is a key filter being filled by a pass over the table: its
+// own (buildFilterSizedLocked), or the index pass at the end of a
+// recovery (endRecovery), which reads every key anyway.
+type filterBuild struct {
+	f       *keyFilter
+	grow    bool
+	keys    int64 // the keys it was sized for
+	guessed bool  // sized by an estimate: finishFilterLocked checks it
+	counted int64 // keys added
+}
+
+// newFilterBuild allocates a filter with room for a quarter more than
+// keys (grow: twice as many).
+func (s *Store) newFilterBuild(grow bool, keys int64, guessed bool) *filterBuild {
+	capacity := keys + keys/4
 	if grow {
-		capacity = 2 * n
+		capacity = 2 * keys
 	}
 	f := newKeyFilter(int(capacity), s.filterMin)
 	if s.onFilterAlloc != nil {
 		s.onFilterAlloc()
 	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTable}, UpperBound: []byte{prefixTable + 1}})
-	if err != nil {
-		return err
+	return &filterBuild{f: f, grow: grow, keys: keys, guessed: guessed}
+}
+
+func (b *filterBuild) add(key []byte) {
+	b.f.add(maphash.Bytes(filterSeed, key))
+	b.counted++
+}
+
+// finishFilterLocked puts a filled filter in place, or, if it was sized
+// by an estimate too small for the keys it met or more than four times
+// too large, builds one by count instead. The caller holds s.mu (read)
+// and s.wmu, held since the pass began: no Set ran meanwhile.
+func (s *Store) finishFilterLocked(b *filterBuild) error {
+	if b.guessed && (b.counted > b.keys || b.f.limit > 4*max(int(b.counted+b.counted/4), s.filterMin)) {
+		return s.buildFilterSizedLocked(b.grow, -1)
 	}
-	var counted int64
-	for ok := it.First(); ok; ok = it.Next() {
-		f.add(maphash.Bytes(filterSeed, it.Key()[1:]))
-		counted++
-	}
-	if err := it.Close(); err != nil {
-		return err
-	}
-	if keys >= 0 && (counted > keys || f.limit > 4*max(int(counted+counted/4), s.filterMin)) {
-		return s.buildFilterSizedLocked(grow, -1)
-	}
-	s.filter.Store(f)
+	s.filter.Store(b.f)
 	return nil
 }
 

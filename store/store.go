@@ -616,17 +616,18 @@ func (s *Store) checkFormat() error {
 	s.logf("store %s: rebuilding indexes (version %q, interrupted rebuild: %v)", s.dir, ver, rebuilding != nil)
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	return s.rebuildSelfLocked()
+	return s.rebuildSelfLocked(nil)
 }
 
 // rebuildSelfLocked is a rebuild the store starts itself, with s.wmu held:
 // it commits the recovery's batch, so Options.IndexTime reads the table the
 // rebuild indexes, and records the time that gives (see Options.IndexTime).
-func (s *Store) rebuildSelfLocked() error {
+// A non-nil fb gets every key of the table (see rebuildLocked).
+func (s *Store) rebuildSelfLocked(fb *filterBuild) error {
 	if err := s.commitPendingLocked(); err != nil {
 		return err
 	}
-	return s.rebuildLocked(s.selfIndexTime())
+	return s.rebuildLocked(s.selfIndexTime(), fb)
 }
 
 // selfIndexTime is the IndexedUpTo a rebuild the store starts itself
@@ -1075,13 +1076,17 @@ func (s *Store) persistDue(off int64) bool {
 }
 
 // endRecovery commits the recovery's batch, ends batching and the
-// deferral, and builds the deferred indexes. Every lock is released by a
-// defer: a fatal pebble error panics, and recoverFatal turns that into an
-// error only after they are released (a read lock kept by a panic made
-// Close wait forever: adversary round 20).
-func (s *Store) endRecovery() error {
+// deferral, and builds the deferred indexes. With Options.KeyFilter, a
+// store fresh at Open fills its key filter in the same pass over the table
+// (sized by the recovery's writes, as buildFilter does), and filtered
+// reports that it did: the filter's own pass read every key again (2.0 of
+// the view's 6.4 CPU s at the end of a 10M recovery, docs/performance.md).
+// Every lock is released by a defer: a fatal pebble error panics, and
+// recoverFatal turns that into an error only after they are released (a
+// read lock kept by a panic made Close wait forever: adversary round 20).
+func (s *Store) endRecovery() (filtered bool, err error) {
 	if err := s.acquire(); err != nil {
-		return err
+		return false, err
 	}
 	defer s.mu.RUnlock()
 	deferred, err := func() (bool, error) {
@@ -1098,18 +1103,32 @@ func (s *Store) endRecovery() error {
 		return d, nil
 	}()
 	if err != nil || !deferred {
-		return err
+		return false, err
 	}
 	start := time.Now()
 	if err := func() error {
 		s.wmu.Lock()
 		defer s.wmu.Unlock()
-		return s.rebuildSelfLocked()
+		var fb *filterBuild
+		if s.opts.KeyFilter && s.recoverySets >= 0 {
+			fb = s.newFilterBuild(false, s.recoverySets, true)
+		}
+		if err := s.rebuildSelfLocked(fb); err != nil {
+			return err
+		}
+		if fb != nil {
+			// An accelerator only: without it reads go to Pebble.
+			if err := s.finishFilterLocked(fb); err != nil {
+				s.logf("store %s: building the key filter: %v (reads of absent keys go to Pebble)", s.dir, err)
+			}
+			filtered = true
+		}
+		return nil
 	}(); err != nil {
-		return fmt.Errorf("store: indexing the recovered table: %w", err)
+		return false, fmt.Errorf("store: indexing the recovered table: %w", err)
 	}
 	s.logf("store %s: indexed the recovered table in %s", s.dir, time.Since(start))
-	return nil
+	return filtered, nil
 }
 
 // GetOffset returns the local offset: the in-memory offset if one is set
@@ -1202,11 +1221,12 @@ func (s *Store) MarkRecovered() (err error) {
 	if s.recovered.Load() {
 		return nil // once (adversary round 20b: OnRecovered ran again)
 	}
-	if err := s.endRecovery(); err != nil {
+	filtered, err := s.endRecovery()
+	if err != nil {
 		return err
 	}
 	s.untune()
-	if s.opts.KeyFilter {
+	if s.opts.KeyFilter && !filtered {
 		// An accelerator only: without it reads go to Pebble.
 		if err := s.buildFilter(); err != nil {
 			s.logf("store %s: building the key filter: %v (reads of absent keys go to Pebble)", s.dir, err)

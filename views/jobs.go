@@ -57,14 +57,16 @@ func NewJobs(kafka clients.Config, layout topology.Layout, dataDir string, log *
 	return j, nil
 }
 
-// bucketIndexer indexes job records by bucket (the view keeps no due index).
+// bucketIndexer indexes job records by bucket (the view keeps no due
+// index). It reads the bucket alone (codecs.JobBucket): decoding whole
+// records was half of the index pass at the end of a recovery. A value
+// that is not a job record is not indexed.
 func bucketIndexer(_ store.Reader, _ string, value []byte) (store.Entry, error) {
-	rec := codecs.GetJobRecord()
-	defer codecs.PutJobRecord(rec)
-	if err := codecs.DecodeJobRecordInto(value, rec); err != nil {
+	b, ok := codecs.JobBucket(value)
+	if !ok {
 		return store.Entry{}, nil
 	}
-	return store.Entry{Bucket: rec.Job.Bucket}, nil
+	return store.Entry{Bucket: string(b)}, nil
 }
 
 // Run keeps the view up to date until ctx is done.
