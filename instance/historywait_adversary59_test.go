@@ -30,10 +30,10 @@ import (
 // the groups recovered at, say, 4m50s, it says waited=10s). The
 // operator reading the log sees a history that did not wait at all.
 // (The log line "the scheduling groups have recovered their partitions"
-// is only logged when the first stage succeeds: after a JobViewWait
-// timeout it never appears, even when the groups recover later, so the
-// slow starts it is meant to measure are the ones without it; not tested
-// here, runGroups needs a broker.)
+// was only logged when the first stage succeeded: after a JobViewWait
+// timeout it never appeared, even when the groups recovered later.
+// Logged since by logRecovered, however long they take:
+// TestRecoveredIsLoggedAfterTheJobViewWait.)
 //
 // Reproduction: the second awaitStage call exactly as runGroups makes it,
 // with start HistoryWait ago and the scheduling parts not ready. Sure it

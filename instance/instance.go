@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -388,9 +389,14 @@ func (s *Instance) runGroups(ctx context.Context) {
 	go func() {
 		defer wg.Done()
 		start := time.Now()
-		if awaitStage(ctx, s.scheduled, s.recovered, start, JobViewWait, s.log, "the scheduling groups have not recovered", "the job view") {
-			s.log.Info("the scheduling groups have recovered their partitions", "after", time.Since(start).Round(time.Millisecond).String())
-		}
+		awaitStage(ctx, s.scheduled, s.recovered, start, JobViewWait, s.log, "the scheduling groups have not recovered", "the job view")
+		// Logged when they have, also after JobViewWait started the view
+		// without them: the slow starts are the ones to measure.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			logRecovered(ctx, s.scheduled, start, s.log)
+		}()
 		awaitStage(ctx, s.Ready, s.scheduling, start, HistoryWait, s.log, "the scheduling parts are not ready", "the history group and view")
 	}()
 	anncStopped := make(chan struct{})
@@ -454,6 +460,15 @@ func (s *Instance) runGroups(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+}
+
+// logRecovered logs "the scheduling groups have recovered their
+// partitions", with the time since start, once scheduled reports nil
+// (however long that takes), or nothing if ctx ends first.
+func logRecovered(ctx context.Context, scheduled func() error, start time.Time, log *slog.Logger) {
+	if awaitReady(ctx, scheduled, nil, math.MaxInt64) {
+		log.Info("the scheduling groups have recovered their partitions", "after", time.Since(start).Round(time.Millisecond).String())
+	}
 }
 
 // awaitStage closes open once ready reports nil (and reports true), or
