@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -60,6 +61,42 @@ func BenchmarkCacheGet(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkCacheGetEvery reads the schedules of `every` jobs spread over
+// a day (distinct starts, as `chronos bench --every 24h` registers them)
+// through the cache, and parses them without it: at 10M jobs the
+// scheduler's index pass at the end of a recovery spent half its
+// indexer's time in the cache's map (86,400 distinct keys).
+func BenchmarkCacheGetEvery(b *testing.B) {
+	t0 := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	// The spec of job i, built where it is read (as a decoded record's is).
+	spec := func(i, distinct int) Spec {
+		return Spec{Every: 24 * time.Hour, Start: t0.Add(time.Duration(i%distinct) * time.Second)}
+	}
+	for _, distinct := range []int{1, 86_400} {
+		b.Run(fmt.Sprintf("distinct=%d/cache", distinct), func(b *testing.B) {
+			c := NewCache(100_000)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := c.Get(spec(i, distinct)); err != nil {
+					b.Fatal(err)
+				}
+				i += 7919
+			}
+		})
+		b.Run(fmt.Sprintf("distinct=%d/parse", distinct), func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if _, err := Parse(spec(i, distinct)); err != nil {
+					b.Fatal(err)
+				}
+				i += 7919
+			}
+		})
+	}
 }
 
 // benchSet is a union of three schedules with 50 dates (Europe/Berlin)
