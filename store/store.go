@@ -1110,7 +1110,9 @@ func (s *Store) endRecovery() (filtered bool, err error) {
 		s.wmu.Lock()
 		defer s.wmu.Unlock()
 		var fb *filterBuild
-		if s.opts.KeyFilter && s.recoverySets >= 0 {
+		// Only a pass that reads the table (an Indexer: deferIndex implies
+		// one) may fill it: an empty filter would answer "absent" wrongly.
+		if s.opts.KeyFilter && s.recoverySets >= 0 && s.opts.Indexer != nil {
 			fb = s.newFilterBuild(false, s.recoverySets, true)
 		}
 		if err := s.rebuildSelfLocked(fb); err != nil {
