@@ -6,29 +6,10 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
-
-// syncBuffer is a log sink safe for the goroutines of one test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
 
 // TestRecoveredIsLoggedAfterTheJobViewWait: when the scheduling groups
 // recover only after JobViewWait has started the job view without them,
@@ -39,7 +20,9 @@ func (w *syncBuffer) String() string {
 func TestRecoveredIsLoggedAfterTheJobViewWait(t *testing.T) {
 	for _, cancelFirst := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
-		var logs syncBuffer
+		// A plain buffer: logRecovered writes only once the groups have
+		// recovered, after the read below, and is read again after done.
+		var logs bytes.Buffer
 		log := slog.New(slog.NewTextHandler(&logs, nil))
 		start := time.Now().Add(-JobViewWait) // the first stage times out at once
 		var recovered atomic.Bool
