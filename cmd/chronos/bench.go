@@ -159,6 +159,8 @@ func runBench(ctx context.Context, f *instanceFlags, brokers []string, cfg bench
 		defer b.Close()
 		icfg.Kafka.Brokers = b.Addrs()
 	}
+	stopPacing := paceGC(ctx, nil) // as `chronos run` does, so the bench measures its collector
+	defer stopPacing()
 	inst, err := instance.New(ctx, icfg)
 	if err != nil {
 		return nil, err

@@ -44,6 +44,7 @@ func serve(ctx context.Context, cfg instance.Config) error {
 		cfg.Logger.Info("GOMEMLIMIT not set: Go's soft memory limit set to 90% of the cgroup's memory limit",
 			"limit_bytes", set, "cgroup_limit_bytes", cgroup)
 	}
+	defer paceGC(ctx, cfg.Logger)()
 	inst, err := instance.New(ctx, cfg)
 	if err != nil {
 		return err
