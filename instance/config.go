@@ -224,8 +224,9 @@ func FetchBufferRecords(bytes, largest int) int {
 }
 
 // The history group's stores and the history view's, per partition: up
-// to two memtables of HistoryStoreMemTableBytes each, and for the view's a
-// block cache of HistoryStoreCacheBytes. Small on purpose: a history
+// to two memtables of HistoryStoreMemTableBytes each (the view's:
+// HistoryViewStoreMemTableBytes), and for the view's a block cache of
+// HistoryStoreCacheBytes. Small on purpose: a history
 // record is a few KiB, and nothing on the fire path waits for these stores
 // (issue 13: with the view's defaults, 8 MiB and 4 MiB, twice P stores held
 // tens of MiB more). The group's stores read a record for every fold:
@@ -240,8 +241,13 @@ func FetchBufferRecords(bytes, largest int) int {
 const (
 	HistoryStoreCacheBytes    = 1 << 20
 	HistoryStoreMemTableBytes = 2 << 20
-	HistoryStoreBloomBits     = 10
-	HistoryStoreOffsetEvery   = history.StoreOffsetEvery
+	// HistoryViewStoreMemTableBytes is the history view's: 1 MiB, its
+	// cache's size (2 MiB until 2026-12-06: 48 MiB for 12 partitions'
+	// two memtables each, against 24 MiB now). Both grow with
+	// --history-fires and --history-changes (Config.historyMemTableBytes).
+	HistoryViewStoreMemTableBytes = 1 << 20
+	HistoryStoreBloomBits         = 10
+	HistoryStoreOffsetEvery       = history.StoreOffsetEvery
 )
 
 // ErrNoCredentials is why an instance with RequireAuth refuses to start.
@@ -360,6 +366,25 @@ func (c Config) cacheBytes() int64 {
 		total = defaultCacheBytes
 	}
 	return max(total/int64(c.Layout.Partitions), 1<<20)
+}
+
+// historyMemTableBytes is the memtable size of a history store (the
+// group's or the view's) whose default is base: base, or four of the
+// largest records a job's history can have with this History.Fires and
+// History.Changes if that is more. Pebble writes a batch of more than half
+// a memtable as a memtable of its own, flushed at once: with 1 MiB
+// memtables and --history-fires 1000 (records of up to ~1 MB) every write
+// of a long history would be a flush. At the defaults (records of at most
+// ~55 KB) it is base.
+func (c Config) historyMemTableBytes(base uint64) uint64 {
+	fires, changes := c.History.Fires, c.History.Changes
+	if fires == 0 {
+		fires = history.DefaultFires
+	}
+	if changes == 0 {
+		changes = history.DefaultChanges
+	}
+	return max(base, 4*uint64(fires*codecs.HistoryFireBytes+changes*codecs.HistoryChangeBytes))
 }
 
 // historyCacheBytes is the block cache of each history group store.

@@ -54,7 +54,7 @@ func newHTTP(s *Instance) (*httpParts, error) {
 	var hist *views.History
 	if !cfg.History.Off {
 		if hist, err = views.NewHistory(cfg.Kafka, cfg.Layout, filepath.Join(cfg.DataDir, "history-view"),
-			store.Options{CacheSize: HistoryStoreCacheBytes, MemTableSize: HistoryStoreMemTableBytes, OffsetEvery: HistoryStoreOffsetEvery}, s.log.With("component", "history-view")); err != nil {
+			store.Options{CacheSize: HistoryStoreCacheBytes, MemTableSize: cfg.historyMemTableBytes(HistoryViewStoreMemTableBytes), OffsetEvery: HistoryStoreOffsetEvery}, s.log.With("component", "history-view")); err != nil {
 			return nil, err
 		}
 	}

@@ -231,7 +231,7 @@ func build(cfg Config, cl, rejects *kgo.Client) (*Instance, error) {
 	if !cfg.History.Off {
 		s.histAcks = &clients.WriteAcks{}
 		s.hist, err = history.New(history.Config{Layout: cfg.Layout, DataDir: cfg.DataDir, Fires: cfg.History.Fires, Changes: cfg.History.Changes, Writes: s.histAcks.All(),
-			Store: store.Options{Sync: cfg.Store.Sync, CacheSize: cfg.historyCacheBytes(), MemTableSize: HistoryStoreMemTableBytes,
+			Store: store.Options{Sync: cfg.Store.Sync, CacheSize: cfg.historyCacheBytes(), MemTableSize: cfg.historyMemTableBytes(HistoryStoreMemTableBytes),
 				BloomBitsPerKey: HistoryStoreBloomBits, KeyFilter: true, RunReads: true, OnFatal: fatal.report, FailedWrites: failedWrites, FS: cfg.Store.FS}, Limits: cfg.Limits,
 			Logger: cfg.Logger.With("group", "history"), Inputs: in})
 		if err != nil {

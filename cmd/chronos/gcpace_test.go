@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
@@ -39,6 +40,17 @@ func TestGCPercentGivesTheHeapBesidesTheStoresItsHeadroom(t *testing.T) {
 	require.Equal(t, 100, gcPercent(100, 1<<30, 0), "nothing held")
 	require.Equal(t, 100, gcPercent(100, 0, 1<<20), "nothing live measured yet")
 	require.Equal(t, 50, gcPercent(100, 1<<30, 1<<29))
+}
+
+// TestPacingOnlyWithoutCgoCollectorOnAndNoLimit: the pacer runs only when
+// the stores' memory is on Go's heap, GOGC is not off and no memory limit
+// is set.
+func TestPacingOnlyWithoutCgoCollectorOnAndNoLimit(t *testing.T) {
+	require.True(t, shouldPace(true, 100, math.MaxInt64))
+	require.True(t, shouldPace(true, 0, math.MaxInt64), "GOGC=0 is on (collect all the time)")
+	require.False(t, shouldPace(false, 100, math.MaxInt64), "cgo: the stores' memory is not Go heap")
+	require.False(t, shouldPace(true, -1, math.MaxInt64), "GOGC=off")
+	require.False(t, shouldPace(true, 100, 900<<20), "GOMEMLIMIT or the cgroup's limit")
 }
 
 // TestGCPacerSetsOnlyChangesAndGivesTheBaseBack drives a pacer with
