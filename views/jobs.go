@@ -38,18 +38,6 @@ type Jobs struct {
 	Calendars schedule.CalendarSource
 }
 
-// The job view's stores, per partition: up to two memtables of
-// JobsStoreMemTableBytes (Pebble keeps the one it flushed last for the next,
-// so a store that has flushed holds two) reserved out of a block cache of
-// JobsStoreCacheBytes, so the cache holds no blocks beyond them. The view is
-// read by the HTTP API only; nothing on the fire path waits for it. Until
-// 2026-12-06 Pebble's 4 MiB memtables and an 8 MiB cache: 96 MiB for 12
-// partitions, against 48 MiB now.
-const (
-	JobsStoreMemTableBytes = 2 << 20
-	JobsStoreCacheBytes    = 2 * JobsStoreMemTableBytes
-)
-
 // NewJobs creates the view; Run keeps it up to date.
 func NewJobs(kafka clients.Config, layout topology.Layout, dataDir string, log *slog.Logger) (*Jobs, error) {
 	keys, err := topology.ShardKeys(layout.Partitions)
@@ -59,7 +47,7 @@ func NewJobs(kafka clients.Config, layout topology.Layout, dataDir string, log *
 	j := &Jobs{partitions: layout.Partitions, shardKeys: keys, schedules: schedule.NewCache(10_000)}
 	builder := j.stores.Builder(dataDir, func(int32) store.Options {
 		// A fresh view store indexes once, when its recovery is done.
-		return store.Options{CacheSize: JobsStoreCacheBytes, MemTableSize: JobsStoreMemTableBytes, Indexer: bucketIndexer, DeferIndexOnRecovery: true, KeyFilter: true, RecoveryL0CompactionThreshold: j.RecoveryL0CompactionThreshold, Logger: func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }}
+		return store.Options{Indexer: bucketIndexer, DeferIndexOnRecovery: true, KeyFilter: true, RecoveryL0CompactionThreshold: j.RecoveryL0CompactionThreshold, Logger: func(format string, args ...any) { log.Debug(fmt.Sprintf(format, args...)) }}
 	})
 	opts := append(kafka.GokaViewOptions(), goka.WithViewAutoReconnect())
 	j.view, err = clients.NewView(kafka.Brokers, layout.SchedulerTable(), new(codec.Bytes), builder, opts...)

@@ -77,7 +77,7 @@ func (p *gcPacer) pace() {
 // collector lets the heap grow by GOGC percent of everything live, them
 // included, before it collects. With ~450 MiB of them (3,000,000 jobs
 // registered on Apache Kafka) the heap's goal was ~1.1 GiB and the process
-// peaked at 1,223-1,247 MiB; paced, at 828-862 MiB (docs/performance.md).
+// peaked at 1,223-1,247 MiB; paced, at 802-862 MiB (docs/performance.md).
 // Built with cgo, where Pebble's memory is outside Go's heap, the collector
 // already counts only the rest. The price is more collections: GOGC
 // percent of the heap besides the stores is less headroom than GOGC
