@@ -33,7 +33,9 @@ func gcPercent(base int, live, held uint64) int {
 	if held >= live {
 		return min(base, gcPaceMinPercent)
 	}
-	p := int(uint64(base) * (live - held) / live)
+	// In floating point: base × (live − held) overflows 64 bits for a GOGC
+	// of millions and a heap of gigabytes (adversary round 63).
+	p := int(float64(base) * (float64(live-held) / float64(live)))
 	return min(base, max(p, gcPaceMinPercent))
 }
 
