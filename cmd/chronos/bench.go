@@ -159,7 +159,8 @@ func runBench(ctx context.Context, f *instanceFlags, brokers []string, cfg bench
 		defer b.Close()
 		icfg.Kafka.Brokers = b.Addrs()
 	}
-	stopPacing := paceGC(ctx, nil) // as `chronos run` does, so the bench measures its collector
+	autoMemoryLimit("/")           // as `chronos run` does: the cgroup's limit, if GOMEMLIMIT is not set
+	stopPacing := paceGC(ctx, nil) // and its collector
 	defer stopPacing()
 	inst, err := instance.New(ctx, icfg)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 	"time"
 
 	"github.com/chronos-scheduler/chronos/store"
@@ -72,8 +73,10 @@ func (p *gcPacer) pace() {
 	}
 }
 
-// paceGC starts a pacer for the process when it should pace (shouldPace)
-// and returns a function that stops it and waits for it.
+// paceGC starts the process's pacer when it should pace (shouldPace), or
+// joins the one already running, and returns a function that leaves it:
+// the last to leave, by that function or by its ctx ending, stops it and
+// waits for it. The function may be called more than once.
 //
 // Why: Pebble's memtables and block caches are long-lived, and Go's
 // collector lets the heap grow by GOGC percent of everything live, them
@@ -85,22 +88,51 @@ func (p *gcPacer) pace() {
 // percent of the heap besides the stores is less headroom than GOGC
 // percent of all of it.
 func paceGC(ctx context.Context, log *slog.Logger) (stop func()) {
-	base := debug.SetGCPercent(100)
-	debug.SetGCPercent(base)
-	if !shouldPace(store.MemoryOnGoHeap, base, debug.SetMemoryLimit(-1)) {
-		return func() {}
+	pacing.Lock()
+	defer pacing.Unlock()
+	if pacing.users == 0 {
+		base := debug.SetGCPercent(100)
+		debug.SetGCPercent(base)
+		if !shouldPace(store.MemoryOnGoHeap, base, debug.SetMemoryLimit(-1)) {
+			return func() {}
+		}
+		p := &gcPacer{base: base, percent: base, set: debug.SetGCPercent, live: liveHeap, held: func() uint64 {
+			m := store.OpenMemory()
+			return m.MemTables + m.BlockCache
+		}}
+		if log != nil {
+			log.Info("no memory limit: GOGC paced so that the collector's headroom counts the heap besides the stores' memtables and block caches", "gogc", base)
+		}
+		pctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); p.run(pctx) }()
+		pacing.stop = func() { cancel(); <-done }
 	}
-	p := &gcPacer{base: base, percent: base, set: debug.SetGCPercent, live: liveHeap, held: func() uint64 {
-		m := store.OpenMemory()
-		return m.MemTables + m.BlockCache
-	}}
-	if log != nil {
-		log.Info("no memory limit: GOGC paced so that the collector's headroom counts the heap besides the stores' memtables and block caches", "gogc", base)
+	pacing.users++
+	var once sync.Once
+	release := func() {
+		once.Do(func() {
+			pacing.Lock()
+			defer pacing.Unlock()
+			if pacing.users--; pacing.users == 0 {
+				pacing.stop()
+			}
+		})
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); p.run(ctx) }()
-	return func() { cancel(); <-done }
+	unregister := context.AfterFunc(ctx, release)
+	return func() { unregister(); release() }
+}
+
+// pacing is the process's one pacer, shared by the paceGC calls whose stop
+// has not been called and whose context has not ended (users): the first
+// starts it with the GOGC it finds, the last stops it, which sets that GOGC
+// back. A second pacer of its own would take the first one's paced GOGC
+// for its base and leave it set (adversary round 63: two benches in one
+// process left GOGC at 52).
+var pacing struct {
+	sync.Mutex
+	users int
+	stop  func()
 }
 
 // shouldPace reports whether the process paces its collector: only when the
