@@ -15,14 +15,14 @@ import (
 	"github.com/chronos-scheduler/chronos/views"
 )
 
-// TestAdversary63JobViewLargePayloadsAtTwoMiBMemtables: jobs with ~990 kB
+// TestAdversary63JobViewLargePayloads: jobs with ~990 kB
 // payloads (near the largest --max-payload the default --batch-bytes
 // allows) interleaved with small ones, on one partition so one view store
-// takes them all: the view (2 MiB memtables in a 4 MiB cache since 807405f;
-// a recovery batch of 256 KiB plus one such record is over half a
-// memtable) shows every job, lists each bucket whole, and a second view
+// takes them all: the view (written against 807405f's 2 MiB memtables,
+// where a recovery batch of 256 KiB plus one such record is over half a
+// memtable; Pebble's 4 MiB again since 1b16a2e) shows every job, lists each bucket whole, and a second view
 // recovering from the table on a fresh disk does too.
-func TestAdversary63JobViewLargePayloadsAtTwoMiBMemtables(t *testing.T) {
+func TestAdversary63JobViewLargePayloads(t *testing.T) {
 	env := testenv.New(t, 1)
 	cfg := env.Config()
 	cfg.Limits = codecs.Limits{MaxPayload: 1<<20 - 4<<10}
