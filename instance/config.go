@@ -375,16 +375,9 @@ func (c Config) cacheBytes() int64 {
 // a memtable as a memtable of its own, flushed at once: with 1 MiB
 // memtables and --history-fires 1000 (records of up to ~1 MB) every write
 // of a long history would be a flush. At the defaults (records of at most
-// ~55 KB) it is base.
+// ~56 KB with the key) it is base.
 func (c Config) historyMemTableBytes(base uint64) uint64 {
-	fires, changes := c.History.Fires, c.History.Changes
-	if fires == 0 {
-		fires = history.DefaultFires
-	}
-	if changes == 0 {
-		changes = history.DefaultChanges
-	}
-	return max(base, 4*uint64(fires*codecs.HistoryFireBytes+changes*codecs.HistoryChangeBytes))
+	return max(base, 4*uint64(historyRecordBytes(c.History.Fires, c.History.Changes)))
 }
 
 // historyCacheBytes is the block cache of each history group store.

@@ -22,7 +22,7 @@ func TestHistoryMemTablesHoldFourOfTheLargestRecords(t *testing.T) {
 		for fires := 1; fires <= history.MaxFires; fires++ {
 			for changes := 1; changes <= history.MaxChanges; changes += 1 + fires%7 {
 				c := Config{History: History{Fires: fires, Changes: changes}}
-				largest := uint64(fires*codecs.HistoryFireBytes + changes*codecs.HistoryChangeBytes)
+				largest := uint64(fires*codecs.HistoryFireBytes + changes*codecs.HistoryChangeBytes + codecs.MaxIDLen + 1<<10) // the entries, the key, framing
 				m := c.historyMemTableBytes(base)
 				require.GreaterOrEqual(t, m, base, "fires %d changes %d", fires, changes)
 				require.GreaterOrEqual(t, m, 4*largest, "fires %d changes %d", fires, changes)
