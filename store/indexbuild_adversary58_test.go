@@ -300,6 +300,20 @@ func TestAdv58DeferredRecoveryFloor(t *testing.T) {
 type adv58FS struct {
 	vfs.FS
 	hook func(op, path string) error
+	// linking keeps crashClone from running beside a Link. Pebble's
+	// crashable MemFS.Link read-locks its clone mutex twice, so a
+	// CrashClone (which write-locks it) arriving between the two, from a
+	// hook on another goroutine (a compaction opening a table while the
+	// ingest links), deadlocks both: CI's store package hung 30 minutes
+	// on it (2026-12-06).
+	linking sync.RWMutex
+}
+
+// crashClone takes a crash clone of mem with no Link running.
+func (f *adv58FS) crashClone(mem *vfs.MemFS, cfg vfs.CrashCloneCfg) *vfs.MemFS {
+	f.linking.Lock()
+	defer f.linking.Unlock()
+	return mem.CrashClone(cfg)
 }
 
 func (f *adv58FS) call(op, path string) error {
@@ -320,6 +334,8 @@ func (f *adv58FS) Link(oldname, newname string) error {
 	if err := f.call("link", oldname); err != nil {
 		return err
 	}
+	f.linking.RLock()
+	defer f.linking.RUnlock()
 	return f.FS.Link(oldname, newname)
 }
 
@@ -400,13 +416,17 @@ func TestAdv58CrashDuringIngest(t *testing.T) {
 		k := 1 + rng.IntN(150)
 		var n atomic.Int64
 		var clone *vfs.MemFS
+		var hookMu sync.Mutex // the hook runs on the ingest's and the compactions' goroutines
 		armed := false
+		unsynced := rng.IntN(101)
 		fs.hook = func(op, path string) error {
+			hookMu.Lock()
+			defer hookMu.Unlock()
 			if strings.Contains(path, indexBuildDir) {
 				armed = true
 			}
 			if armed && clone == nil && n.Add(1) == int64(k) {
-				clone = mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: rng.IntN(101), RNG: rand.New(rand.NewPCG(seed, 1))})
+				clone = fs.crashClone(mem, vfs.CrashCloneCfg{UnsyncedDataPercent: unsynced, RNG: rand.New(rand.NewPCG(seed, 1))})
 			}
 			return nil
 		}
