@@ -299,7 +299,9 @@ func TestAdv58DeferredRecoveryFloor(t *testing.T) {
 // operation and its path).
 type adv58FS struct {
 	vfs.FS
-	hook func(op, path string) error
+	// hook is read by Pebble's goroutines while the test sets it: set it
+	// with setHook.
+	hook atomic.Pointer[func(op, path string) error]
 	// linking keeps crashClone from running beside a Link. Pebble's
 	// crashable MemFS.Link read-locks its clone mutex twice, so a
 	// CrashClone (which write-locks it) arriving between the two, from a
@@ -307,6 +309,15 @@ type adv58FS struct {
 	// ingest links), deadlocks both: CI's store package hung 30 minutes
 	// on it (2026-12-06).
 	linking sync.RWMutex
+}
+
+// setHook sets the hook (nil: none).
+func (f *adv58FS) setHook(h func(op, path string) error) {
+	if h == nil {
+		f.hook.Store(nil)
+		return
+	}
+	f.hook.Store(&h)
 }
 
 // crashClone takes a crash clone of mem with no Link running.
@@ -317,8 +328,8 @@ func (f *adv58FS) crashClone(mem *vfs.MemFS, cfg vfs.CrashCloneCfg) *vfs.MemFS {
 }
 
 func (f *adv58FS) call(op, path string) error {
-	if f.hook != nil {
-		return f.hook(op, path)
+	if h := f.hook.Load(); h != nil {
+		return (*h)(op, path)
 	}
 	return nil
 }
@@ -419,7 +430,7 @@ func TestAdv58CrashDuringIngest(t *testing.T) {
 		var hookMu sync.Mutex // the hook runs on the ingest's and the compactions' goroutines
 		armed := false
 		unsynced := rng.IntN(101)
-		fs.hook = func(op, path string) error {
+		fs.setHook(func(op, path string) error {
 			hookMu.Lock()
 			defer hookMu.Unlock()
 			if strings.Contains(path, indexBuildDir) {
@@ -429,9 +440,9 @@ func TestAdv58CrashDuringIngest(t *testing.T) {
 				clone = fs.crashClone(mem, vfs.CrashCloneCfg{UnsyncedDataPercent: unsynced, RNG: rand.New(rand.NewPCG(seed, 1))})
 			}
 			return nil
-		}
+		})
 		require.NoError(t, s.MarkRecovered())
-		fs.hook = nil
+		fs.setHook(nil)
 		require.NoError(t, s.Close())
 		if clone == nil {
 			continue
@@ -532,7 +543,7 @@ func TestAdv58FailedIngestLeavesFloorAbove(t *testing.T) {
 	require.Empty(t, got)
 
 	var opened sync.Map
-	fs.hook = func(op, path string) error {
+	fs.setHook(func(op, path string) error {
 		if (op == "open" || op == "link") && strings.Contains(path, indexBuildDir) && strings.HasSuffix(path, ".sst") {
 			// the first run (and the reverse file) ingest; the next fails
 			opened.Store(path, true)
@@ -543,9 +554,9 @@ func TestAdv58FailedIngestLeavesFloorAbove(t *testing.T) {
 			}
 		}
 		return nil
-	}
+	})
 	err = s.MarkRecovered()
-	fs.hook = nil
+	fs.setHook(nil)
 	require.Error(t, err, "the injected failure")
 	t.Logf("MarkRecovered: %v", err)
 	raw := rawScan(t, s, prefixDue)

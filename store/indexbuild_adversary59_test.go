@@ -77,7 +77,7 @@ func TestAdv59CloseErrorKeepsTheIndex(t *testing.T) {
 		rng := rand.New(rand.NewPCG(59, 2))
 		m := adv58Fill(t, s, rng, 300)
 		ingested := false
-		fs.hook = func(op, path string) error {
+		fs.setHook(func(op, path string) error {
 			if op == "link" && strings.Contains(path, indexBuildDir) {
 				ingested = true
 			}
@@ -85,9 +85,9 @@ func TestAdv59CloseErrorKeepsTheIndex(t *testing.T) {
 				return errors.New("injected: " + op + " " + path)
 			}
 			return nil
-		}
+		})
 		err := s.MarkRecovered()
-		fs.hook = nil
+		fs.setHook(nil)
 		if !ingested {
 			t.Skipf("%s: the MemFS ingest copies instead of linking", failOp)
 		}
@@ -151,7 +151,7 @@ func TestAdv59LiveRebuildCrashLeavesBuildDir(t *testing.T) {
 	require.NoError(t, s.db.Flush())
 
 	var clone *vfs.MemFS
-	fs.hook = func(op, path string) error {
+	fs.setHook(func(op, path string) error {
 		if op == "create" && clone == nil && strings.Contains(path, indexBuildDir) {
 			// A background compaction finishes meanwhile (here: a manual
 			// one of the table's keys, which the memtable does not hold).
@@ -161,9 +161,9 @@ func TestAdv59LiveRebuildCrashLeavesBuildDir(t *testing.T) {
 			clone = mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
 		}
 		return nil
-	}
+	})
 	require.NoError(t, s.RebuildIndexes(at(5)))
-	fs.hook = nil
+	fs.setHook(nil)
 	require.NoError(t, s.Close())
 	require.NotNil(t, clone)
 
