@@ -40,11 +40,12 @@ func adv60CrashAroundTheGate(t *testing.T, seed uint64) {
 	// its own generator and the clones under a mutex.
 	var imu sync.Mutex
 	irng := rand.New(rand.NewPCG(seed, 61))
-	fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
+	guard := newCloneGuard(mem) // MarkRecovered's ingest links while the injector clones
+	fs := errorfs.Wrap(guard, errorfs.InjectorFunc(func(op errorfs.Op) error {
 		imu.Lock()
 		defer imu.Unlock()
 		if e := every.Load(); e > 0 && ops.Add(1)%e == 0 && int64(len(clones)) < limit.Load() {
-			clones = append(clones, mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: irng.IntN(101), RNG: rand.New(rand.NewPCG(seed, uint64(len(clones))))}))
+			clones = append(clones, guard.crashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: irng.IntN(101), RNG: rand.New(rand.NewPCG(seed, uint64(len(clones))))}))
 		}
 		return nil
 	}))

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,9 +32,17 @@ func adv20bCrashDuringReopen(t *testing.T, seed uint64) {
 	mem := vfs.NewCrashableMem()
 	var clones []*vfs.MemFS
 	var during atomic.Bool
-	fs := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
+	// The injector runs on Pebble's goroutines too, and MarkRecovered's
+	// ingest links while it clones: its state under a mutex, its clones
+	// through the guard.
+	var imu sync.Mutex
+	irng := rand.New(rand.NewPCG(seed, 8))
+	guard := newCloneGuard(mem)
+	fs := errorfs.Wrap(guard, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		imu.Lock()
+		defer imu.Unlock()
 		if during.Load() {
-			clones = append(clones, mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: rng.IntN(101), RNG: rand.New(rand.NewPCG(seed, uint64(len(clones))))}))
+			clones = append(clones, guard.crashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: irng.IntN(101), RNG: rand.New(rand.NewPCG(seed, uint64(len(clones))))}))
 		}
 		return nil
 	}))
@@ -73,6 +82,8 @@ func adv20bCrashDuringReopen(t *testing.T, seed uint64) {
 	during.Store(false)
 	require.False(t, s.tuned())
 	require.NoError(t, s.Close())
+	imu.Lock()
+	defer imu.Unlock()
 	t.Logf("%d crash points", len(clones))
 	for ci, c := range clones {
 		s2 := New("/db", optsOf(c))

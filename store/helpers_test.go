@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -197,3 +198,32 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 func keyN(i int) string { return fmt.Sprintf("key-%05d", i) }
+
+// cloneGuard is a crashable MemFS whose crash clones never run beside a
+// Link. Pebble's MemFS.Link (2.1.7) read-locks the MemFS's clone mutex
+// twice, and CrashClone write-locks it: a clone taken on one goroutine
+// (a file-system hook on a flush's or compaction's goroutine) while
+// another links (an ingest of the index rebuild) can arrive between the
+// two read locks, and both wait for ever (CI's store package hung 30
+// minutes on it, 2026-12-06). Tests that clone from a hook wrap the MemFS
+// in one and clone through it.
+type cloneGuard struct {
+	vfs.FS
+	mem     *vfs.MemFS
+	linking sync.RWMutex
+}
+
+func newCloneGuard(mem *vfs.MemFS) *cloneGuard { return &cloneGuard{FS: mem, mem: mem} }
+
+func (g *cloneGuard) Link(oldname, newname string) error {
+	g.linking.RLock()
+	defer g.linking.RUnlock()
+	return g.FS.Link(oldname, newname)
+}
+
+// crashClone takes a crash clone with no Link running.
+func (g *cloneGuard) crashClone(cfg vfs.CrashCloneCfg) *vfs.MemFS {
+	g.linking.Lock()
+	defer g.linking.Unlock()
+	return g.mem.CrashClone(cfg)
+}

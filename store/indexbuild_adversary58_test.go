@@ -302,13 +302,6 @@ type adv58FS struct {
 	// hook is read by Pebble's goroutines while the test sets it: set it
 	// with setHook.
 	hook atomic.Pointer[func(op, path string) error]
-	// linking keeps crashClone from running beside a Link. Pebble's
-	// crashable MemFS.Link read-locks its clone mutex twice, so a
-	// CrashClone (which write-locks it) arriving between the two, from a
-	// hook on another goroutine (a compaction opening a table while the
-	// ingest links), deadlocks both: CI's store package hung 30 minutes
-	// on it (2026-12-06).
-	linking sync.RWMutex
 }
 
 // setHook sets the hook (nil: none).
@@ -318,13 +311,6 @@ func (f *adv58FS) setHook(h func(op, path string) error) {
 		return
 	}
 	f.hook.Store(&h)
-}
-
-// crashClone takes a crash clone of mem with no Link running.
-func (f *adv58FS) crashClone(mem *vfs.MemFS, cfg vfs.CrashCloneCfg) *vfs.MemFS {
-	f.linking.Lock()
-	defer f.linking.Unlock()
-	return mem.CrashClone(cfg)
 }
 
 func (f *adv58FS) call(op, path string) error {
@@ -345,8 +331,6 @@ func (f *adv58FS) Link(oldname, newname string) error {
 	if err := f.call("link", oldname); err != nil {
 		return err
 	}
-	f.linking.RLock()
-	defer f.linking.RUnlock()
 	return f.FS.Link(oldname, newname)
 }
 
@@ -416,7 +400,8 @@ func TestAdv58CrashDuringIngest(t *testing.T) {
 	for seed := uint64(1); seed <= 40; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 581))
 		mem := vfs.NewCrashableMem()
-		fs := &adv58FS{FS: mem}
+		guard := newCloneGuard(mem) // the hook clones on Pebble's goroutines too
+		fs := &adv58FS{FS: guard}
 		opts := Options{FS: fs, Indexer: testIndexer, Logger: quiet, DeferIndexOnRecovery: true}
 		s := New("/db", opts)
 		require.NoError(t, s.Open())
@@ -437,7 +422,7 @@ func TestAdv58CrashDuringIngest(t *testing.T) {
 				armed = true
 			}
 			if armed && clone == nil && n.Add(1) == int64(k) {
-				clone = fs.crashClone(mem, vfs.CrashCloneCfg{UnsyncedDataPercent: unsynced, RNG: rand.New(rand.NewPCG(seed, 1))})
+				clone = guard.crashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: unsynced, RNG: rand.New(rand.NewPCG(seed, 1))})
 			}
 			return nil
 		})

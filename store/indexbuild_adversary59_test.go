@@ -152,7 +152,7 @@ func TestAdv59LiveRebuildCrashLeavesBuildDir(t *testing.T) {
 
 	var clone *vfs.MemFS
 	fs.setHook(func(op, path string) error {
-		if op == "create" && clone == nil && strings.Contains(path, indexBuildDir) {
+		if op == "create" && strings.Contains(path, indexBuildDir) && clone == nil {
 			// A background compaction finishes meanwhile (here: a manual
 			// one of the table's keys, which the memtable does not hold).
 			if err := s.db.Compact(context.Background(), []byte{prefixTable}, []byte{prefixTable + 1}, false); err != nil {
