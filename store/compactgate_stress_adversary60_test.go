@@ -27,8 +27,11 @@ func (s *Store) metricsForTest() *pebble.Metrics {
 }
 
 // watchdog fails the test with every goroutine's stack if done is not
-// closed within d.
+// closed within d (watchdogScale times d under the race detector). It
+// tells stuck from slow only by the bound: keep d well above the test's
+// time under load.
 func watchdog(t *testing.T, d time.Duration, what string) (done func()) {
+	d *= watchdogScale
 	ch := make(chan struct{})
 	go func() {
 		select {
