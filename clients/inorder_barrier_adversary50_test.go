@@ -32,6 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chronos-scheduler/chronos/testenv/brokerfaults"
+	"github.com/chronos-scheduler/chronos/testenv/timebound"
 )
 
 // TestAdversary50BarrierHoldsCommitsOfInputsWithoutWrites: with the
@@ -84,6 +85,7 @@ func adv50BarrierCase(t *testing.T, next string, barrier bool) {
 	}
 	eventually := func(d time.Duration, f func() error) {
 		t.Helper()
+		d = timebound.Scaled(d)
 		deadline := time.Now().Add(d)
 		for {
 			err := f()
@@ -154,7 +156,7 @@ func adv50BarrierCase(t *testing.T, next string, barrier bool) {
 	select {
 	case err := <-done:
 		require.Error(t, err)
-	case <-time.After(15 * time.Second):
+	case <-time.After(timebound.Scaled(15 * time.Second)):
 		t.Fatal("the processor did not stop after N's write failed")
 	}
 	c := committed()
@@ -180,7 +182,7 @@ func adv50BarrierCase(t *testing.T, next string, barrier bool) {
 	require.NoError(t, err)
 	defer rc.Close()
 	found := false
-	ctx, cancelRead := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancelRead := context.WithTimeout(context.Background(), timebound.Scaled(2*time.Second))
 	defer cancelRead()
 	for ctx.Err() == nil && !found {
 		rc.PollFetches(ctx).EachRecord(func(r *kgo.Record) { found = found || string(r.Key) == "n" && string(r.Value) == marker })

@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/chronos-scheduler/chronos/testenv/timebound"
 )
 
 // A coordinator holds a JoinGroup until every member has rejoined or the
@@ -74,7 +76,7 @@ func TestJoinHeldPastTheReadTimeoutCompletes(t *testing.T) {
 	var errs []error
 	// Well before the dead member's session (60 s) expires: upstream sarama
 	// joined only then.
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(timebound.Scaled(15 * time.Second))
 	for time.Now().Before(deadline) {
 		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
 		go func() {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/chronos-scheduler/chronos/instance"
 	"github.com/chronos-scheduler/chronos/testenv"
+	"github.com/chronos-scheduler/chronos/testenv/timebound"
 )
 
 // adv58Blocked starts an instance whose scheduler group cannot open its
@@ -99,14 +100,14 @@ func TestAdv58JobReadsBeforeTheViewStarts(t *testing.T) {
 		var problem struct{ Code string }
 		require.NoError(t, json.Unmarshal([]byte(body), &problem), body)
 		require.Equal(t, "view_unavailable", problem.Code, "%s %s: %s", c.method, c.path, body)
-		require.Less(t, time.Since(start), 5*time.Second, "%s %s", c.method, c.path)
+		require.Less(t, time.Since(start), timebound.Scaled(5*time.Second), "%s %s", c.method, c.path)
 	}
 	// A stop while the view waits: prompt, nothing left.
 	start := time.Now()
 	cancel()
 	select {
 	case <-inst.Stopped():
-	case <-time.After(20 * time.Second):
+	case <-time.After(timebound.Scaled(20 * time.Second)):
 		t.Fatal("Run did not return 20 s after the stop")
 	}
 	t.Logf("stopped in %s", time.Since(start))

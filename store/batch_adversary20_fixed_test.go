@@ -290,7 +290,7 @@ func TestAdversary20FatalInMarkRecoveredHangsClose(t *testing.T) {
 	select {
 	case err := <-closed:
 		require.ErrorIs(t, err, ErrFatal)
-	case <-time.After(5 * time.Second):
+	case <-time.After(5 * time.Second * watchdogScale):
 		t.Fatal("Close after a fatal error in MarkRecovered hangs: MarkRecovered leaked its read lock of s.mu")
 	}
 }

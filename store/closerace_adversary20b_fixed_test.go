@@ -34,7 +34,7 @@ func TestAdv20bCloseRacesReopen(t *testing.T) {
 				if err != nil && !errors.Is(err, ErrClosed) {
 					t.Fatalf("round %d: %v", round, err)
 				}
-			case <-time.After(10 * time.Second):
+			case <-time.After(10 * time.Second * watchdogScale):
 				t.Fatalf("round %d: hang", round)
 			}
 		}

@@ -179,5 +179,5 @@ func TestAdv60OpenCloseLeavesNoGateLoop(t *testing.T) {
 		checkConsistent(t, s2)
 		require.NoError(t, s2.Close())
 	}
-	require.Eventually(t, func() bool { return gateLoops() <= before }, 2*time.Second, 20*time.Millisecond, "gate loops left: %d", gateLoops()-before)
+	require.Eventually(t, func() bool { return gateLoops() <= before }, 2*time.Second*watchdogScale, 20*time.Millisecond, "gate loops left: %d", gateLoops()-before)
 }

@@ -45,7 +45,7 @@ func TestAdv20bFullDiskAtReopen(t *testing.T) {
 		if err != nil {
 			require.ErrorIs(t, err, ErrFatal)
 		}
-	case <-time.After(10 * time.Second):
+	case <-time.After(10 * time.Second * watchdogScale):
 		t.Fatal("MarkRecovered hangs on a full disk")
 	}
 	require.LessOrEqual(t, fatals.Load(), int32(1))
@@ -54,7 +54,7 @@ func TestAdv20bFullDiskAtReopen(t *testing.T) {
 	select {
 	case err := <-cl:
 		require.ErrorIs(t, err, syscall.ENOSPC, "Close syncs the WAL on the full disk")
-	case <-time.After(10 * time.Second):
+	case <-time.After(10 * time.Second * watchdogScale):
 		t.Fatal("Close hangs")
 	}
 }

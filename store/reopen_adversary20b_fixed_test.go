@@ -54,7 +54,7 @@ func TestAdv20bRecoveryEndOpensNothing(t *testing.T) {
 	select {
 	case err := <-done:
 		require.NoError(t, err)
-	case <-time.After(5 * time.Second):
+	case <-time.After(5 * time.Second * watchdogScale):
 		t.Fatal("MarkRecovered hangs")
 	}
 	require.False(t, s.tuned())

@@ -29,6 +29,7 @@ import (
 	"github.com/chronos-scheduler/chronos/instance"
 	"github.com/chronos-scheduler/chronos/lag"
 	"github.com/chronos-scheduler/chronos/processors/clock"
+	"github.com/chronos-scheduler/chronos/testenv/timebound"
 	"github.com/chronos-scheduler/chronos/topology"
 )
 
@@ -138,7 +139,7 @@ func (e *Env) Start(cfg instance.Config) *Instance {
 		}
 		inst.Stop()
 	})
-	ready, cancelReady := context.WithTimeout(ctx, 60*time.Second)
+	ready, cancelReady := context.WithTimeout(ctx, timebound.Scaled(60*time.Second))
 	defer cancelReady()
 	require.NoError(e.T, sys.WaitReady(ready))
 	return inst
@@ -291,8 +292,15 @@ func FreeAddr(t testing.TB) string {
 	return addr
 }
 
-// Eventually polls f until it returns nil or the timeout passes.
+// Eventually polls f until it returns nil or the timeout passes; the
+// timeout is timebound.Scaled (10 times as long under the race detector).
 func Eventually(t testing.TB, timeout time.Duration, f func() error) {
+	t.Helper()
+	eventually(t, timebound.Scaled(timeout), f)
+}
+
+// eventually is Eventually with the timeout as given.
+func eventually(t testing.TB, timeout time.Duration, f func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	var err error
@@ -309,11 +317,18 @@ func Eventually(t testing.TB, timeout time.Duration, f func() error) {
 
 // WaitConsumed waits until group has committed everything produced so far
 // to topic (lag 0 on every partition, measured as the lag package and
-// chronos bench measure it), e.g. until every put is applied.
+// chronos bench measure it), e.g. until every put is applied. The timeout
+// is timebound.Scaled.
 func (e *Env) WaitConsumed(group, topic string, timeout time.Duration) {
 	e.T.Helper()
+	e.waitConsumed(group, topic, timebound.Scaled(timeout))
+}
+
+// waitConsumed is WaitConsumed with the timeout as given.
+func (e *Env) waitConsumed(group, topic string, timeout time.Duration) {
+	e.T.Helper()
 	adm := kadm.NewClient(e.Client)
-	Eventually(e.T, timeout, func() error {
+	eventually(e.T, timeout, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		parts, err := lag.Measure(ctx, adm, lag.Earliest, lag.Target{Group: group, Topic: topic})
@@ -331,6 +346,7 @@ func (e *Env) WaitConsumed(group, topic string, timeout time.Duration) {
 func (e *Env) WaitApplied() {
 	// Three minutes: 20,000 puts of 1 KB payloads (TestAdv19f*) took more
 	// than 60 s under -race beside the other packages on 2 cores (a CI run on
-	// 2026-12-03 was 333 short at 60 s).
-	e.WaitConsumed(string(e.Layout.SchedulerGroup()), string(e.Layout.Jobs()), 3*time.Minute)
+	// 2026-12-03 was 333 short at 60 s); 10 minutes under the race detector,
+	// not timebound's 30, which is go test's limit for the whole package.
+	e.waitConsumed(string(e.Layout.SchedulerGroup()), string(e.Layout.Jobs()), max(3*time.Minute, timebound.Scaled(time.Minute)))
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/chronos-scheduler/chronos/clients"
+	"github.com/chronos-scheduler/chronos/testenv/timebound"
 )
 
 const (
@@ -131,7 +132,7 @@ func TestRunWithSASL(t *testing.T) {
 		}
 		m = running.FindStringSubmatch(logs.String())
 		return m != nil
-	}, 60*time.Second, 50*time.Millisecond)
+	}, timebound.Scaled(60*time.Second), 50*time.Millisecond)
 	line := m[0]
 	require.Contains(t, line, "kafka_sasl=PLAIN")
 	require.Contains(t, line, "kafka_tls=false")
@@ -143,7 +144,7 @@ func TestRunWithSASL(t *testing.T) {
 		Value: []byte(`{"v":1,"op":"put","job":{"every":"1s","payload":{"hello":"sasl"}}}`)}
 	require.NoError(t, cl.ProduceSync(ctx, put).FirstErr())
 
-	wait, stop := context.WithTimeout(ctx, 60*time.Second)
+	wait, stop := context.WithTimeout(ctx, timebound.Scaled(60*time.Second))
 	defer stop()
 	for found := false; !found; {
 		fetches := cl.PollFetches(wait)

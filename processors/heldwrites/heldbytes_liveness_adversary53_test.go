@@ -24,6 +24,7 @@ import (
 
 	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/testenv"
+	"github.com/chronos-scheduler/chronos/testenv/timebound"
 )
 
 func TestAdversary53HeldBytesRoundsAndStop(t *testing.T) {
@@ -34,7 +35,7 @@ func TestAdversary53HeldBytesRoundsAndStop(t *testing.T) {
 	group := goka.Group(env.Layout.Prefix + "adv53-rounds")
 	input := env.Layout.Prefix + "adv53-rounds-in"
 	table := string(goka.GroupTable(group))
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), timebound.Scaled(90*time.Second))
 	defer cancel()
 	adm := kadm.NewClient(env.Client)
 	for _, topic := range []string{input, table} {
@@ -136,7 +137,7 @@ func TestAdversary53HeldBytesRoundsAndStop(t *testing.T) {
 	case err := <-done:
 		t.Logf("round three: %d ran, stopped after %s: %v", r3, time.Since(start), err)
 		require.NoError(t, err, "a stop while a callback waited for bytes stopped the group with an error")
-	case <-time.After(30 * time.Second):
+	case <-time.After(timebound.Scaled(30 * time.Second)):
 		t.Fatalf("the processor did not stop within 30 s (the head released after 2 s)")
 	}
 	done2, rcancel2 := run()

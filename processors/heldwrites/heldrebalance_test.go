@@ -12,6 +12,7 @@ import (
 	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/testenv"
+	"github.com/chronos-scheduler/chronos/testenv/timebound"
 )
 
 // TestRebalanceWithAFullQueueOfHeldCommits is round 52's remaining idea:
@@ -79,7 +80,7 @@ func TestRebalanceWithAFullQueueOfHeldCommits(t *testing.T) {
 	var second *testenv.Instance
 	select {
 	case second = <-joined:
-	case <-time.After(90 * time.Second):
+	case <-time.After(timebound.Scaled(90 * time.Second)):
 		t.Fatal("the second instance was not ready 90 s after it joined (the held write was released after 3 s)")
 	}
 	for s := 2; s <= 4; s++ {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/testenv"
+	"github.com/chronos-scheduler/chronos/testenv/timebound"
 )
 
 func TestAdversary52WaitForRoomAtStop(t *testing.T) {
@@ -36,7 +37,7 @@ func TestAdversary52WaitForRoomAtStop(t *testing.T) {
 	group := goka.Group(env.Layout.Prefix + "adv52-room")
 	input := env.Layout.Prefix + "adv52-room-in"
 	table := string(goka.GroupTable(group))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), timebound.Scaled(60*time.Second))
 	defer cancel()
 	adm := kadm.NewClient(env.Client)
 	for _, topic := range []string{input, table} {
@@ -127,7 +128,7 @@ func TestAdversary52WaitForRoomAtStop(t *testing.T) {
 	case err := <-done:
 		t.Logf("stopped after %s: %v", time.Since(start), err)
 		require.NoError(t, err, "a stop that met a full queue of held commits stopped the group with an error")
-	case <-time.After(30 * time.Second):
+	case <-time.After(timebound.Scaled(30 * time.Second)):
 		t.Fatalf("the processor did not stop within 30 s (the head released after 2 s)")
 	}
 	afterStop := noops.Load()

@@ -45,6 +45,7 @@ import (
 
 	"github.com/chronos-scheduler/chronos/clients"
 	"github.com/chronos-scheduler/chronos/testenv"
+	"github.com/chronos-scheduler/chronos/testenv/timebound"
 )
 
 const (
@@ -65,7 +66,7 @@ func TestAdversary51BarriersPinInputsWithoutBound(t *testing.T) {
 	group := goka.Group(env.Layout.Prefix + "adv51-pinned")
 	input := env.Layout.Prefix + "adv51-pinned-in"
 	table := string(goka.GroupTable(group))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), timebound.Scaled(60*time.Second))
 	defer cancel()
 	adm := kadm.NewClient(env.Client)
 	for _, topic := range []string{input, table} {
@@ -139,7 +140,7 @@ func TestAdversary51BarriersPinInputsWithoutBound(t *testing.T) {
 		rcancel()
 		select {
 		case <-done:
-		case <-time.After(20 * time.Second):
+		case <-time.After(timebound.Scaled(20 * time.Second)):
 			t.Errorf("the processor did not stop")
 		}
 	}()

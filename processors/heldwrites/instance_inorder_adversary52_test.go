@@ -23,6 +23,7 @@ import (
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/testenv"
 	"github.com/chronos-scheduler/chronos/testenv/brokerfaults"
+	"github.com/chronos-scheduler/chronos/testenv/timebound"
 )
 
 type adv52Logs struct {
@@ -218,7 +219,7 @@ func TestAdversary52CleanStopWhileTableWriteHeld(t *testing.T) {
 	var took time.Duration
 	select {
 	case took = <-stopped:
-	case <-time.After(30 * time.Second):
+	case <-time.After(timebound.Scaled(30 * time.Second)):
 		t.Fatalf("the clean stop did not finish within 30 s of its start (the held write was released after 2 s)")
 	}
 	t.Logf("clean stop took %s (held write released after 2 s)", took)

@@ -17,6 +17,7 @@ import (
 	"github.com/chronos-scheduler/chronos/codecs"
 	"github.com/chronos-scheduler/chronos/testenv"
 	"github.com/chronos-scheduler/chronos/testenv/brokerfaults"
+	"github.com/chronos-scheduler/chronos/testenv/timebound"
 )
 
 // adv50Manual is a manual fire's dispatch event of job with trigger id
@@ -106,7 +107,7 @@ func TestAdversary50HistoryUnchangedFoldCommitsPastFailedWrite(t *testing.T) {
 	cl, err := env.Kafka.NewKgo(kgo.ConsumeTopics(table), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	require.NoError(t, err)
 	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), timebound.Scaled(3*time.Second))
 	defer cancel()
 	for ctx.Err() == nil {
 		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {

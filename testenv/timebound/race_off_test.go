@@ -1,0 +1,5 @@
+//go:build !race
+
+package timebound
+
+const raceEnabled = false
