@@ -159,8 +159,8 @@ func runBench(ctx context.Context, f *instanceFlags, brokers []string, cfg bench
 		defer b.Close()
 		icfg.Kafka.Brokers = b.Addrs()
 	}
-	autoMemoryLimit("/")           // as `chronos run` does: the cgroup's limit, if GOMEMLIMIT is not set
-	stopPacing := paceGC(ctx, nil) // and its collector
+	autoMemoryLimit("/")                              // as `chronos run` does: the cgroup's limit, if GOMEMLIMIT is not set
+	stopPacing := paceGC(ctx, nil, len(brokers) == 0) // and its collector (paceBase: the embedded broker's log is on this heap)
 	defer stopPacing()
 	inst, err := instance.New(ctx, icfg)
 	if err != nil {

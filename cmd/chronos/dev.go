@@ -37,7 +37,7 @@ func newDev() *cobra.Command {
 			defer b.Close()
 			log.Info("embedded broker started", "addr", b.Addrs()[0], "data_dir", filepath.Join(dataDir, "kafka"))
 			cfg.Kafka.Brokers = b.Addrs()
-			return serve(ctx, cfg)
+			return serve(ctx, cfg, true)
 		},
 	}
 	f.register(cmd.Flags(), "127.0.0.1:8080", "./.chronos")

@@ -96,10 +96,10 @@ func TestAdversary63PaceGCStopTwiceCtxFirstNoLeak(t *testing.T) {
 	goroutines := runtime.NumGoroutine()
 
 	ctx, cancel := context.WithCancel(context.Background())
-	stop := paceGC(ctx, nil)
-	g := adv63WaitGOGC(t, func(g int) bool { return g < 100 })
+	stop := paceGC(ctx, nil, false)
+	g := adv63WaitGOGC(t, func(g int) bool { return g < gcPaceDefaultPercent })
 	t.Logf("paced GOGC with a 64 MiB memtable held: %d", g)
-	require.Less(t, g, 100, "the pacer lowers GOGC while a store holds most of the heap")
+	require.Less(t, g, gcPaceDefaultPercent, "the pacer lowers GOGC below its base while a store holds most of the heap")
 	cancel() // ctx first
 	stop()
 	stop() // twice
@@ -108,9 +108,9 @@ func TestAdversary63PaceGCStopTwiceCtxFirstNoLeak(t *testing.T) {
 	require.LessOrEqual(t, runtime.NumGoroutine(), goroutines, "no pacer goroutine left")
 
 	// A second run in the same process (bench twice), stopped without ctx.
-	stop = paceGC(context.Background(), nil)
-	g = adv63WaitGOGC(t, func(g int) bool { return g < 100 })
-	require.Less(t, g, 100)
+	stop = paceGC(context.Background(), nil, false)
+	g = adv63WaitGOGC(t, func(g int) bool { return g < gcPaceDefaultPercent })
+	require.Less(t, g, gcPaceDefaultPercent)
 	stop()
 	require.Equal(t, 100, adv63GOGC(), "GOGC back at the base after the second run")
 }
@@ -124,10 +124,10 @@ func TestAdversary63OverlappingPacersLeaveGOGCPaced(t *testing.T) {
 	adv63OpenStore(t)
 	base := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(base)
-	stop1 := paceGC(context.Background(), nil)
-	g := adv63WaitGOGC(t, func(g int) bool { return g < 100 })
-	require.Less(t, g, 100)
-	stop2 := paceGC(context.Background(), nil)
+	stop1 := paceGC(context.Background(), nil, false)
+	g := adv63WaitGOGC(t, func(g int) bool { return g < gcPaceDefaultPercent })
+	require.Less(t, g, gcPaceDefaultPercent)
+	stop2 := paceGC(context.Background(), nil, false)
 	stop1()
 	stop2()
 	got := adv63GOGC()
@@ -143,7 +143,7 @@ func TestAdversary63NoPacingUnderGOMEMLIMIT(t *testing.T) {
 	defer debug.SetGCPercent(base)
 	old := debug.SetMemoryLimit(1 << 30)
 	defer debug.SetMemoryLimit(old)
-	stop := paceGC(context.Background(), nil)
+	stop := paceGC(context.Background(), nil, false)
 	defer stop()
 	time.Sleep(1500 * time.Millisecond)
 	g := adv63WaitGOGC(t, func(g int) bool { return g < 100 })
@@ -155,7 +155,7 @@ func TestAdversary63NoPacingWithGOGCOff(t *testing.T) {
 	adv63OpenStore(t)
 	base := debug.SetGCPercent(-1)
 	defer debug.SetGCPercent(base)
-	stop := paceGC(context.Background(), nil)
+	stop := paceGC(context.Background(), nil, false)
 	time.Sleep(1200 * time.Millisecond)
 	require.Equal(t, -1, debug.SetGCPercent(-1), "GOGC=off stays off")
 	stop()
@@ -170,7 +170,7 @@ func TestAdversary63NoPacingWithGOGCOff(t *testing.T) {
 func TestAdversary63PacerRacesStoresOpeningAndClosing(t *testing.T) {
 	base := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(base)
-	p := &gcPacer{base: 100, percent: 100, set: debug.SetGCPercent, live: liveHeap, held: func() uint64 {
+	p := &gcPacer{base: 100, restore: 100, percent: 100, set: debug.SetGCPercent, live: liveHeap, held: func() uint64 {
 		m := store.OpenMemory()
 		return m.MemTables + m.BlockCache
 	}}
@@ -264,7 +264,7 @@ func TestAdversary63GCCostPacedAgainstCgo(t *testing.T) {
 		ballast[i] = 1
 	}
 	unCycles, unFrac, unWall, unGoal := churn(nil)
-	p := &gcPacer{base: 100, percent: 100, live: liveHeap, held: func() uint64 { return uint64(len(ballast)) }, set: debug.SetGCPercent}
+	p := &gcPacer{base: 100, restore: 100, percent: 100, live: liveHeap, held: func() uint64 { return uint64(len(ballast)) }, set: debug.SetGCPercent}
 	runtime.GC()
 	p.pace()
 	pacedGOGC := p.percent
@@ -320,13 +320,14 @@ func TestAdversary63DevPacesAndShowsIt(t *testing.T) {
 	base := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(base)
 	addr, stop := adv63Dev(t, 38511, 38512)
+	devBase := paceBase(100, false, true) // dev hosts the embedded broker: Go's 100
 	seen := map[int]bool{}
 	deadline := time.Now().Add(60 * time.Second)
 	low := -1
 	for time.Now().Before(deadline) {
 		if g := adv63Scrape(t, addr); g >= 0 {
 			seen[g] = true
-			if g < 100 {
+			if g < devBase {
 				low = g
 				break
 			}
@@ -338,7 +339,7 @@ func TestAdversary63DevPacesAndShowsIt(t *testing.T) {
 		seen, m.Stores, m.MemTables>>20, m.BlockCache>>20, liveHeap()>>20)
 	require.NoError(t, stop())
 	require.GreaterOrEqual(t, low, 10, "dev should show a paced GOGC in go_gc_gogc_percent")
-	require.Less(t, low, 100)
+	require.Less(t, low, devBase, "paced below the pacer's base while the stores hold memory")
 	require.Equal(t, 100, adv63GOGC(), "GOGC back at the base once dev stopped")
 }
 

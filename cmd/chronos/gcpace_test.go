@@ -42,6 +42,23 @@ func TestGCPercentGivesTheHeapBesidesTheStoresItsHeadroom(t *testing.T) {
 	require.Equal(t, 50, gcPercent(100, 1<<30, 1<<29))
 }
 
+// TestPaceBaseHalvesGosDefaultOnlyWhenGOGCIsUnset: without GOGC in the
+// environment and without the embedded broker the pacer gives the heap
+// besides the stores half of what is live (gcPaceDefaultPercent); a GOGC
+// set in the environment, or a percent the process set itself, is the
+// pacer's base as it is.
+func TestPaceBaseHalvesGosDefaultOnlyWhenGOGCIsUnset(t *testing.T) {
+	require.Equal(t, gcPaceDefaultPercent, paceBase(100, false, false), "nothing set: the pacer's default")
+	require.Equal(t, 50, gcPaceDefaultPercent)
+	require.Equal(t, 100, paceBase(100, false, true), "the embedded broker's log on the heap: Go's default")
+	for _, embedded := range []bool{false, true} {
+		for _, found := range []int{0, 10, 50, 100, 200, 1000} {
+			require.Equal(t, found, paceBase(found, true, embedded), "GOGC=%d in the environment", found)
+		}
+		require.Equal(t, 200, paceBase(200, false, embedded), "a percent the process set itself (debug.SetGCPercent)")
+	}
+}
+
 // TestPacingOnlyWithoutCgoCollectorOnAndNoLimit: the pacer runs only when
 // the stores' memory is on Go's heap, GOGC is not off and no memory limit
 // is set.
@@ -59,7 +76,7 @@ func TestPacingOnlyWithoutCgoCollectorOnAndNoLimit(t *testing.T) {
 func TestGCPacerSetsOnlyChangesAndGivesTheBaseBack(t *testing.T) {
 	var sets []int
 	held := uint64(0)
-	p := &gcPacer{base: 100, percent: 100, live: func() uint64 { return 1000 }, held: func() uint64 { return held },
+	p := &gcPacer{base: 100, restore: 100, percent: 100, live: func() uint64 { return 1000 }, held: func() uint64 { return held },
 		set: func(g int) int { sets = append(sets, g); return 0 }}
 	p.pace()
 	require.Empty(t, sets, "nothing held: GOGC stays the base")
@@ -114,7 +131,7 @@ func TestGCPacerBoundsTheHeapOverABallast(t *testing.T) {
 	}
 	unpacedGoal, unpacedPeak := churn()
 	runtime.GC()
-	p := &gcPacer{base: 100, percent: 100, live: liveHeap, held: func() uint64 { return ballastBytes }, set: debug.SetGCPercent}
+	p := &gcPacer{base: 100, restore: 100, percent: 100, live: liveHeap, held: func() uint64 { return ballastBytes }, set: debug.SetGCPercent}
 	p.pace()
 	require.Equal(t, gcPaceMinPercent, p.percent, "the ballast is nearly all of the live heap")
 	pacedGoal, pacedPeak := churn()

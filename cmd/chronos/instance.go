@@ -38,13 +38,15 @@ func (f *instanceFlags) config(brokers []string, log *slog.Logger) (instance.Con
 	return cfg, nil
 }
 
-// serve runs an instance of cfg until ctx ends.
-func serve(ctx context.Context, cfg instance.Config) error {
+// serve runs an instance of cfg until ctx ends; embeddedBroker says that
+// the process hosts the embedded broker (chronos dev), whose log shares the
+// heap (paceBase).
+func serve(ctx context.Context, cfg instance.Config, embeddedBroker bool) error {
 	if set, cgroup := autoMemoryLimit("/"); set > 0 && cfg.Logger != nil {
 		cfg.Logger.Info("GOMEMLIMIT not set: Go's soft memory limit set to 90% of the cgroup's memory limit",
 			"limit_bytes", set, "cgroup_limit_bytes", cgroup)
 	}
-	defer paceGC(ctx, cfg.Logger)()
+	defer paceGC(ctx, cfg.Logger, embeddedBroker)()
 	inst, err := instance.New(ctx, cfg)
 	if err != nil {
 		return err

@@ -26,7 +26,7 @@ func newRun() *cobra.Command {
 			cfg.HTTP.RequireAuth = true
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			return serve(ctx, cfg)
+			return serve(ctx, cfg, false)
 		},
 	}
 	f.register(cmd.Flags(), "0.0.0.0:8080", "./.chronos")

@@ -111,7 +111,7 @@ func TestRunWithSASL(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg) }()
+	go func() { done <- serve(ctx, cfg, false) }()
 	defer func() {
 		cancel()
 		select {
