@@ -29,7 +29,10 @@ const memLimitShare = 0.9
 // limit but no GOMEMLIMIT would be killed long before its live memory
 // reached the limit.
 func autoMemoryLimit(root string) (set, cgroup int64) {
-	if _, ok := os.LookupEnv("GOMEMLIMIT"); ok {
+	// Empty is not set: Go reads an empty GOMEMLIMIT as no limit, and a pod
+	// given `GOMEMLIMIT: ""` would otherwise run without one (adversary
+	// round 64).
+	if os.Getenv("GOMEMLIMIT") != "" {
 		return 0, 0
 	}
 	cgroup, ok := cgroupMemoryLimit(root)
