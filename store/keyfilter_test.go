@@ -235,3 +235,48 @@ func TestKeyFilterSizedByTheRecovery(t *testing.T) {
 		})
 	}
 }
+
+// TestFilterGrowsInOnePass: a filter that fills with new keys is rebuilt
+// at twice the table's size from one pass over the table, sized by the
+// keys it saw, with no pass that only counts; the rebuilt filter holds
+// every key and has room for them. With deletions among the writes the
+// table may have shrunk, and a rebuild by deletions counts (or an estimate
+// four times too large is counted again): every key still in the table
+// stays in the filter either way.
+func TestFilterGrowsInOnePass(t *testing.T) {
+	for _, deletes := range []bool{false, true} {
+		t.Run(fmt.Sprintf("deletes=%v", deletes), func(t *testing.T) {
+			opts := Options{FS: vfs.NewMem(), Logger: quiet, Indexer: testIndexer, KeyFilter: true, DeferIndexOnRecovery: true}
+			s := New("/db", opts)
+			s.filterMin = 8
+			require.NoError(t, s.Open())
+			defer s.Close()
+			require.NoError(t, s.MarkRecovered())
+			allocs, counts := 0, 0
+			s.onFilterAlloc = func() { allocs++ }
+			s.onFilterCount = func() { counts++ }
+			const keys = 5000
+			live := map[int]bool{}
+			for i := range keys {
+				require.NoError(t, s.Set(fmt.Sprintf("job-%05d", i), []byte("v")))
+				live[i] = true
+				if deletes && i%3 == 2 {
+					require.NoError(t, s.Delete(fmt.Sprintf("job-%05d", i-1)))
+					delete(live, i-1)
+				}
+			}
+			f := s.filter.Load()
+			require.NotNil(t, f)
+			require.GreaterOrEqual(t, allocs, 8, "the filter grew from 8 keys by rebuilds")
+			if !deletes {
+				require.Zero(t, counts, "a rebuild of a filter that filled with new keys counts no keys")
+			}
+			require.GreaterOrEqual(t, f.limit, len(live), "room for every key")
+			require.LessOrEqual(t, f.limit, 4*(keys+keys/4), "at most four times what the table needs")
+			for i := range live {
+				require.True(t, f.mayContain(filterHash(fmt.Sprintf("job-%05d", i))), "job-%05d", i)
+			}
+			t.Logf("%d filters allocated, %d counting passes, limit %d for %d keys", allocs, counts, f.limit, len(live))
+		})
+	}
+}
