@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -11,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,30 +48,22 @@ func adv64Prep(t *testing.T, env *string, start int) {
 // adv64Log returns a JSON logger and the records it wrote with the
 // pacer's message.
 func adv64Log() (*slog.Logger, func() []map[string]any) {
-	var mu sync.Mutex
-	var buf bytes.Buffer
-	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return buf.Write(p) })
-	log := slog.New(slog.NewJSONHandler(w, nil))
+	var buf syncBuffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
 	return log, func() []map[string]any {
-		mu.Lock()
-		defer mu.Unlock()
 		var out []map[string]any
-		dec := json.NewDecoder(bytes.NewReader(buf.Bytes()))
+		dec := json.NewDecoder(strings.NewReader(buf.String()))
 		for {
 			var m map[string]any
 			if dec.Decode(&m) != nil {
 				return out
 			}
-			if s, _ := m["msg"].(string); bytes.Contains([]byte(s), []byte("GOGC paced")) {
+			if s, _ := m["msg"].(string); strings.Contains(s, "GOGC paced") {
 				out = append(out, m)
 			}
 		}
 	}
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // adv64Steady waits for GOGC to reach want and checks it stays there for
 // 1.2 s (more than one gcPaceEvery).
