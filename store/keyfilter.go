@@ -122,7 +122,7 @@ func (s *Store) filterAddLocked(key string) {
 	if f.add(filterHash(key)); f.keys <= f.limit {
 		return
 	}
-	if s.rebuildFilterLocked(int64(f.keys)) {
+	if s.rebuildFilterLocked(int64(max(f.keys-f.deletes, 0))) {
 		s.filter.Load().add(filterHash(key))
 	}
 }
@@ -145,11 +145,15 @@ func (s *Store) filterDeleteLocked() {
 // rebuildFilterLocked replaces the filter by one built from the table at
 // twice its size, and reports whether it did. keys is an estimate of the
 // table's keys (buildFilterSizedLocked; -1: count them). A filter that
-// filled with new keys passes the keys it saw: the table holds no key its
-// filter did not see, so the rebuild reads the table once, not twice (a
-// 10M registration's CPU profile on 2026-12-07 had 10% of the process in
-// rebuilds, the counting pass 4%). After deletions the table may have
-// shrunk, so it is counted. The old filter goes first,
+// filled with new keys passes the keys it saw less the deletions it saw:
+// the table holds no key its filter did not see, so the rebuild reads the
+// table once, not twice (a 10M registration's CPU profile on 2026-12-07
+// had 10% of the process in rebuilds, the counting pass 4%). The keys it
+// saw alone overstated a table of one-shot jobs fired and purged, and
+// every such growth read the table three times, or made a filter twice
+// the largest the store had for a table of a hundred keys (adversary
+// round 65). After deletions past its room the table may have shrunk by
+// any amount, so it is counted. The old filter goes first,
 // so that the two are never held at once (the peak was 30 bits a key,
 // adversary round 46b): reads go to Pebble meanwhile, and no Set runs (the
 // caller holds s.wmu). A filter that cannot be rebuilt stays dropped.
@@ -193,7 +197,14 @@ func (s *Store) buildFilterSizedLocked(grow bool, keys int64) error {
 			return err
 		}
 	}
-	b := s.newFilterBuild(grow, n, keys >= 0)
+	return s.fillFilterLocked(grow, n, keys >= 0)
+}
+
+// fillFilterLocked builds a filter sized for keys keys in one pass over
+// the table (guessed: keys is an estimate, which finishFilterLocked
+// checks against the keys the pass met).
+func (s *Store) fillFilterLocked(grow bool, keys int64, guessed bool) error {
+	b := s.newFilterBuild(grow, keys, guessed)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixTable}, UpperBound: []byte{prefixTable + 1}})
 	if err != nil {
 		return err
@@ -229,6 +240,9 @@ func (s *Store) newFilterBuild(grow bool, keys int64, guessed bool) *filterBuild
 	if s.onFilterAlloc != nil {
 		s.onFilterAlloc()
 	}
+	if s.onFilterMade != nil {
+		s.onFilterMade(f)
+	}
 	return &filterBuild{f: f, grow: grow, keys: keys, guessed: guessed}
 }
 
@@ -239,24 +253,33 @@ func (b *filterBuild) add(key []byte) {
 
 // finishFilterLocked puts a filled filter in place, or, if it was sized
 // by an estimate too small for the keys it met or more than four times
-// too large, builds one by count instead. The caller holds s.mu (read)
-// and s.wmu, held since the pass began: no Set ran meanwhile.
+// too large, builds one sized by the keys the pass met: no Set ran
+// meanwhile, so that is the table's count, and no counting pass is
+// needed. The caller holds s.mu (read) and s.wmu, held since the pass
+// began.
 func (s *Store) finishFilterLocked(b *filterBuild) error {
 	short := b.counted > b.keys
 	large := b.f.limit > 4*max(int(b.counted+b.counted/4), s.filterMin)
 	if b.grow {
-		// A growing filter's estimate is the keys its predecessor saw.
-		// That misses the few new keys whose bits were all set already
-		// (~1% at capacity): up to an eighth more still leaves it room
-		// (twice the estimate). It also counts keys deleted since (one-shot
-		// jobs fired and purged): more than twice the size a count would
-		// give is counted again, as a rebuild by count would be no larger
-		// (adversary round 46b's churn).
+		// A growing filter's estimate is the keys its predecessor saw less
+		// the deletions it saw. That misses the few new keys whose bits
+		// were all set already (~1% at capacity): up to an eighth more
+		// still leaves it room (twice the estimate). A deleted key put
+		// again, or a deletion of a key the table did not hold, makes it
+		// smaller than the table; it is never larger but for a Set whose
+		// write failed. Short by more than that eighth, or larger at all,
+		// the filter is built again by the count, so a growth leaves room
+		// for 1.8 to 2 times the table.
 		short = b.counted > b.keys+b.keys/8
-		large = b.f.limit > 2*max(int(2*b.counted), s.filterMin)
+		large = b.f.limit > max(2*int(b.counted), s.filterMin)
 	}
 	if b.guessed && (short || large) {
-		return s.buildFilterSizedLocked(b.grow, -1)
+		grow, n := b.grow, b.counted
+		b.f = nil // gone before the next is made: never two at once
+		if err := s.commitPendingLocked(); err != nil {
+			return err
+		}
+		return s.fillFilterLocked(grow, n, false)
 	}
 	s.filter.Store(b.f)
 	return nil

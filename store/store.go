@@ -277,9 +277,10 @@ type Store struct {
 	filter     atomic.Pointer[keyFilter]
 	filterHits atomic.Uint64
 	filterMin  int
-	// onFilterAlloc, when set (the package's tests), is called where a
-	// filter build has allocated its new filter.
+	// onFilterAlloc and onFilterMade, when set (the package's tests), are
+	// called where a filter build has allocated its new filter.
 	onFilterAlloc func()
+	onFilterMade  func(*keyFilter)
 	// onFilterCount, when set (the package's tests), is called where a
 	// filter build counts the table's keys in a pass of its own.
 	onFilterCount func()
