@@ -36,6 +36,19 @@ func adv65Fresh(t *testing.T, n int, indexed bool, least int) *Store {
 	return s
 }
 
+// adv65NextAbsent returns the first key from keyN(*next) on that the
+// filter says the table lacks (its Set overflows a full filter), and moves
+// *next past it.
+func adv65NextAbsent(s *Store, next *int) string {
+	for {
+		k := keyN(*next)
+		*next++
+		if s.filterAbsent(k) {
+			return k
+		}
+	}
+}
+
 // adv65Pass counts the passes over the table the filter builds make: one
 // per filter allocated (a build pass) and one per counting pass.
 type adv65Pass struct{ allocs, counts int }
@@ -213,14 +226,7 @@ func TestAdversary65PurgedBurstGuessedAllocation(t *testing.T) {
 	}
 	s.onFilterCount = func() { counts++ }
 	// A new key the filter says absent overflows it.
-	var k string
-	for {
-		k = keyN(next)
-		next++
-		if s.filterAbsent(k) {
-			break
-		}
-	}
+	k := adv65NextAbsent(s, &next)
 	f = nil // the test keeps no filter reachable
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -267,14 +273,7 @@ func TestAdversary65GuessedFilterReleasedBeforeRecount(t *testing.T) {
 		next++
 	}
 	require.Same(t, f, s.filter.Load(), "no rebuild yet (%d deletes, limit %d)", f.deletes, f.limit)
-	var k string
-	for {
-		k = keyN(next)
-		next++
-		if s.filterAbsent(k) {
-			break
-		}
-	}
+	k := adv65NextAbsent(s, &next)
 	est, table := f.keys+1-f.deletes, len(tableState(t, s))+1
 	require.Greater(t, table, est+est/8, "the estimate is short of the table")
 	f = nil

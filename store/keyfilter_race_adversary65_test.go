@@ -207,14 +207,7 @@ func TestAdversary65RebuildFailsAtEachPass(t *testing.T) {
 				model[k] = v
 				require.Same(t, f, s.filter.Load())
 			}
-			var k string
-			for {
-				k = keyN(next)
-				next++
-				if s.filterAbsent(k) {
-					break
-				}
-			}
+			k := adv65NextAbsent(s, &next)
 			allocs, counts := 0, 0
 			s.onFilterAlloc = func() {
 				allocs++
