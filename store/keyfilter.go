@@ -252,8 +252,9 @@ func (b *filterBuild) add(key []byte) {
 }
 
 // finishFilterLocked puts a filled filter in place, or, if it was sized
-// by an estimate too small for the keys it met or more than four times
-// too large, builds one sized by the keys the pass met: no Set ran
+// by an estimate too small for the keys it met or too large for them
+// (more than four times; a growth's, at all), builds one sized by the
+// keys the pass met: no Set ran
 // meanwhile, so that is the table's count, and no counting pass is
 // needed. The caller holds s.mu (read) and s.wmu, held since the pass
 // began.
