@@ -122,7 +122,8 @@ func (s *Store) filterAddLocked(key string) {
 	if f.add(filterHash(key)); f.keys <= f.limit {
 		return
 	}
-	if s.rebuildFilterLocked(int64(max(f.keys-f.deletes, 0))) {
+	// The key that filled it is not written yet: the table has one less.
+	if s.rebuildFilterLocked(int64(max(f.keys-1-f.deletes, 0))) {
 		s.filter.Load().add(filterHash(key))
 	}
 }
