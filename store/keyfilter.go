@@ -239,10 +239,7 @@ func (s *Store) newFilterBuild(grow bool, keys int64, guessed bool) *filterBuild
 	}
 	f := newKeyFilter(int(capacity), s.filterMin)
 	if s.onFilterAlloc != nil {
-		s.onFilterAlloc()
-	}
-	if s.onFilterMade != nil {
-		s.onFilterMade(f)
+		s.onFilterAlloc(f)
 	}
 	return &filterBuild{f: f, grow: grow, keys: keys, guessed: guessed}
 }
@@ -255,10 +252,9 @@ func (b *filterBuild) add(key []byte) {
 // finishFilterLocked puts a filled filter in place, or, if it was sized
 // by an estimate too small for the keys it met or too large for them
 // (more than four times; a growth's, at all), builds one sized by the
-// keys the pass met: no Set ran
-// meanwhile, so that is the table's count, and no counting pass is
-// needed. The caller holds s.mu (read) and s.wmu, held since the pass
-// began.
+// keys the pass met: no Set ran meanwhile, so that is the table's count,
+// and no counting pass is needed. The caller holds s.mu (read) and s.wmu,
+// held since the pass began.
 func (s *Store) finishFilterLocked(b *filterBuild) error {
 	short := b.counted > b.keys
 	large := b.f.limit > 4*max(int(b.counted+b.counted/4), s.filterMin)

@@ -87,7 +87,7 @@ func TestAdv46bGrowthPeakMemory(t *testing.T) {
 	}
 	require.NoError(t, s.MarkRecovered())
 	allocs, held := 0, 0
-	s.onFilterAlloc = func() {
+	s.onFilterAlloc = func(*keyFilter) {
 		allocs++
 		if s.filter.Load() != nil {
 			held++

@@ -135,7 +135,7 @@ func TestAdv62EndRecoveryFilterMatchesModel(t *testing.T) {
 				}
 			}()
 			var allocs, counts atomic.Int64
-			s.onFilterAlloc = func() { allocs.Add(1) }
+			s.onFilterAlloc = func(*keyFilter) { allocs.Add(1) }
 			s.onFilterCount = func() { counts.Add(1) }
 			err := s.MarkRecovered()
 			if allocs.Load() == 1 && counts.Load() == 0 {
@@ -281,12 +281,12 @@ func TestAdv62PanicInFusedPassReleasesLocks(t *testing.T) {
 			}
 			switch where {
 			case "alloc":
-				s.onFilterAlloc = func() { panic("adv62: alloc") }
+				s.onFilterAlloc = func(*keyFilter) { panic("adv62: alloc") }
 			case "count":
 				// The rebuild by the keys the pass met (no counting pass
 				// since adversary round 65's fix): its allocation.
 				n := 0
-				s.onFilterAlloc = func() {
+				s.onFilterAlloc = func(*keyFilter) {
 					if n++; n == 2 {
 						panic("adv62: count")
 					}
@@ -370,7 +370,7 @@ func TestAdv62FusedFilterSizeBounds(t *testing.T) {
 			}
 		}
 		var allocs, counts int
-		s.onFilterAlloc = func() { allocs++ }
+		s.onFilterAlloc = func(*keyFilter) { allocs++ }
 		s.onFilterCount = func() { counts++ }
 		require.NoError(t, s.MarkRecovered())
 		n := distinct - dels

@@ -34,7 +34,7 @@ func adv65bStart(t *testing.T, n int, indexed bool, least int) *adv65bRun {
 	for i := range n {
 		r.model[keyN(i)] = true
 	}
-	s.onFilterAlloc = func() { r.allocs++ }
+	s.onFilterAlloc = func(*keyFilter) { r.allocs++ }
 	s.onFilterCount = func() { r.counts++ }
 	return r
 }
@@ -217,7 +217,7 @@ func TestAdversary65bFailedSetsInflateEstimate(t *testing.T) {
 	require.NoError(t, s.MarkRecovered())
 	old := s.filter.Load()
 	var made []int
-	s.onFilterMade = func(f *keyFilter) { made = append(made, f.limit) }
+	s.onFilterAlloc = func(f *keyFilter) { made = append(made, f.limit) }
 	fail.Store(true)
 	next := 50
 	for s.filter.Load() == old {
@@ -250,7 +250,7 @@ func TestAdversary65bFailedSetsInflateEstimate(t *testing.T) {
 func TestAdversary65bConcurrentDeletePutGrowthReaders(t *testing.T) {
 	s := adv65Fresh(t, 1000, true, 8)
 	var passes atomic.Int64
-	s.onFilterAlloc = func() { passes.Add(1) }
+	s.onFilterAlloc = func(*keyFilter) { passes.Add(1) }
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	errc := make(chan error, 8)

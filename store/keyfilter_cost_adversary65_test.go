@@ -54,7 +54,7 @@ func adv65NextAbsent(s *Store, next *int) string {
 type adv65Pass struct{ allocs, counts int }
 
 func (p *adv65Pass) hook(s *Store) {
-	s.onFilterAlloc = func() { p.allocs++ }
+	s.onFilterAlloc = func(*keyFilter) { p.allocs++ }
 	s.onFilterCount = func() { p.counts++ }
 }
 
@@ -215,7 +215,7 @@ func TestAdversary65PurgedBurstGuessedAllocation(t *testing.T) {
 	require.Equal(t, live, table)
 	var before, first runtime.MemStats
 	allocs, counts, held := 0, 0, 0
-	s.onFilterAlloc = func() {
+	s.onFilterAlloc = func(*keyFilter) {
 		allocs++
 		if s.filter.Load() != nil {
 			held++
@@ -279,7 +279,7 @@ func TestAdversary65GuessedFilterReleasedBeforeRecount(t *testing.T) {
 	f = nil
 	var first weak.Pointer[keyFilter]
 	allocs, counts, reachable := 0, 0, false
-	s.onFilterMade = func(g *keyFilter) {
+	s.onFilterAlloc = func(g *keyFilter) {
 		if allocs++; allocs == 1 {
 			first = weak.Make(g)
 			return
@@ -289,7 +289,7 @@ func TestAdversary65GuessedFilterReleasedBeforeRecount(t *testing.T) {
 	}
 	s.onFilterCount = func() { counts++ }
 	require.NoError(t, s.Set(k, []byte("v")))
-	s.onFilterMade, s.onFilterCount = nil, nil
+	s.onFilterAlloc, s.onFilterCount = nil, nil
 	t.Logf("estimate %d, table %d: %d filters allocated, %d counting passes", est, table, allocs, counts)
 	require.Equal(t, 2, allocs, "a growth by the estimate, then by the pass's count")
 	require.Zero(t, counts, "the pass counted the table: no counting pass of its own")
@@ -392,7 +392,7 @@ func TestAdversary65ChurnModelBoundsAndCost(t *testing.T) {
 			model := map[string]bool{}
 			var keysRead, rebuildsSeen, maxPasses int
 			var passes int
-			s.onFilterAlloc = func() { keysRead += len(model); passes++ }
+			s.onFilterAlloc = func(*keyFilter) { keysRead += len(model); passes++ }
 			s.onFilterCount = func() { keysRead += len(model); passes++ }
 			last := s.filter.Load()
 			writes := 0

@@ -76,7 +76,7 @@ func TestAdversary65ReadersInsideRebuildPasses(t *testing.T) {
 			inHook = append(inHook, fmt.Errorf("%s: %w", what, err))
 		}
 	}
-	s.onFilterAlloc = func() { allocs++; check(fmt.Sprint("alloc ", allocs)) }
+	s.onFilterAlloc = func(*keyFilter) { allocs++; check(fmt.Sprint("alloc ", allocs)) }
 	s.onFilterCount = func() { counts++; check(fmt.Sprint("count ", counts)) }
 
 	var done atomic.Bool
@@ -209,7 +209,7 @@ func TestAdversary65RebuildFailsAtEachPass(t *testing.T) {
 			}
 			k := adv65NextAbsent(s, &next)
 			allocs, counts := 0, 0
-			s.onFilterAlloc = func() {
+			s.onFilterAlloc = func(*keyFilter) {
 				allocs++
 				if where == "by-count" && allocs == 2 {
 					tog.On()
@@ -316,7 +316,7 @@ func TestAdversary65CloseDuringRebuild(t *testing.T) {
 					startClose()
 				}
 			}
-			s.onFilterAlloc = func() {
+			s.onFilterAlloc = func(*keyFilter) {
 				if allocs++; at2 == "alloc2" && allocs == 2 {
 					startClose()
 				}

@@ -219,7 +219,7 @@ func TestKeyFilterSizedByTheRecovery(t *testing.T) {
 				require.NoError(t, s.Open())
 			}
 			allocs, counts := 0, 0
-			s.onFilterAlloc = func() { allocs++ }
+			s.onFilterAlloc = func(*keyFilter) { allocs++ }
 			s.onFilterCount = func() { counts++ }
 			require.NoError(t, s.MarkRecovered())
 			defer s.Close()
@@ -253,7 +253,7 @@ func TestFilterGrowsInOnePass(t *testing.T) {
 			defer s.Close()
 			require.NoError(t, s.MarkRecovered())
 			allocs, counts := 0, 0
-			s.onFilterAlloc = func() { allocs++ }
+			s.onFilterAlloc = func(*keyFilter) { allocs++ }
 			s.onFilterCount = func() { counts++ }
 			const keys = 5000
 			live := map[int]bool{}

@@ -277,10 +277,9 @@ type Store struct {
 	filter     atomic.Pointer[keyFilter]
 	filterHits atomic.Uint64
 	filterMin  int
-	// onFilterAlloc and onFilterMade, when set (the package's tests), are
-	// called where a filter build has allocated its new filter.
-	onFilterAlloc func()
-	onFilterMade  func(*keyFilter)
+	// onFilterAlloc, when set (the package's tests), is called with the
+	// new filter where a filter build has allocated it.
+	onFilterAlloc func(*keyFilter)
 	// onFilterCount, when set (the package's tests), is called where a
 	// filter build counts the table's keys in a pass of its own.
 	onFilterCount func()
