@@ -297,12 +297,15 @@ func adv63Scrape(t *testing.T, addr string) int {
 	return -1
 }
 
-// adv63Dev runs `chronos dev` in this process until the returned stop.
-func adv63Dev(t *testing.T, httpPort, kafkaPort int) (addr string, stop func() error) {
+// adv63Dev runs `chronos dev` in this process until the returned stop, on
+// loopback ports that were free a moment ago (fixed ports sit in Linux's
+// ephemeral range, where another test's outgoing connection can hold them:
+// CI failed once on "bind: address already in use").
+func adv63Dev(t *testing.T) (addr string, stop func() error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	root := newRoot()
-	addr = "127.0.0.1:" + strconv.Itoa(httpPort)
-	root.SetArgs([]string{"dev", "--http-addr", addr, "--kafka-addr", "127.0.0.1:" + strconv.Itoa(kafkaPort),
+	addr = freeAddr(t)
+	root.SetArgs([]string{"dev", "--http-addr", addr, "--kafka-addr", freeAddr(t),
 		"--data-dir", t.TempDir(), "--insecure-no-auth", "--log-level", "warn"})
 	done := make(chan error, 1)
 	go func() { done <- root.ExecuteContext(ctx) }()
@@ -319,7 +322,7 @@ func TestAdversary63DevPacesAndShowsIt(t *testing.T) {
 	require.Equal(t, int64(math.MaxInt64), debug.SetMemoryLimit(-1))
 	base := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(base)
-	addr, stop := adv63Dev(t, 38511, 38512)
+	addr, stop := adv63Dev(t)
 	devBase := paceBase(100, false, true) // dev hosts the embedded broker: Go's 100
 	seen := map[int]bool{}
 	deadline := time.Now().Add(60 * time.Second)
@@ -353,7 +356,7 @@ func TestAdversary63DevUnderGOMEMLIMITDoesNotPace(t *testing.T) {
 	defer debug.SetMemoryLimit(old)
 	base := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(base)
-	addr, stop := adv63Dev(t, 38513, 38514)
+	addr, stop := adv63Dev(t)
 	seen := map[int]bool{}
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
