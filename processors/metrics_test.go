@@ -55,7 +55,7 @@ chronos_fires_total{trigger="manual"} 1
 chronos_fires_total{trigger="schedule"} 6
 `), "chronos_fires_total"))
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP chronos_jobs Jobs in the partitions this instance owns, by state (counted at most every 30 s).
+# HELP chronos_jobs Jobs in the partitions this instance owns, by state (counted at most every 30 s, or every 50 times a count's duration when that is longer).
 # TYPE chronos_jobs gauge
 chronos_jobs{state="active"} 3
 chronos_jobs{state="completed"} 0
