@@ -55,6 +55,7 @@ func (r *Records) GetMany(keys []string) ([][]byte, error) {
 		return nil, errRecordsClosed
 	}
 	i.positioned = false // Records moves the iterator under it
+	i.s.flood.addOther(len(keys))
 	out := make([][]byte, len(keys))
 	if len(keys) == 0 {
 		return out, nil

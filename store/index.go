@@ -232,6 +232,7 @@ func (s *Store) DueUpTo(upTo time.Time, after Due, limit int) ([]Due, error) {
 	if err := it.Close(); err != nil {
 		return nil, fmt.Errorf("store: scanning due index: %w", err)
 	}
+	s.flood.addOther(1 + len(out))
 	return out, nil
 }
 
@@ -293,6 +294,7 @@ func (s *Store) applyMoves(moves []Move, span *[2]Due, indexedUpTo time.Time) (e
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	defer s.beginWrite()()
+	s.flood.addOther(len(moves))
 	// A move's From describes the index the caller scanned; one rebuilt
 	// just now (below) may differ, so then every entry is looked up.
 	trustFrom := !s.deferIndex

@@ -37,6 +37,7 @@ func (s *Store) IteratorWithRange(start, limit []byte) (storage.Iterator, error)
 		return nil, err
 	}
 	defer s.mu.RUnlock()
+	s.flood.addOther(1)
 	lower := append([]byte{prefixTable}, start...)
 	var upper []byte
 	if len(limit) > 0 {

@@ -242,10 +242,12 @@ type Store struct {
 	// table holds more keys than were written to it, so MarkRecovered
 	// sizes the key filter by it. Guarded by wmu.
 	recoverySets int64
-	// gate is the DB's compaction scheduler when the store was empty at
-	// Open with a RecoveryL0CompactionThreshold, else nil; MarkRecovered
-	// releases it (untune). Guarded by mu.
-	gate *compactionGate
+	// gate is the DB's compaction scheduler when the store was opened
+	// with a RecoveryL0CompactionThreshold, else nil: it holds while the
+	// store, empty at Open, recovers (MarkRecovered releases it: untune),
+	// and while flood counts a flood of new keys. Guarded by mu.
+	gate  *compactionGate
+	flood *floodMeter // the gate's meter, else nil
 	// batching: Set and Delete add to pending instead of writing one by
 	// one, committed every recoveryBatchBytes (see Options: while goka
 	// replays a changelog into a store that needs no reads to write it).
@@ -384,13 +386,15 @@ func (s *Store) Open() error {
 	// changelog, under the recovery's compaction threshold.
 	// A directory that cannot be listed is not taken for empty.
 	names, err := fs.List(s.dir)
-	tuned := (err == nil && len(names) == 0 || errors.Is(err, os.ErrNotExist)) && s.opts.RecoveryL0CompactionThreshold > 0
+	fresh := err == nil && len(names) == 0 || errors.Is(err, os.ErrNotExist)
 	if err := fs.MkdirAll(s.dir, 0o755); err != nil {
 		return fmt.Errorf("store: creating %s: %w", s.dir, err)
 	}
 	var gate *compactionGate
-	if tuned {
-		gate = newCompactionGate(s.opts.RecoveryL0CompactionThreshold)
+	var flood *floodMeter
+	if s.opts.RecoveryL0CompactionThreshold > 0 {
+		flood = &floodMeter{}
+		gate = newCompactionGate(s.opts.RecoveryL0CompactionThreshold, fresh, flood)
 	}
 	db, err := s.openDB(gate)
 	if err != nil {
@@ -406,7 +410,7 @@ func (s *Store) Open() error {
 	}
 	s.db = db
 	s.opened = true
-	s.gate = gate
+	s.gate, s.flood = gate, flood
 	s.resetCache()
 	s.retireRuns()
 
@@ -856,6 +860,7 @@ func (s *Store) Has(key string) (bool, error) {
 	if s.filterAbsent(key) {
 		return false, nil
 	}
+	s.flood.addOther(1)
 	_, closer, err := s.db.Get(tableKey(key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return false, nil
@@ -891,6 +896,7 @@ func (s *Store) get(key string) ([]byte, uint64, error) {
 	if s.filterAbsent(key) {
 		return nil, seq, nil
 	}
+	s.flood.addOther(1)
 	if s.runs != nil {
 		if v, ok, _ := s.runs.get(s, key); ok {
 			return v, seq, nil
@@ -915,6 +921,7 @@ func (s *Store) Set(key string, value []byte) (err error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	absent := s.knownAbsent(key) || s.filterAbsent(key)
+	s.flood.addSet(absent)
 	defer s.beginWrite()()
 	s.notePut(key)
 	s.writesKey(key)
@@ -988,6 +995,7 @@ func (s *Store) Delete(key string) (err error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	defer s.beginWrite()()
+	s.flood.addOther(1)
 	s.notePut(key)
 	s.writesKey(key)
 	s.filterDeleteLocked()
