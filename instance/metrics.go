@@ -86,13 +86,23 @@ var (
 		[]string{"kind"}, nil)
 	storesOpenDesc = prometheus.NewDesc("chronos_stores_open",
 		"Pebble stores open in this process (partition stores of every group and view).", nil, nil)
+	storesHeldDesc = prometheus.NewDesc("chronos_stores_compactions_held",
+		"Open Pebble stores whose level-0 compactions wait for the recovery threshold's depth, by reason: recovery (from an empty directory) or flood (a registration of new job ids).",
+		[]string{"reason"}, nil)
 )
 
-func (storeMemory) Describe(ch chan<- *prometheus.Desc) { ch <- storeMemoryDesc; ch <- storesOpenDesc }
+func (storeMemory) Describe(ch chan<- *prometheus.Desc) {
+	ch <- storeMemoryDesc
+	ch <- storesOpenDesc
+	ch <- storesHeldDesc
+}
 
 func (storeMemory) Collect(ch chan<- prometheus.Metric) {
 	m := store.OpenMemory()
 	ch <- prometheus.MustNewConstMetric(storeMemoryDesc, prometheus.GaugeValue, float64(m.MemTables), "memtables")
 	ch <- prometheus.MustNewConstMetric(storeMemoryDesc, prometheus.GaugeValue, float64(m.BlockCache), "block_cache")
 	ch <- prometheus.MustNewConstMetric(storesOpenDesc, prometheus.GaugeValue, float64(m.Stores))
+	h := store.OpenHeld()
+	ch <- prometheus.MustNewConstMetric(storesHeldDesc, prometheus.GaugeValue, float64(h.Recovery), "recovery")
+	ch <- prometheus.MustNewConstMetric(storesHeldDesc, prometheus.GaugeValue, float64(h.Flood), "flood")
 }

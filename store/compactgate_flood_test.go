@@ -10,25 +10,31 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestFloodMeasureFollowsTheLastSecond: seeded ticks of random work. After
-// every tick the gate holds for a flood exactly when the last floodTicks
-// ticks' counts make one by the rule (at least floodMinKeys new keys and at
-// most one unit of other work for every floodShare of them), computed here
+// TestFloodMeasureFollowsTheWindow: seeded phases of random work (a
+// registration, fires, a mix, nothing). After every tick the gate holds
+// for a flood exactly when the last floodTicks ticks' counts make one by
+// the rule (at least floodMinKeys new keys and at most one unit of other
+// work for every floodShare of them, and at most floodMaxOther units in
+// the last floodRecent ticks), computed here
 // from a model of the window; and a gate without a meter never floods.
-func TestFloodMeasureFollowsTheLastSecond(t *testing.T) {
+func TestFloodMeasureFollowsTheWindow(t *testing.T) {
 	for seed := uint64(1); seed <= 50; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 66))
 		m := &floodMeter{}
 		g := newCompactionGate(32, false, m)
 		none := newCompactionGate(32, false, nil)
 		var ticks []floodSample
-		floods := 0
-		for range 500 {
+		floods, mode, left := 0, 0, 0
+		for range 1500 {
+			if left == 0 { // phases of one kind of work, 0.1 to 8 s long
+				mode, left = rng.IntN(4), 1+rng.IntN(80)
+			}
+			left--
 			var tick floodSample
-			switch rng.IntN(4) {
-			case 0: // a registration: new keys, a few reads
-				tick.fresh = uint64(rng.IntN(200))
-				tick.other = uint64(rng.IntN(4))
+			switch mode {
+			case 0: // a registration: new keys, a few reads or many
+				tick.fresh = uint64(rng.IntN(2000))
+				tick.other = uint64(rng.IntN(4 + rng.IntN(2)*20))
 			case 1: // fires or updates
 				tick.other = uint64(rng.IntN(300))
 			case 2: // mixed
@@ -49,13 +55,16 @@ func TestFloodMeasureFollowsTheLastSecond(t *testing.T) {
 			g.measure()
 			none.measure()
 			ticks = append(ticks, tick)
-			var sum floodSample
+			var sum, sec floodSample
 			for _, w := range ticks[max(0, len(ticks)-floodTicks):] {
 				sum.fresh += w.fresh
 				sum.other += w.other
 			}
-			want := sum.fresh >= floodMinKeys && sum.other*floodShare <= sum.fresh
-			require.Equal(t, want, g.flooded(), "seed %d tick %d: last second %+v", seed, len(ticks), sum)
+			for _, w := range ticks[max(0, len(ticks)-floodRecent):] {
+				sec.other += w.other
+			}
+			want := sum.fresh >= floodMinKeys && sum.other*floodShare <= sum.fresh && sec.other <= floodMaxOther
+			require.Equal(t, want, g.flooded(), "seed %d tick %d: last 5 s %+v, last second %+v", seed, len(ticks), sum, sec)
 			require.False(t, none.flooded())
 			if want {
 				floods++
@@ -106,7 +115,7 @@ func TestFloodHoldsLevel0WhileNewKeysPour(t *testing.T) {
 			state := map[string]string{"seed": string(val(at(1), "b"))}
 			keys := rng.Perm(15000)
 			var deepest int32
-			sawFlood := false
+			sawFlood, counted := false, false // counted: OpenHeld saw a flood
 			for i, n := range keys {
 				k := keyN(n)
 				v := string(val(at(rng.IntN(1000)), "b")) + string(randPad(rng, 100))
@@ -114,7 +123,10 @@ func TestFloodHoldsLevel0WhileNewKeysPour(t *testing.T) {
 				state[k] = v
 				if i%100 == 0 {
 					deepest = max(deepest, s.metricsForTest().Levels[0].Sublevels)
-					sawFlood = sawFlood || s.gate != nil && s.gate.flooded()
+					if s.gate != nil && s.gate.flooded() {
+						sawFlood = true
+						counted = counted || OpenHeld().Flood > 0
+					}
 					time.Sleep(20 * time.Millisecond) // ~5k keys/s at most: compactions keep up
 				}
 			}
@@ -124,6 +136,7 @@ func TestFloodHoldsLevel0WhileNewKeysPour(t *testing.T) {
 				require.LessOrEqual(t, deepest, int32(8), "Pebble's threshold")
 			} else {
 				require.True(t, sawFlood, "new keys with nothing else are a flood")
+				require.True(t, counted, "chronos_stores_compactions_held{reason=\"flood\"} counts it")
 				require.Greater(t, deepest, int32(8), "held: level 0 grows past Pebble's depth")
 				require.Less(t, deepest, int32(4*th), "never to the write stall")
 				// The keys stop: within a second and a bit the flood ends

@@ -464,6 +464,7 @@ func (s *Store) BucketKeys(bucket, after string, limit int) ([]string, error) {
 	if err := it.Close(); err != nil {
 		return nil, fmt.Errorf("store: scanning bucket index: %w", err)
 	}
+	s.flood.addOther(1 + len(out))
 	return out, nil
 }
 
@@ -473,6 +474,7 @@ func (s *Store) DueOf(key string) (time.Time, error) {
 		return time.Time{}, err
 	}
 	defer s.mu.RUnlock()
+	s.flood.addOther(1)
 	r, err := s.getRev(key)
 	if err != nil || !r.hasDue {
 		return time.Time{}, err

@@ -32,5 +32,6 @@ func (s *Store) PrefixKeys(prefix, after string, limit int) ([]string, error) {
 	if err := it.Close(); err != nil {
 		return nil, fmt.Errorf("store: scanning table keys: %w", err)
 	}
+	s.flood.addOther(1 + len(out))
 	return out, nil
 }
