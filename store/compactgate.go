@@ -11,15 +11,16 @@ import (
 // compactionGate is the Pebble compaction scheduler of a store opened with
 // a RecoveryL0CompactionThreshold. It holds while the store recovers from
 // an empty directory, and while the store takes a flood of new keys with
-// little else to do (a registration: floodMeter). While it holds, it lets compactions run only once level 0 is as deep as
-// Pebble would have let it grow under that threshold (it picks a level-0
-// compaction at 2×sublevels/threshold ≥ 1). Released (MarkRecovered), it
-// schedules like Pebble's default scheduler: as many compactions as the DB
-// allows. So the recovery compacts out of level 0 less often, as a DB
-// opened with that threshold does, and the store keeps Pebble's own
-// threshold afterwards without closing and reopening the DB (the reopen
-// paused the partition: it waited for running compactions and replayed
-// the WAL).
+// little else to do (a registration: floodMeter). While it holds, it lets
+// compactions run only once level 0 is as deep as Pebble would have let
+// it grow under that threshold (it picks a level-0 compaction at
+// 2×sublevels/threshold ≥ 1). Released (MarkRecovered) and with no
+// flood, it schedules like Pebble's default scheduler: as many
+// compactions as the DB allows. So the recovery compacts out of level 0
+// less often, as a DB opened with that threshold does, and the store
+// keeps Pebble's own threshold afterwards without closing and reopening
+// the DB (the reopen paused the partition: it waited for running
+// compactions and replayed the WAL).
 //
 // The DB's write stall (L0StopWritesThreshold, opened at four times the
 // threshold) is deeper than the gate, so a stalled DB always finds it
