@@ -77,15 +77,17 @@ type Options struct {
 	// scheduler staggers the sizes of its partition stores.
 	MemTableSize uint64
 	// RecoveryL0CompactionThreshold is the Pebble level-0 compaction
-	// threshold a store that was empty at Open compacts under while it
-	// recovers: its compaction gate (compactgate.go) lets a compaction run
-	// once level 0 has half as many sublevels (roughly, flushed memtables
-	// not yet compacted) or 500 files, until MarkRecovered releases it on
-	// the same DB; 0: Pebble's default, 4, throughout. Writes stall at
-	// four times it (at least Pebble's 12), for the life of the DB. A recovery
-	// writes keys in no order, so every compaction out of level 0 rewrites
+	// threshold a store compacts under while it recovers from an empty
+	// directory, and while it takes a flood of new keys with little else
+	// to do (a registration: compactgate.go's floodMeter). Its compaction
+	// gate lets a compaction run once level 0 has half as many sublevels
+	// (roughly, flushed memtables not yet compacted) or 500 files, until
+	// MarkRecovered releases the recovery's hold and the flood ends, on the
+	// same DB; 0: no gate, Pebble's default, 4, throughout. Writes stall at
+	// four times it (at least Pebble's 12), for the life of the DB. Both
+	// write keys in no order, so every compaction out of level 0 rewrites
 	// most of the next level: a higher threshold compacts less often and
-	// less in all (BenchmarkRecoveryReplay). It is not kept afterwards:
+	// less in all (BenchmarkRecoveryReplay). It is not kept otherwise:
 	// reads and scans would merge up to that many more files (the burst and
 	// the registration of chronos bench were slower with 16 throughout).
 	RecoveryL0CompactionThreshold int
