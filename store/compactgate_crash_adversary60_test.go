@@ -4,13 +4,10 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -27,28 +24,10 @@ func TestAdv60CrashAroundTheGate(t *testing.T) {
 
 func adv60CrashAroundTheGate(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 60))
-	mem := vfs.NewCrashableMem()
-	var (
-		clones []*vfs.MemFS
-		ops    atomic.Int64
-		every  atomic.Int64
-		limit  atomic.Int64
-	)
-	limit.Store(50)
-	every.Store(40)
-	// The injector runs on Pebble's flush and compaction goroutines too:
-	// its own generator and the clones under a mutex.
-	var imu sync.Mutex
-	irng := rand.New(rand.NewPCG(seed, 61))
-	guard := newCloneGuard(mem) // MarkRecovered's ingest links while the injector clones
-	fs := errorfs.Wrap(guard, errorfs.InjectorFunc(func(op errorfs.Op) error {
-		imu.Lock()
-		defer imu.Unlock()
-		if e := every.Load(); e > 0 && ops.Add(1)%e == 0 && int64(len(clones)) < limit.Load() {
-			clones = append(clones, guard.crashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: irng.IntN(101), RNG: rand.New(rand.NewPCG(seed, uint64(len(clones))))}))
-		}
-		return nil
-	}))
+	cc := newCrashCloner(seed, 61) // MarkRecovered's ingest links while it clones
+	cc.limit.Store(50)
+	cc.every.Store(40)
+	fs := cc.FS
 	optsOf := func(fs vfs.FS) Options {
 		o := deferOpts(fs)
 		o.RecoveryL0CompactionThreshold = 6 // the gate opens at 3 sublevels, writes stall at 24
@@ -86,15 +65,13 @@ func adv60CrashAroundTheGate(t *testing.T, seed uint64) {
 	m := s.metricsForTest()
 	t.Logf("held: deepest L0 seen %d sublevels", deepest)
 	t.Logf("held: L0 %d sublevels, %d files; %d compactions", m.Levels[0].Sublevels, m.Levels[0].TablesCount, m.Compact.Count)
-	every.Store(7)
-	limit.Store(110)
+	cc.every.Store(7)
+	cc.limit.Store(110)
 	require.NoError(t, s.MarkRecovered())
 	require.Eventually(t, func() bool { return s.metricsForTest().Levels[0].Sublevels <= 1 }, 10*time.Second, 10*time.Millisecond)
-	every.Store(0)
+	cc.every.Store(0)
 	require.NoError(t, s.Close())
-	imu.Lock()
-	crashes := clones
-	imu.Unlock()
+	crashes := cc.taken()
 	t.Logf("%d crash points", len(crashes))
 	for ci, c := range crashes {
 		s2 := New("/db", optsOf(c))

@@ -3,13 +3,10 @@ package store
 import (
 	"fmt"
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
-	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -30,25 +27,9 @@ func adv66CrashDuringFlood(t *testing.T, seed uint64) {
 	done := watchdog(t, 60*time.Second, t.Name())
 	defer done()
 	rng := rand.New(rand.NewPCG(seed, 66))
-	mem := vfs.NewCrashableMem()
-	var (
-		clones []*vfs.MemFS
-		ops    atomic.Int64
-		every  atomic.Int64
-		limit  atomic.Int64
-	)
-	limit.Store(20)
-	var imu sync.Mutex
-	irng := rand.New(rand.NewPCG(seed, 67))
-	guard := newCloneGuard(mem)
-	fs := errorfs.Wrap(guard, errorfs.InjectorFunc(func(op errorfs.Op) error {
-		imu.Lock()
-		defer imu.Unlock()
-		if e := every.Load(); e > 0 && ops.Add(1)%e == 0 && int64(len(clones)) < limit.Load() {
-			clones = append(clones, guard.crashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: irng.IntN(101), RNG: rand.New(rand.NewPCG(seed, uint64(len(clones))))}))
-		}
-		return nil
-	}))
+	cc := newCrashCloner(seed, 67)
+	cc.limit.Store(20)
+	fs := cc.FS
 	optsOf := func(fs vfs.FS) Options {
 		return Options{FS: fs, Indexer: testIndexer, Logger: quiet, KeyFilter: true, MemTableSize: 64 << 10, RecoveryL0CompactionThreshold: 12}
 	}
@@ -69,7 +50,7 @@ func adv66CrashDuringFlood(t *testing.T, seed uint64) {
 	require.False(t, s.tuned())
 	require.NoError(t, s.MarkRecovered())
 
-	every.Store(150)
+	cc.every.Store(150)
 	var order []string
 	vals := map[string]string{}
 	pad := string(randPad(rng, 400))
@@ -94,15 +75,13 @@ func adv66CrashDuringFlood(t *testing.T, seed uint64) {
 		}
 	}
 	t.Logf("flood seen %v, deepest level 0 %d sublevels", sawFlood, deepest)
-	every.Store(9)
-	limit.Store(40)
+	cc.every.Store(9)
+	cc.limit.Store(40)
 	require.Eventually(t, func() bool { return !s.gate.flooded() }, 10*time.Second, 10*time.Millisecond)
 	require.Eventually(t, func() bool { return s.metricsForTest().Levels[0].Sublevels <= 2 }, 20*time.Second, 10*time.Millisecond)
-	every.Store(0)
+	cc.every.Store(0)
 	require.NoError(t, s.Close())
-	imu.Lock()
-	crashes := clones
-	imu.Unlock()
+	crashes := cc.taken()
 	t.Logf("%d crash points", len(crashes))
 	require.NotEmpty(t, crashes)
 	for ci, c := range crashes {

@@ -4,15 +4,18 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -226,4 +229,42 @@ func (g *cloneGuard) crashClone(cfg vfs.CrashCloneCfg) *vfs.MemFS {
 	g.linking.Lock()
 	defer g.linking.Unlock()
 	return g.mem.CrashClone(cfg)
+}
+
+// crashCloner is a crashable MemFS (FS) that takes a crash clone at every
+// every-th file operation (0: none), up to limit clones, on whichever
+// goroutine makes the operation (Pebble's flushes and compactions too):
+// its generator and its clones are under a mutex. The clones' unsynced
+// data and generators follow seed; inj seeds the injector's own choices.
+type crashCloner struct {
+	FS           vfs.FS
+	every, limit atomic.Int64
+
+	mu     sync.Mutex
+	ops    int64
+	clones []*vfs.MemFS
+}
+
+func newCrashCloner(seed, inj uint64) *crashCloner {
+	c := &crashCloner{}
+	irng := rand.New(rand.NewPCG(seed, inj))
+	guard := newCloneGuard(vfs.NewCrashableMem()) // an ingest links while the injector clones
+	c.FS = errorfs.Wrap(guard, errorfs.InjectorFunc(func(errorfs.Op) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if e := c.every.Load(); e > 0 {
+			if c.ops++; c.ops%e == 0 && int64(len(c.clones)) < c.limit.Load() {
+				c.clones = append(c.clones, guard.crashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: irng.IntN(101), RNG: rand.New(rand.NewPCG(seed, uint64(len(c.clones))))}))
+			}
+		}
+		return nil
+	}))
+	return c
+}
+
+// taken returns the clones taken so far.
+func (c *crashCloner) taken() []*vfs.MemFS {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.clones
 }
