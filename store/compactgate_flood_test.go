@@ -84,7 +84,7 @@ func TestFloodMeasureFollowsTheWindow(t *testing.T) {
 func floodStore(t *testing.T, threshold int) *Store {
 	t.Helper()
 	fs := vfs.NewMem()
-	opts := Options{FS: fs, Indexer: testIndexer, Logger: quiet, KeyFilter: true, MemTableSize: 64 << 10, RecoveryL0CompactionThreshold: threshold}
+	opts := Options{FS: fs, Indexer: testIndexer, Logger: quiet, KeyFilter: true, MemTableSize: 64 << 10, RecoveryL0CompactionThreshold: threshold, floodMinTableBytes: -1}
 	s := New("/db", opts)
 	require.NoError(t, s.Open())
 	require.NoError(t, s.Set("seed", val(at(1), "b")))
@@ -159,6 +159,63 @@ func TestFloodHoldsLevel0WhileNewKeysPour(t *testing.T) {
 			}
 			t.Logf("threshold %d: updates: deepest level 0 %d sublevels", th, deepest)
 			require.LessOrEqual(t, deepest, int32(8), "updates compact at Pebble's threshold")
+			require.Equal(t, state, tableState(t, s))
+			checkConsistent(t, s)
+		})
+	}
+}
+
+// TestFloodHoldsOnlyOnceTheStoreIsLarge: new keys pour into a store with
+// nothing else to do, as in the test above, at two sizes for the hold. A
+// store whose tables never reach it compacts at Pebble's threshold
+// throughout; a store that grows past it is never held while its tables
+// are well short of it, and is held once they pass it.
+func TestFloodHoldsOnlyOnceTheStoreIsLarge(t *testing.T) {
+	t.Parallel()
+	done := watchdog(t, 60*time.Second, t.Name())
+	defer done()
+	for _, min := range []int64{1 << 30, 768 << 10} {
+		t.Run(fmt.Sprint(min), func(t *testing.T) {
+			fs := vfs.NewMem()
+			opts := Options{FS: fs, Indexer: testIndexer, Logger: quiet, KeyFilter: true, MemTableSize: 64 << 10, RecoveryL0CompactionThreshold: 32, floodMinTableBytes: min}
+			s := New("/db", opts)
+			require.NoError(t, s.Open())
+			require.NoError(t, s.MarkRecovered())
+			t.Cleanup(func() { _ = s.Close() })
+			rng := rand.New(rand.NewPCG(67, uint64(min)))
+			state := map[string]string{}
+			var deepestSmall, deepest int32
+			var firstFlood int64 = -1 // the tables' size when a flood was first seen
+			for i, n := range rng.Perm(15000) {
+				k := keyN(n)
+				v := string(val(at(rng.IntN(1000)), "b")) + string(randPad(rng, 100))
+				require.NoError(t, s.Set(k, []byte(v)))
+				state[k] = v
+				if i%100 == 0 {
+					m := s.metricsForTest()
+					var size int64
+					for _, l := range m.Levels {
+						size += l.TablesSize
+					}
+					deepest = max(deepest, m.Levels[0].Sublevels)
+					if size < min/2 {
+						deepestSmall = max(deepestSmall, m.Levels[0].Sublevels)
+					}
+					if s.gate.flooded() && firstFlood < 0 {
+						firstFlood = size
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+			t.Logf("hold from %d bytes: flood first seen at %d bytes of tables; deepest level 0 %d sublevels, %d while under half", min, firstFlood, deepest, deepestSmall)
+			require.LessOrEqual(t, deepestSmall, int32(8), "a small store compacts at Pebble's threshold")
+			if min == 1<<30 {
+				require.Negative(t, firstFlood, "a store that never grows large is never held")
+				require.LessOrEqual(t, deepest, int32(8))
+			} else {
+				require.GreaterOrEqual(t, firstFlood, min/2, "held only once large (read once a second)")
+				require.Greater(t, deepest, int32(8), "held once large: level 0 grows past Pebble's depth")
+			}
 			require.Equal(t, state, tableState(t, s))
 			checkConsistent(t, s)
 		})

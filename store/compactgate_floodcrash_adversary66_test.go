@@ -31,7 +31,7 @@ func adv66CrashDuringFlood(t *testing.T, seed uint64) {
 	cc.limit.Store(20)
 	fs := cc.FS
 	optsOf := func(fs vfs.FS) Options {
-		return Options{FS: fs, Indexer: testIndexer, Logger: quiet, KeyFilter: true, MemTableSize: 64 << 10, RecoveryL0CompactionThreshold: 12}
+		return Options{FS: fs, Indexer: testIndexer, Logger: quiet, KeyFilter: true, MemTableSize: 64 << 10, RecoveryL0CompactionThreshold: 12, floodMinTableBytes: -1}
 	}
 	// Not fresh: the base jobs, due now, closed cleanly.
 	s := New("/db", optsOf(fs))

@@ -18,7 +18,7 @@ func TestAdversary66FailedOpenOfAStoreNotFreshLeavesNoGate(t *testing.T) {
 	defer done()
 	before := gateLoops()
 	fs := vfs.NewMem()
-	opts := Options{FS: fs, Indexer: testIndexer, Logger: quiet, KeyFilter: true, MemTableSize: 64 << 10, RecoveryL0CompactionThreshold: 32}
+	opts := Options{FS: fs, Indexer: testIndexer, Logger: quiet, KeyFilter: true, MemTableSize: 64 << 10, RecoveryL0CompactionThreshold: 32, floodMinTableBytes: -1}
 	a := New("/db", opts)
 	require.NoError(t, a.Open())
 	require.NoError(t, a.Set("seed", val(at(1), "b")))

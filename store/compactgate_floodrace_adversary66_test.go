@@ -34,7 +34,7 @@ func TestAdversary66RaceCloseDuringFlood(t *testing.T) {
 		fresh := rng.IntN(2) == 0
 		mark := rng.IntN(3) // 0: never, 1: before the flood, 2: during it
 		fs := vfs.NewMem()
-		opts := Options{FS: fs, Indexer: testIndexer, Logger: quiet, KeyFilter: true, MemTableSize: 32 << 10, RecoveryL0CompactionThreshold: th}
+		opts := Options{FS: fs, Indexer: testIndexer, Logger: quiet, KeyFilter: true, MemTableSize: 32 << 10, RecoveryL0CompactionThreshold: th, floodMinTableBytes: -1}
 		if !fresh {
 			s := New("/db", opts)
 			require.NoError(t, s.Open())

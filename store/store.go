@@ -90,7 +90,12 @@ type Options struct {
 	// less in all (BenchmarkRecoveryReplay). It is not kept otherwise:
 	// reads and scans would merge up to that many more files (the burst and
 	// the registration of chronos bench were slower with 16 throughout).
+	// The flood's hold starts only once the store's tables hold
+	// floodMinTableBytes (compactgate.go).
 	RecoveryL0CompactionThreshold int
+	// floodMinTableBytes overrides floodMinTableBytes for tests: negative,
+	// a flood holds at any size.
+	floodMinTableBytes int64
 	// Logger receives pebble's log output and store messages; optional.
 	Logger func(format string, args ...any)
 	// DeferIndexOnRecovery makes a store that is fresh at Open write the
@@ -397,6 +402,10 @@ func (s *Store) Open() error {
 	if s.opts.RecoveryL0CompactionThreshold > 0 {
 		flood = &floodMeter{}
 		gate = newCompactionGate(s.opts.RecoveryL0CompactionThreshold, fresh, flood)
+		gate.minTableBytes = floodMinTableBytes
+		if m := s.opts.floodMinTableBytes; m != 0 {
+			gate.minTableBytes = max(0, m)
+		}
 	}
 	db, err := s.openDB(gate)
 	if err != nil {
