@@ -350,7 +350,9 @@ func (m *floodMeter) addSet(fresh bool) {
 // so a flood's end lets what waits run). While the counts make a flood and
 // the store is not yet large, its tables' size is read once a second
 // (outside the gate's mutex: the DB's Metrics take the DB's, which
-// TrySchedule is called under); once large, it stays so.
+// TrySchedule is called under); once large, it stays so until the flood
+// ends, and the next flood reads the size again (a store that shrank,
+// by deletes and compactions, is small again: adversary round 67).
 func (g *compactionGate) measure() {
 	if g.meter == nil {
 		return
@@ -370,8 +372,11 @@ func (g *compactionGate) measure() {
 		}
 	}
 	flood := isFlood(sum, recent)
-	if g.minTableBytes <= 0 {
+	switch {
+	case g.minTableBytes <= 0:
 		g.large = true
+	case !flood:
+		g.large = false // read again at the next flood: tables shrink too
 	}
 	readSize := flood && !g.large && g.tables != nil && g.sizeWait <= 0
 	if g.sizeWait > 0 {
