@@ -179,7 +179,13 @@ func TestAdversary66EndlessFloodStaysBounded(t *testing.T) {
 			stall = max(12, 4*th)
 		}
 		t.Logf("threshold %d: %d keys in 5 s, deepest level 0 %d sublevels (stall at %d), flood in %d samples", th, n, deepest, stall, floods)
-		require.LessOrEqual(t, deepest, int32(stall), "threshold %d: level 0 past the write stall", th)
+		// Pebble checks the stall when it rotates the memtable, against
+		// level 0's read amplification; a memtable rotated at stall-1
+		// and one already queued still flush (MemTableStopWritesThreshold,
+		// 2), and the sublevels counted here can pass the read
+		// amplification: level 0 ends at most 2 past the stall (CI,
+		// 2026-12-07: 129 at a stall of 128).
+		require.LessOrEqual(t, deepest, int32(stall+2), "threshold %d: level 0 past the write stall", th)
 		require.GreaterOrEqual(t, n, taken[0]/2, "threshold %d: the gated store took %d keys against %d ungated", th, n, taken[0])
 		require.Equal(t, model, tableState(t, s))
 		checkConsistent(t, s)
