@@ -307,10 +307,9 @@ func (g *compactionGate) flooded() bool {
 // what a held level 0 saves grows with the level below it, and a small
 // store's compactions are cheap. Held from the first key, a registration
 // of 1,000,000 jobs (~6 MiB a scheduler store) left the burst that
-// followed it to compact more and drain slower (2026-12-07, 5 rounds
-// alternating with the build without the hold: drain median 5.71 s
-// against 5.24 s, every round behind; compaction bytes a fire 80-88
-// against 70; docs/performance.md).
+// followed it to compact 79-88 bytes a fire against 70.3-70.5 without the
+// hold, in every run (2026-12-07; its drain moved with the machine more
+// than with the build: docs/performance.md).
 const (
 	floodMinTableBytes = 16 << 20
 	floodTicks         = 50
