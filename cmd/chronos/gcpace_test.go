@@ -97,10 +97,14 @@ func TestGCPacerSetsOnlyChangesAndGivesTheBaseBack(t *testing.T) {
 // A 256 MiB byte slice stands for the stores' memtables and caches (held),
 // and the test allocates 1.5 GiB of garbage beside it, watching the
 // collector's heap goal and the heap's peak. Without pacing Go sets the
-// goal at twice the ballast or more; paced, at the ballast plus 10% of what
-// it marked live (the ballast, the pieces kept, and the garbage allocated
-// while it marked, which it counts as live until the next cycle): 355-384
-// MiB in three runs, against 566-792 unpaced.
+// goal at twice what it marked live or more; paced, at what it marked live
+// plus 10%. What it marks live is the ballast, the pieces kept, and the
+// garbage allocated while it marked, which it counts as live until the next
+// cycle: that last part grows when the machine is busy (the collector's
+// workers get less CPU while the loop allocates), so the goal is checked
+// against the live heap read with it, not against a fixed size. Paced goals
+// 355-384 MiB in three runs on a quiet machine, against 566-792 unpaced; 423
+// against 707 in a CI run with the other packages' tests beside it.
 func TestGCPacerBoundsTheHeapOverABallast(t *testing.T) {
 	const ballastBytes = 256 << 20
 	base := debug.SetGCPercent(100)
@@ -109,9 +113,11 @@ func TestGCPacerBoundsTheHeapOverABallast(t *testing.T) {
 	for i := 0; i < len(ballast); i += 4096 {
 		ballast[i] = 1
 	}
-	churn := func() (goal, peak uint64) {
+	// churn gives the highest goal seen, the live heap read with it, and
+	// the highest heap objects' size seen.
+	churn := func() (goal, live, peak uint64) {
 		runtime.GC()
-		s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
+		s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}, {Name: "/gc/heap/live:bytes"}}
 		var keep [][]byte
 		for i := 0; i < 24576; i++ { // 1.5 GiB in 64 KiB pieces, 64 of them kept at a time
 			b := make([]byte, 64<<10)
@@ -123,22 +129,32 @@ func TestGCPacerBoundsTheHeapOverABallast(t *testing.T) {
 			}
 			if i%16 == 0 {
 				metrics.Read(s)
-				goal, peak = max(goal, s[0].Value.Uint64()), max(peak, s[1].Value.Uint64())
+				if g := s[0].Value.Uint64(); g > goal {
+					goal, live = g, s[2].Value.Uint64()
+				}
+				peak = max(peak, s[1].Value.Uint64())
 			}
 		}
 		runtime.KeepAlive(keep)
-		return goal, peak
+		return goal, live, peak
 	}
-	unpacedGoal, unpacedPeak := churn()
+	unpacedGoal, unpacedLive, unpacedPeak := churn()
 	runtime.GC()
 	p := &gcPacer{base: 100, restore: 100, percent: 100, live: liveHeap, held: func() uint64 { return ballastBytes }, set: debug.SetGCPercent}
 	p.pace()
 	require.Equal(t, gcPaceMinPercent, p.percent, "the ballast is nearly all of the live heap")
-	pacedGoal, pacedPeak := churn()
+	pacedGoal, pacedLive, pacedPeak := churn()
 	runtime.KeepAlive(ballast)
-	t.Logf("over a %d MiB ballast: heap goal %d MiB unpaced, %d MiB paced; heap objects' peak (unswept garbage included) %d MiB unpaced, %d MiB paced",
-		ballastBytes>>20, unpacedGoal>>20, pacedGoal>>20, unpacedPeak>>20, pacedPeak>>20)
+	t.Logf("over a %d MiB ballast: heap goal %d MiB unpaced (%d marked live), %d MiB paced (%d marked live); heap objects' peak (unswept garbage included) %d MiB unpaced, %d MiB paced",
+		ballastBytes>>20, unpacedGoal>>20, unpacedLive>>20, pacedGoal>>20, pacedLive>>20, unpacedPeak>>20, pacedPeak>>20)
+	// The goal also counts the goroutines' stacks and the globals at the
+	// percent: a few MiB here.
+	const roots = 16 << 20
+	require.Greater(t, unpacedGoal, unpacedLive*19/10, "unpaced, the goal should be about twice what is marked live: the test's premise")
 	require.Greater(t, unpacedGoal, uint64(ballastBytes*9/5), "unpaced, the goal should be about twice the ballast: the test's premise")
-	require.Less(t, pacedGoal, uint64(ballastBytes*8/5), "paced, the goal should be the ballast plus 10% of the heap marked live")
-	require.Less(t, pacedPeak+100<<20, unpacedPeak, "paced, the heap's peak should be lower by most of the ballast")
+	require.Less(t, pacedGoal, pacedLive+pacedLive*gcPaceMinPercent/100+roots, "paced, the goal should be what is marked live plus 10%")
+	require.Less(t, pacedGoal+ballastBytes/2, unpacedGoal, "paced, the goal should be lower by at least half the ballast")
+	// The peak counts garbage not yet swept, which a busy machine leaves
+	// more of: 87-390 MiB lower in 6 runs beside 3 busy loops.
+	require.Less(t, pacedPeak+ballastBytes/4, unpacedPeak, "paced, the heap's peak should be lower by a quarter of the ballast or more")
 }
