@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/metrics"
+	"strconv"
 	"sync"
 	"time"
 
@@ -126,8 +127,12 @@ func paceGC(ctx context.Context, log *slog.Logger, embeddedBroker bool) (stop fu
 		if !shouldPace(store.MemoryOnGoHeap, found, debug.SetMemoryLimit(-1)) {
 			return func() {}
 		}
-		envSet := os.Getenv("GOGC") != "" // empty is unset, as the runtime reads it
+		env := os.Getenv("GOGC")
+		envSet := env != "" // empty is unset, as the runtime reads it
 		base := paceBase(found, envSet, embeddedBroker)
+		if msg := gogcTypo(env); msg != "" && log != nil {
+			log.Warn(msg, "GOGC", env, "gogc", found)
+		}
 		p := &gcPacer{base: base, restore: found, percent: found, set: debug.SetGCPercent, live: liveHeap, held: func() uint64 {
 			m := store.OpenMemory()
 			return m.MemTables + m.BlockCache
@@ -185,4 +190,19 @@ func liveHeap() uint64 {
 		return 0
 	}
 	return s[0].Value.Uint64()
+}
+
+// gogcTypo returns a warning for a GOGC the runtime could not read as a
+// percent ("abc", "50%"): Go then runs at 100, as if it were unset, but the
+// pacer takes a set GOGC as the operator's choice, so the typo would
+// silently give up the pacer's default of 50. Empty when GOGC is unset,
+// "off" or a number.
+func gogcTypo(env string) string {
+	if env == "" || env == "off" {
+		return ""
+	}
+	if _, err := strconv.ParseInt(env, 10, 32); err == nil && env[0] != '+' { // the runtime reads no '+'
+		return ""
+	}
+	return "GOGC is neither a number nor off: Go's runtime reads it as 100, and the pacer takes that as the percent set; unset GOGC for the pacer's default"
 }

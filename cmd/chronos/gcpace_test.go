@@ -158,3 +158,15 @@ func TestGCPacerBoundsTheHeapOverABallast(t *testing.T) {
 	// more of: 87-390 MiB lower in 6 runs beside 3 busy loops.
 	require.Less(t, pacedPeak+ballastBytes/4, unpacedPeak, "paced, the heap's peak should be lower by a quarter of the ballast or more")
 }
+
+// TestGOGCTypoIsWarned: a GOGC the runtime cannot read as a number is
+// warned about (the runtime runs at 100 and the pacer takes it as set);
+// unset, off and numbers, negative ones too, are not.
+func TestGOGCTypoIsWarned(t *testing.T) {
+	for _, ok := range []string{"", "off", "0", "50", "100", "400", "-1"} {
+		require.Empty(t, gogcTypo(ok), "GOGC=%q", ok)
+	}
+	for _, typo := range []string{"abc", "50%", "1e2", "+50", "OFF", " 50", "99999999999"} {
+		require.NotEmpty(t, gogcTypo(typo), "GOGC=%q", typo)
+	}
+}
