@@ -160,8 +160,8 @@ func TestAdversary67CrossingHeldWithinASecond(t *testing.T) {
 // store grows past the size (held for its flood), the flood ends, all its
 // keys are deleted and compacted away (tables far under the size), and a
 // second flood of new keys comes: the promise "a store whose tables are
-// under the size (16 MiB then) is never held for a flood" says it compacts at Pebble's
-// threshold.
+// under the size (16 MiB then) is never held for a flood" says it
+// compacts at Pebble's threshold.
 func TestAdversary67ShrunkStoreHeldForFlood(t *testing.T) {
 	done := watchdog(t, 60*time.Second, t.Name())
 	defer done()
