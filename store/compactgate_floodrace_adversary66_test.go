@@ -157,6 +157,7 @@ func TestAdversary66EndlessFloodStaysBounded(t *testing.T) {
 		rng := rand.New(rand.NewPCG(66, uint64(th)))
 		model := map[string]string{"seed": string(val(at(1), "b"))}
 		var deepest int32
+		deepestAmp := 0
 		floods := 0
 		start := time.Now()
 		n := 0
@@ -168,6 +169,7 @@ func TestAdversary66EndlessFloodStaysBounded(t *testing.T) {
 			n++
 			if n%200 == 0 {
 				deepest = max(deepest, s.metricsForTest().Levels[0].Sublevels)
+				deepestAmp = max(deepestAmp, s.l0ReadAmpForTest())
 				if s.gate != nil && s.gate.flooded() {
 					floods++
 				}
@@ -178,14 +180,17 @@ func TestAdversary66EndlessFloodStaysBounded(t *testing.T) {
 		if th > 0 {
 			stall = max(12, 4*th)
 		}
-		t.Logf("threshold %d: %d keys in 5 s, deepest level 0 %d sublevels (stall at %d), flood in %d samples", th, n, deepest, stall, floods)
+		t.Logf("threshold %d: %d keys in 5 s, deepest level 0 %d sublevels, read amplification %d (stall at %d), flood in %d samples", th, n, deepest, deepestAmp, stall, floods)
 		// Pebble checks the stall when it rotates the memtable, against
-		// level 0's read amplification; a memtable rotated at stall-1
-		// and one already queued still flush (MemTableStopWritesThreshold,
-		// 2), and the sublevels counted here can pass the read
-		// amplification: level 0 ends at most 2 past the stall (CI,
-		// 2026-12-07: 129 at a stall of 128).
-		require.LessOrEqual(t, deepest, int32(stall+2), "threshold %d: level 0 past the write stall", th)
+		// level 0's read amplification (the most tables one key is in): a
+		// memtable rotated at stall-1 and one already queued still flush
+		// (MemTableStopWritesThreshold, 2), so the read amplification ends
+		// at most 2 past the stall. The sublevel count can pass the read
+		// amplification (tables stack one sublevel above the highest they
+		// overlap; CI, 2026-12-07: 129 and 132 sublevels at a stall of
+		// 128), so it gets an eighth of the stall besides.
+		require.LessOrEqual(t, deepestAmp, stall+2, "threshold %d: level 0's read amplification past the write stall", th)
+		require.LessOrEqual(t, deepest, int32(stall+stall/8), "threshold %d: level 0's sublevels far past the write stall", th)
 		require.GreaterOrEqual(t, n, taken[0]/2, "threshold %d: the gated store took %d keys against %d ungated", th, n, taken[0])
 		require.Equal(t, model, tableState(t, s))
 		checkConsistent(t, s)
