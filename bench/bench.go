@@ -66,6 +66,11 @@ type Config struct {
 	// stores have written (chronos bench: its own instance's): the report
 	// gives their growth over the measured window per fire.
 	StoreWrites func() store.Writes
+	// StoresHeld, if set, counts the stores whose compactions are held
+	// back (chronos bench: its own process's, store.OpenHeld): sampled
+	// from the start of registration to the end of the window, the report
+	// says whether and when a flood or a recovery held them.
+	StoresHeld func() store.Held
 	// History, when set, measures the history group (chronos-history): its
 	// lag on the dispatch topic at the end of the window, and how long it
 	// then takes to consume every dispatch event.
@@ -165,6 +170,20 @@ type Report struct {
 	// compactions of what registration wrote, when they fall in the
 	// window, count too.
 	StoreBytesPerFire *StoreBytes `json:"store_bytes_per_fire,omitempty"`
+	// StoresHeld is what the samples of Config.StoresHeld saw (omitted
+	// without it).
+	StoresHeld *Held `json:"stores_held,omitempty"`
+}
+
+// Held is how many stores held their compactions back at most, by reason,
+// and when the first and last samples that saw a flood's hold were taken
+// (from the start of registration; omitted when none did). Samples are
+// taken every 250 ms.
+type Held struct {
+	FloodMax    int            `json:"flood_max"`
+	RecoveryMax int            `json:"recovery_max"`
+	FloodFirst  *time.Duration `json:"flood_first_ns,omitempty"`
+	FloodLast   *time.Duration `json:"flood_last_ns,omitempty"`
 }
 
 // StoreBytes are bytes per fire by cause.

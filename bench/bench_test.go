@@ -3,10 +3,13 @@ package bench
 import (
 	"encoding/json"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/chronos-scheduler/chronos/store"
 )
 
 func TestExpectedEvery(t *testing.T) {
@@ -91,4 +94,45 @@ func TestVmHWMReadsProcStatus(t *testing.T) {
 	require.Equal(t, byte(1), ballast[len(ballast)-1])
 	_, err = VmHWM(-1)
 	require.Error(t, err)
+}
+
+// TestSampleHeldSeesAFloodAndARecovery: the sampler keeps the most stores
+// held for each reason and the first and last samples that saw a flood,
+// from a count that changes under it (none, then 2 in a flood, then 1 in
+// a recovery), and stop waits for it.
+func TestSampleHeldSeesAFloodAndARecovery(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	held := func() store.Held {
+		switch n := calls.Add(1); {
+		case n <= 2:
+			return store.Held{}
+		case n <= 5:
+			return store.Held{Flood: 2}
+		default:
+			return store.Held{Recovery: 1}
+		}
+	}
+	start := time.Now()
+	var h Held
+	stop := sampleHeld(held, start, &h)
+	require.Eventually(t, func() bool { return calls.Load() >= 7 }, 10*time.Second, 10*time.Millisecond)
+	stop()
+	n := calls.Load()
+	time.Sleep(300 * time.Millisecond)
+	require.Equal(t, n, calls.Load(), "no sample after stop")
+	require.Equal(t, 2, h.FloodMax)
+	require.Equal(t, 1, h.RecoveryMax)
+	require.NotNil(t, h.FloodFirst)
+	require.NotNil(t, h.FloodLast)
+	// Samples 3 to 5 saw the flood: 2 and 4 ticks of 250 ms in (a tick
+	// can come a little early).
+	require.GreaterOrEqual(t, *h.FloodFirst, 450*time.Millisecond)
+	require.GreaterOrEqual(t, *h.FloodLast-*h.FloodFirst, 450*time.Millisecond)
+	require.Less(t, *h.FloodLast, time.Since(start))
+
+	var none Held
+	stop = sampleHeld(func() store.Held { return store.Held{} }, time.Now(), &none)
+	stop()
+	require.Equal(t, Held{}, none, "nothing held: no flood times")
 }

@@ -49,6 +49,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if b := r.StoreBytesPerFire; b != nil {
 		row("store bytes per fire", "%.0f WAL + %.0f flush + %.0f compaction (scheduler's Pebble stores, measured window)", b.WAL, b.Flush, b.Compaction)
 	}
+	if h := r.StoresHeld; h != nil {
+		flood := "never seen"
+		if h.FloodFirst != nil {
+			flood = fmt.Sprintf("seen %s to %s after registration began", h.FloodFirst.Round(time.Second), h.FloodLast.Round(time.Second))
+		}
+		row("stores held", "at most %d for a flood (%s), %d for a recovery (every 250 ms, this process)", h.FloodMax, flood, h.RecoveryMax)
+	}
 	row("raw transport ceiling", "%.0f records/s of %d B", r.RawPerSecond, r.RecordBytes)
 	row("ratio to raw", "%.2f", r.RawRatio)
 	row("raw ceiling, goka's producer", "%.0f records/s (sarama, same settings; dispatch events use franz-go)", r.RawGokaPerSecond)

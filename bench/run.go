@@ -75,6 +75,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	col := newCollector(expectedFires(cfg))
 	go col.consume(ctx, cl)
 	regStart := time.Now()
+	if cfg.StoresHeld != nil {
+		h := &Held{}
+		stop := sampleHeld(cfg.StoresHeld, regStart, h)
+		defer func() {
+			stop()
+			rep.StoresHeld = h
+		}()
+	}
 	if err := register(ctx, cfg, cl, base, payload); err != nil {
 		return nil, err
 	}
@@ -593,4 +601,36 @@ func measureHistory(ctx context.Context, cfg Config, cl *kgo.Client, rep *Report
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// sampleHeld samples held every 250 ms into h until stop is called (once:
+// it waits for the sampler, then h is the caller's again). Times are from
+// start.
+func sampleHeld(held func() store.Held, start time.Time, h *Held) (stop func()) {
+	done, exited := make(chan struct{}), make(chan struct{})
+	take := func() {
+		n := held()
+		h.FloodMax, h.RecoveryMax = max(h.FloodMax, n.Flood), max(h.RecoveryMax, n.Recovery)
+		if n.Flood > 0 {
+			at := time.Since(start)
+			if h.FloodFirst == nil {
+				h.FloodFirst = &at
+			}
+			h.FloodLast = &at
+		}
+	}
+	go func() {
+		defer close(exited)
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			take()
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { close(done); <-exited }
 }

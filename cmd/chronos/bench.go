@@ -17,6 +17,7 @@ import (
 	"github.com/chronos-scheduler/chronos/bench"
 	"github.com/chronos-scheduler/chronos/embedded"
 	"github.com/chronos-scheduler/chronos/instance"
+	"github.com/chronos-scheduler/chronos/store"
 	"github.com/chronos-scheduler/chronos/topology"
 )
 
@@ -175,5 +176,6 @@ func runBench(ctx context.Context, f *instanceFlags, brokers []string, cfg bench
 	cfg.Kafka, cfg.Layout, cfg.Progress = icfg.Kafka, icfg.Layout, progress
 	cfg.History = !icfg.History.Off
 	cfg.StoreWrites = inst.Scheduler().Written
+	cfg.StoresHeld = store.OpenHeld
 	return bench.Run(ctx, cfg)
 }

@@ -30,6 +30,9 @@ func TestBenchReportsEveryFire(t *testing.T) {
 	require.Positive(t, rep.RegistrationRate)
 	require.NotNil(t, rep.StoreBytesPerFire, "the scheduler's stores' writes are measured")
 	require.Positive(t, rep.StoreBytesPerFire.WAL, "every fire moves an index entry, logged in the WAL")
+	require.NotNil(t, rep.StoresHeld, "the stores' holds are sampled")
+	require.Zero(t, rep.StoresHeld.FloodMax, "3,000 jobs are far from the tables a flood's hold needs (4 MiB)")
+	require.Nil(t, rep.StoresHeld.FloodFirst)
 }
 
 // TestBenchPassesInstanceFlags: bench builds its instance from the same
