@@ -98,6 +98,13 @@ func floodStore(t *testing.T, threshold int) *Store {
 	return s
 }
 
+// notHeldDepth is the most sublevels of level 0 a paced store whose gate
+// does not hold may reach: Pebble's threshold keeps it at 4-8 on a quiet
+// machine, a loaded one lets flushes run ahead of the compactions (an
+// ungated store reached 10-11 beside 3 busy loops, 2026-12-07), and a hold
+// lets no compaction out before half the threshold (16 at 32).
+const notHeldDepth = int32(10)
+
 // TestFloodHoldsLevel0WhileNewKeysPour: a store that is not fresh takes new
 // keys in no order with nothing else to do. Its gate holds (level 0 grows
 // past the depth where Pebble's threshold compacts), lets level 0 down once
@@ -133,15 +140,15 @@ func TestFloodHoldsLevel0WhileNewKeysPour(t *testing.T) {
 			t.Logf("threshold %d: new keys: deepest level 0 %d sublevels, flood seen %v", th, deepest, sawFlood)
 			if th == 0 {
 				require.Nil(t, s.gate)
-				require.LessOrEqual(t, deepest, int32(8), "Pebble's threshold")
+				require.LessOrEqual(t, deepest, int32(12), "Pebble's threshold, short of its write stall (12)")
 			} else {
 				require.True(t, sawFlood, "new keys with nothing else are a flood")
 				require.True(t, counted, "chronos_stores_compactions_held{reason=\"flood\"} counts it")
 				require.Greater(t, deepest, int32(8), "held: level 0 grows past Pebble's depth")
 				require.Less(t, deepest, int32(4*th), "never to the write stall")
-				// The keys stop: within a second and a bit the flood ends
-				// and level 0 comes down.
-				require.Eventually(t, func() bool { return !s.gate.flooded() }, 10*time.Second, 20*time.Millisecond)
+				// The keys stop: once they leave the gate's 5-s window the
+				// flood ends, and level 0 comes down.
+				require.Eventually(t, func() bool { return !s.gate.flooded() }, 20*time.Second, 20*time.Millisecond)
 				require.Eventually(t, func() bool { return s.metricsForTest().Levels[0].Sublevels <= 2 }, 30*time.Second, 20*time.Millisecond, "level 0 comes down")
 			}
 			// Updates of the keys the store has: other work, no flood.
@@ -158,7 +165,7 @@ func TestFloodHoldsLevel0WhileNewKeysPour(t *testing.T) {
 				}
 			}
 			t.Logf("threshold %d: updates: deepest level 0 %d sublevels", th, deepest)
-			require.LessOrEqual(t, deepest, int32(8), "updates compact at Pebble's threshold")
+			require.LessOrEqual(t, deepest, notHeldDepth, "updates compact at Pebble's threshold")
 			require.Equal(t, state, tableState(t, s))
 			checkConsistent(t, s)
 		})
@@ -208,10 +215,10 @@ func TestFloodHoldsOnlyOnceTheStoreIsLarge(t *testing.T) {
 				}
 			}
 			t.Logf("hold from %d bytes: flood first seen at %d bytes of tables; deepest level 0 %d sublevels, %d while under half", min, firstFlood, deepest, deepestSmall)
-			require.LessOrEqual(t, deepestSmall, int32(8), "a small store compacts at Pebble's threshold")
+			require.LessOrEqual(t, deepestSmall, notHeldDepth, "a small store compacts at Pebble's threshold")
 			if min == 1<<30 {
 				require.Negative(t, firstFlood, "a store that never grows large is never held")
-				require.LessOrEqual(t, deepest, int32(8))
+				require.LessOrEqual(t, deepest, notHeldDepth)
 			} else {
 				require.GreaterOrEqual(t, firstFlood, min/2, "held only once large (read once a second)")
 				require.Greater(t, deepest, int32(8), "held once large: level 0 grows past Pebble's depth")

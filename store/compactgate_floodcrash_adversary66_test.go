@@ -77,7 +77,7 @@ func adv66CrashDuringFlood(t *testing.T, seed uint64) {
 	t.Logf("flood seen %v, deepest level 0 %d sublevels", sawFlood, deepest)
 	cc.every.Store(9)
 	cc.limit.Store(40)
-	require.Eventually(t, func() bool { return !s.gate.flooded() }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return !s.gate.flooded() }, 20*time.Second, 10*time.Millisecond)
 	require.Eventually(t, func() bool { return s.metricsForTest().Levels[0].Sublevels <= 2 }, 20*time.Second, 10*time.Millisecond)
 	cc.every.Store(0)
 	require.NoError(t, s.Close())

@@ -39,7 +39,7 @@ func TestAdversary66FloodDiskEndsAsUngated(t *testing.T) {
 			time.Sleep(8 * time.Millisecond)
 		}
 		if s.gate != nil {
-			require.Eventually(t, func() bool { return !s.gate.flooded() }, 10*time.Second, 20*time.Millisecond)
+			require.Eventually(t, func() bool { return !s.gate.flooded() }, 20*time.Second, 20*time.Millisecond)
 		}
 		var last int64 = -1
 		require.Eventually(t, func() bool {

@@ -132,7 +132,7 @@ func TestAdversary66RaceCloseDuringFlood(t *testing.T) {
 			k := fmt.Sprintf("new-%08x", rng.Uint32())
 			require.NoError(t, s2.Set(k, []byte(string(val(at(rng.IntN(500)), "b"))+string(randPad(rng, 60)))))
 		}
-		require.Eventually(t, func() bool { return !s2.gate.flooded() }, 10*time.Second, 20*time.Millisecond, "seed %d: the flood ends", seed)
+		require.Eventually(t, func() bool { return !s2.gate.flooded() }, 20*time.Second, 20*time.Millisecond, "seed %d: the flood ends", seed)
 		require.Eventually(t, func() bool { return s2.metricsForTest().Levels[0].Sublevels <= int32(max(2, th/2)) }, 30*time.Second, 20*time.Millisecond,
 			"seed %d: level 0 comes down after the flood (%d sublevels)", seed, s2.metricsForTest().Levels[0].Sublevels)
 		checkConsistent(t, s2)

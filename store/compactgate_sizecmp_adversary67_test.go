@@ -39,5 +39,12 @@ func TestAdversary67SmallStoreDepthAgainstUngated(t *testing.T) {
 		require.NoError(t, s.Close())
 	}
 	t.Logf("deepest level 0: ungated %d, gated %d", depth[0], depth[32])
-	require.LessOrEqual(t, depth[32], max(8, depth[0]+2))
+	// The two stores run one after the other: where the ungated one kept
+	// clear of its write stall (under 10), the machine kept up and the
+	// gated one must match it; a hold (checked at every sample above)
+	// would let no compaction out before 16.
+	if depth[0] < 10 {
+		require.LessOrEqual(t, depth[32], max(8, depth[0]+2))
+	}
+	require.Less(t, depth[32], int32(16))
 }

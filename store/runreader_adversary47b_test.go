@@ -324,7 +324,7 @@ func TestAdversary47IdlePinReleased(t *testing.T) {
 		if runs {
 			require.NotZero(t, m.Table.ZombieCount, "the iterator pins the compacted tables while it is open")
 		}
-		require.Eventually(t, func() bool { return s.db.Metrics().Table.ZombieCount == 0 }, 3*runIdle, 50*time.Millisecond,
+		require.Eventually(t, func() bool { return s.db.Metrics().Table.ZombieCount == 0 }, 10*runIdle, 50*time.Millisecond,
 			"RunReads=%v: an idle store keeps compacted-away tables on disk", runs)
 	}
 }
