@@ -75,13 +75,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	col := newCollector(expectedFires(cfg))
 	go col.consume(ctx, cl)
 	regStart := time.Now()
+	stopHeld := func() {}
 	if cfg.StoresHeld != nil {
 		h := &Held{}
-		stop := sampleHeld(cfg.StoresHeld, regStart, h)
-		defer func() {
-			stop()
-			rep.StoresHeld = h
-		}()
+		stop := sync.OnceFunc(sampleHeld(cfg.StoresHeld, regStart, h))
+		defer stop() // an error before the window's end
+		stopHeld = func() { stop(); rep.StoresHeld = h }
 	}
 	if err := register(ctx, cfg, cl, base, payload); err != nil {
 		return nil, err
@@ -114,6 +113,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	stopHeld() // the window's end: not the history's catch-up after it
 	if cfg.StoreWrites != nil && rep.Fires > 0 {
 		w, n := cfg.StoreWrites().Sub(writes0), float64(rep.Fires)
 		rep.StoreBytesPerFire = &StoreBytes{WAL: float64(w.WAL) / n, Flush: float64(w.Flush) / n, Compaction: float64(w.Compaction) / n}
