@@ -4,8 +4,10 @@ package codecs
 // writes: the fields of CommandMsg (and of its job and dst) in their
 // order, each at most once, no whitespace, strings without escapes. ok is
 // false for anything else, and for what this reader does not want to judge
-// alone: a payload that is null or holds an object (the strict decoder
-// rejects duplicate keys at any depth inside a payload). What it accepts,
+// alone: a payload that is null, or holds an object with a key given twice
+// at any depth (an error the strict decoder names) or a key with an escape
+// or a byte beyond ASCII (which the shape check compares unescaped). What
+// it accepts,
 // the strict decoder (decodeCommandStrict) accepts too and decodes to the
 // same message: its rules (known fields only, exact case, no duplicates, one
 // value) hold by construction.

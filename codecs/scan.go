@@ -171,34 +171,30 @@ func (p *scan) uint() (uint64, bool) {
 	return v, true
 }
 
-// payload consumes one JSON value that is not null and holds no object,
-// and copies it (a json.RawMessage keeps the bytes as written).
+// payload consumes one JSON value that is not null and whose objects, if
+// any, pass the shape check here (freeFormPlain), and copies it (a
+// json.RawMessage keeps the bytes as written).
 func (p *scan) payload(dst *json.RawMessage) bool {
 	n, ok := valueEnd(p.b)
-	if !ok || bytes.IndexByte([]byte(`"[-0123456789tf`), p.b[0]) < 0 {
+	if !ok || bytes.IndexByte([]byte(`{"[-0123456789tf`), p.b[0]) < 0 {
 		return false // null, or whitespace first
 	}
 	v := p.b[:n]
 	if c := v[len(v)-1]; c == ' ' || c == '\t' || c == '\n' || c == '\r' {
 		return false
 	}
-	if bytes.IndexByte(v, '{') >= 0 && !isString(v) {
-		// An object somewhere inside (or a '{' in one of an array's
-		// strings: the strict decoder decides either way).
+	if !json.Valid(v) {
 		return false
 	}
-	if !json.Valid(v) {
+	if bytes.IndexByte(v, '{') >= 0 && !freeFormPlain(v) {
+		// An object somewhere inside with a key given twice, or one the
+		// shape check compares only unescaped: the strict decoder says
+		// which error (the same key twice is one, whatever the depth).
 		return false
 	}
 	*dst = append(json.RawMessage(nil), v...)
 	p.b = p.b[n:]
 	return true
-}
-
-// isString reports whether v is one JSON string (and nothing else).
-func isString(v []byte) bool {
-	n, ok := stringEnd(v)
-	return ok && n == len(v)
 }
 
 // valueEnd returns the length of the JSON value b starts with, found by

@@ -21,6 +21,16 @@ func scanShape(data []byte, sh shape) (ok bool, err error) {
 	return !s.slow, err
 }
 
+// freeFormPlain reports whether v, one valid JSON value (a payload), passes
+// the shape check as scanShape reads it: no object key twice at any depth,
+// every key without an escape or a byte beyond ASCII. false also where
+// scanShape would leave the answer to checkShape.
+func freeFormPlain(v []byte) bool {
+	var segs [8]pathSeg
+	s := shapeScanner{b: v, path: segs[:0]}
+	return s.value(nil, false) == nil && !s.slow
+}
+
 // shapeSmall is how many keys of one object scanShape compares pairwise for
 // duplicates before it keeps them in a map.
 const shapeSmall = 16
