@@ -55,6 +55,7 @@ type compactionGate struct {
 	last       floodSample
 	large      bool // the tables reached minTableBytes
 	sizeWait   int  // ticks until the tables' size is read again
+	measured   int  // ticks measured (the tests count in ticks, not time)
 	running    int
 	granting   bool
 	grantDone  *sync.Cond
@@ -361,6 +362,7 @@ func (g *compactionGate) measure() {
 	}
 	now := floodSample{g.meter.fresh.Load(), g.meter.other.Load()}
 	g.mu.Lock()
+	g.measured++
 	g.window[g.wi] = floodSample{now.fresh - g.last.fresh, now.other - g.last.other}
 	g.last = now
 	g.wi = (g.wi + 1) % floodTicks
