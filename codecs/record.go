@@ -900,9 +900,15 @@ func readShardFormat4(rd *reader, r *ShardRecord, bulk bool) {
 		return
 	}
 	if rd.err == nil && len(js) > 0 { // format 5 may have none
-		if err := json.Unmarshal(js, &r.Bulk); err != nil {
+		// Into a variable of its own: &r.Bulk handed to encoding/json
+		// would move every decoded record to the heap, a head decoded for
+		// each command included (1.4 GB in 5 minutes of a 10M
+		// registration).
+		var st BulkState
+		if err := json.Unmarshal(js, &st); err != nil {
 			rd.err = err
 		}
+		r.Bulk = st
 	}
 }
 

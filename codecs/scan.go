@@ -199,6 +199,11 @@ func (p *scan) payload(dst *json.RawMessage) bool {
 
 // valueEnd returns the length of the JSON value b starts with, found by
 // its brackets and strings only (the caller checks it with json.Valid).
+//
+// A value nested deeper than fastMaxDepth is not read here (false): the
+// strict decoder's parser refuses a document nested past 10,000 levels,
+// the record's own levels counted, so a payload that is valid alone may not
+// be in its record (adversary round 68); the strict decoder decides.
 func valueEnd(b []byte) (int, bool) {
 	depth := 0
 	for i := 0; i < len(b); {
@@ -214,7 +219,9 @@ func valueEnd(b []byte) (int, bool) {
 			}
 			continue
 		case '[', '{':
-			depth++
+			if depth++; depth > fastMaxDepth {
+				return 0, false
+			}
 		case ']', '}':
 			if depth == 0 {
 				return i, i > 0
@@ -231,6 +238,10 @@ func valueEnd(b []byte) (int, bool) {
 	}
 	return len(b), depth == 0 && len(b) > 0
 }
+
+// fastMaxDepth is the deepest nesting valueEnd reads, far under
+// encoding/json's 10,000 less a record's levels.
+const fastMaxDepth = 1000
 
 // stringEnd returns the length of the JSON string b starts with, escapes
 // included.
